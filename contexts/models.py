@@ -1,0 +1,120 @@
+"""The spec's task_contexts, context_versions, checkpoints and global_context (5.2).
+
+Tables, defaults, indexes and triggers are created by raw SQL in the migration exactly as
+spec 13.1.1 says (other programs read and write these tables); the models mirror them,
+with ``db_default`` so ORM inserts leave defaults to the database.
+"""
+
+from __future__ import annotations
+
+from django.db import models
+from django.db.models.functions import Now
+
+from orchestrator.db import spec_table
+
+
+class TaskContext(models.Model):
+    id = models.UUIDField(primary_key=True, db_default=models.Func(function="gen_random_uuid"),
+                          editable=False)
+    task_id = models.CharField(max_length=255, unique=True)
+    name = models.CharField(max_length=500)
+    description = models.TextField(null=True, blank=True)
+    agent_type = models.CharField(max_length=100, null=True, blank=True)
+    status = models.CharField(max_length=50, null=True, db_default="pending")
+    priority = models.IntegerField(null=True, db_default=50)
+    current_phase = models.CharField(max_length=255, null=True, blank=True)
+    iteration = models.IntegerField(null=True, db_default=0)
+    score = models.DecimalField(max_digits=5, decimal_places=2, null=True, blank=True)
+    locked_elements = models.JSONField(null=True, db_default=models.Value([], models.JSONField()))
+    immediate_context = models.JSONField(null=True, blank=True)
+    key_files = models.JSONField(null=True, blank=True)
+    technical_decisions = models.JSONField(null=True, blank=True)
+    resume_prompt = models.TextField(null=True, blank=True)
+    keywords = models.JSONField(null=True, blank=True)
+    token_estimate = models.IntegerField(null=True, blank=True)
+    created_at = models.DateTimeField(null=True, db_default=Now())
+    updated_at = models.DateTimeField(null=True, db_default=Now())
+    last_session_at = models.DateTimeField(null=True, blank=True)
+    version = models.IntegerField(null=True, db_default=1)
+
+    class Meta:
+        db_table = spec_table("task_contexts")
+        ordering = ["-priority", "task_id"]
+
+    def __str__(self) -> str:
+        return f"{self.task_id}: {self.name}"
+
+
+class ContextVersion(models.Model):
+    """Written only by the save_context_version trigger; immutable at the database level."""
+
+    id = models.UUIDField(primary_key=True, db_default=models.Func(function="gen_random_uuid"),
+                          editable=False)
+    task_id = models.CharField(max_length=255)
+    version = models.IntegerField()
+    snapshot = models.JSONField()
+    change_summary = models.TextField(null=True, blank=True)
+    change_type = models.CharField(max_length=50, null=True, blank=True)
+    created_by = models.CharField(max_length=255, null=True, blank=True)
+    session_id = models.CharField(max_length=255, null=True, blank=True)
+    created_at = models.DateTimeField(null=True, db_default=Now())
+
+    class Meta:
+        db_table = spec_table("context_versions")
+        ordering = ["task_id", "-version"]
+        constraints = [
+            models.UniqueConstraint(fields=["task_id", "version"],
+                                    name="context_versions_task_id_version_key"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.task_id} v{self.version}"
+
+
+class Checkpoint(models.Model):
+    id = models.UUIDField(primary_key=True, db_default=models.Func(function="gen_random_uuid"),
+                          editable=False)
+    checkpoint_id = models.CharField(max_length=255, unique=True)
+    label = models.CharField(max_length=500)
+    description = models.TextField(null=True, blank=True)
+    checkpoint_type = models.CharField(max_length=50, null=True, db_default="manual")
+    task_id = models.CharField(max_length=255, null=True, blank=True)
+    scope = models.CharField(max_length=50)
+    included_tasks = models.JSONField(null=True, db_default=models.Value([], models.JSONField()))
+    snapshot = models.JSONField()
+    es_memory_id = models.CharField(max_length=255, null=True, blank=True)
+    created_by = models.CharField(max_length=255, null=True, blank=True)
+    session_id = models.CharField(max_length=255, null=True, blank=True)
+    created_at = models.DateTimeField(null=True, db_default=Now())
+
+    class Meta:
+        db_table = spec_table("checkpoints")
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.checkpoint_id} ({self.label})"
+
+
+class GlobalContext(models.Model):
+    id = models.UUIDField(primary_key=True, db_default=models.Func(function="gen_random_uuid"),
+                          editable=False)
+    project_id = models.CharField(max_length=255, unique=True)
+    project_name = models.CharField(max_length=500)
+    description = models.TextField(null=True, blank=True)
+    hard_rules = models.JSONField(null=True, db_default=models.Value([], models.JSONField()))
+    tech_stack = models.JSONField(null=True, db_default=models.Value([], models.JSONField()))
+    key_paths = models.JSONField(null=True, db_default=models.Value({}, models.JSONField()))
+    services = models.JSONField(null=True, db_default=models.Value({}, models.JSONField()))
+    active_task_id = models.CharField(max_length=255, null=True, blank=True)
+    orchestrator_context = models.JSONField(null=True,
+                                            db_default=models.Value({}, models.JSONField()))
+    created_at = models.DateTimeField(null=True, db_default=Now())
+    updated_at = models.DateTimeField(null=True, db_default=Now())
+    version = models.IntegerField(null=True, db_default=1)
+
+    class Meta:
+        db_table = spec_table("global_context")
+        verbose_name_plural = "global context"
+
+    def __str__(self) -> str:
+        return self.project_id

@@ -1,0 +1,1 @@
+"""Context services: the only writers of task_contexts, checkpoints and global_context."""

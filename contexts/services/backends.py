@@ -1,0 +1,111 @@
+"""Secondary backends of the write path (spec 7.2.1): the Redis cache and the file backups.
+
+Each function reports success as a bool and never raises: a Redis or file failure must
+not fail or undo a save that Postgres already committed. Failures are logged and counted
+(``backend_failures_total``) and the next sync repairs them.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from django.conf import settings
+
+from contexts.models import GlobalContext, TaskContext
+from contexts.services import representation
+from orchestrator import metrics
+from orchestrator.backends import files, redis_store
+from orchestrator.errors import now_iso
+
+logger = logging.getLogger("orchestrator.contexts")
+
+
+def task_cache_key(task_id: str) -> str:
+    return redis_store.key("task", task_id)
+
+
+def hot_cache_key() -> str:
+    return redis_store.key("hot")
+
+
+def cache_task(task: TaskContext, *, hot: bool) -> bool:
+    """Write ``context:task:{id}`` (and ``context:hot`` when the task is the active one)."""
+    started = time.perf_counter()
+    try:
+        redis_store.set_json(task_cache_key(task.task_id), representation.task_part(task),
+                             settings.REDIS_TASK_CONTEXT_TTL)
+        if hot:
+            redis_store.set_json(hot_cache_key(), representation.hot_context(task),
+                                 settings.REDIS_HOT_CONTEXT_TTL)
+    except redis_store.RedisUnavailable as exc:
+        metrics.backend_failures_total.labels("redis", "cache_task").inc()
+        logger.warning("redis cache of task %s failed: %s", task.task_id, exc,
+                       extra={"taskId": task.task_id})
+        return False
+    finally:
+        metrics.context_save_duration_seconds.labels("redis").observe(
+            time.perf_counter() - started)
+    metrics.context_saves_total.labels("redis").inc()
+    return True
+
+
+def write_task_file(task: TaskContext) -> bool:
+    if not settings.ENABLE_FILE_SYNC:
+        return False
+    started = time.perf_counter()
+    try:
+        files.write_json_atomic(files.task_file(task.task_id), representation.task_file(task))
+    except OSError as exc:
+        metrics.backend_failures_total.labels("file", "task_file").inc()
+        logger.warning("file backup of task %s failed: %s", task.task_id, exc,
+                       extra={"taskId": task.task_id})
+        return False
+    finally:
+        metrics.context_save_duration_seconds.labels("file").observe(
+            time.perf_counter() - started)
+    metrics.context_saves_total.labels("file").inc()
+    return True
+
+
+def write_hot_file(task: TaskContext) -> bool:
+    if not settings.ENABLE_FILE_SYNC:
+        return False
+    try:
+        files.write_json_atomic(files.context_dir() / "_hot_context.json",
+                                representation.hot_context(task))
+    except OSError as exc:
+        metrics.backend_failures_total.labels("file", "hot_file").inc()
+        logger.warning("hot context file failed: %s", exc)
+        return False
+    return True
+
+
+def write_registry() -> bool:
+    """Rewrite ``_registry.json`` (spec 6.4.2) from Postgres."""
+    if not settings.ENABLE_FILE_SYNC:
+        return False
+    project = GlobalContext.objects.filter(project_id=settings.MCP_PROJECT_ID).first()
+    rows = TaskContext.objects.order_by("task_id").values_list(
+        "task_id", "name", "status", "updated_at")
+    registry = {
+        "version": 1,
+        "updatedAt": now_iso(),
+        "tasks": {
+            task_id: {
+                "name": name,
+                "status": status,
+                "contextFile": f"task-agents/{task_id}.json",
+                "lastModified": representation.iso(updated_at),
+            }
+            for task_id, name, status, updated_at in rows
+        },
+        "activeTask": project.active_task_id if project else None,
+    }
+    try:
+        files.write_json_atomic(files.context_dir() / "_registry.json", registry)
+    except OSError as exc:
+        metrics.backend_failures_total.labels("file", "registry").inc()
+        logger.warning("registry file failed: %s", exc)
+        return False
+    return True

@@ -1,0 +1,110 @@
+"""camelCase shapes of a task (spec 4.1.1 task part, 6.2.3 hot context, 6.4.3 file format)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from decimal import Decimal
+from typing import Any
+
+from contexts.models import GlobalContext, TaskContext
+
+EMPTY_IMMEDIATE_CONTEXT = {"workingOn": None, "lastAction": None, "nextStep": None, "blockers": []}
+
+# camelCase input field -> task_contexts column, for every writable content field.
+FIELD_COLUMNS = {
+    "name": "name",
+    "description": "description",
+    "agentType": "agent_type",
+    "status": "status",
+    "priority": "priority",
+    "currentPhase": "current_phase",
+    "iteration": "iteration",
+    "score": "score",
+    "lockedElements": "locked_elements",
+    "immediateContext": "immediate_context",
+    "keyFiles": "key_files",
+    "technicalDecisions": "technical_decisions",
+    "resumePrompt": "resume_prompt",
+    "keywords": "keywords",
+    "tokenEstimate": "token_estimate",
+}
+
+
+def iso(value: datetime | None) -> str | None:
+    return value.isoformat().replace("+00:00", "Z") if value else None
+
+
+def score_value(value: Decimal | float | None) -> float | None:
+    return None if value is None else float(value)
+
+
+def immediate_context(task: TaskContext) -> dict[str, Any]:
+    value = task.immediate_context or {}
+    return {**EMPTY_IMMEDIATE_CONTEXT, **value} if isinstance(value, dict) else dict(
+        EMPTY_IMMEDIATE_CONTEXT)
+
+
+def task_part(task: TaskContext) -> dict[str, Any]:
+    """The ``task`` object of get_unified_context (spec 4.1.1)."""
+    data: dict[str, Any] = {
+        "taskId": task.task_id,
+        "name": task.name,
+        "description": task.description,
+        "agentType": task.agent_type,
+        "status": task.status,
+        "priority": task.priority,
+        "currentPhase": task.current_phase,
+        "iteration": task.iteration,
+        "score": score_value(task.score),
+        "lockedElements": list(task.locked_elements or []),
+        "immediateContext": immediate_context(task),
+        "keyFiles": list(task.key_files or []),
+        "technicalDecisions": list(task.technical_decisions or []),
+        "resumePrompt": task.resume_prompt,
+        "keywords": list(task.keywords or []),
+        "version": task.version,
+        "updatedAt": iso(task.updated_at),
+        "lastSessionAt": iso(task.last_session_at),
+    }
+    return data
+
+
+def hot_context(task: TaskContext) -> dict[str, Any]:
+    """Spec 6.2.3: the value of ``context:hot``."""
+    return {
+        "taskId": task.task_id,
+        "name": task.name,
+        "status": task.status,
+        "currentPhase": task.current_phase,
+        "iteration": task.iteration,
+        "immediateContext": immediate_context(task),
+        "keyFiles": list(task.key_files or []),
+        "resumePrompt": task.resume_prompt,
+        "updatedAt": iso(task.updated_at),
+    }
+
+
+def task_file(task: TaskContext) -> dict[str, Any]:
+    """Spec 6.4.3: ``task-agents/{taskId}.json``."""
+    return {
+        "taskId": task.task_id,
+        "name": task.name,
+        "status": task.status,
+        "currentPhase": task.current_phase,
+        "iteration": task.iteration,
+        "immediateContext": immediate_context(task),
+        "keyFiles": list(task.key_files or []),
+        "technicalDecisions": list(task.technical_decisions or []),
+        "resumePrompt": task.resume_prompt,
+        "version": task.version,
+        "updatedAt": iso(task.updated_at),
+    }
+
+
+def global_part(project: GlobalContext) -> dict[str, Any]:
+    return {
+        "hardRules": list(project.hard_rules or []),
+        "techStack": list(project.tech_stack or []),
+        "keyPaths": dict(project.key_paths or {}),
+        "services": dict(project.services or {}),
+    }

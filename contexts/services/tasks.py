@@ -1,0 +1,69 @@
+"""Creating and reading tasks and the project's global context."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+
+from contexts.models import GlobalContext, TaskContext
+from contexts.services import backends, representation
+from orchestrator.backends.files import check_safe_id
+from orchestrator.db import set_change_context
+from orchestrator.errors import OrchestratorError
+
+logger = logging.getLogger("orchestrator.contexts")
+
+
+def get_task(task_id: str, *, code: str = "E1610") -> TaskContext:
+    try:
+        return TaskContext.objects.get(task_id=task_id)
+    except TaskContext.DoesNotExist:
+        raise OrchestratorError(code, f"Task {task_id!r} does not exist",
+                                {"taskId": task_id}) from None
+
+
+def get_global_context() -> GlobalContext:
+    try:
+        return GlobalContext.objects.get(project_id=settings.MCP_PROJECT_ID)
+    except GlobalContext.DoesNotExist:
+        raise OrchestratorError(
+            "E1611", f"Global context for project {settings.MCP_PROJECT_ID!r} is missing",
+            {"projectId": settings.MCP_PROJECT_ID}) from None
+
+
+def is_active_task(task_id: str) -> bool:
+    return GlobalContext.objects.filter(
+        project_id=settings.MCP_PROJECT_ID, active_task_id=task_id).exists()
+
+
+def create_task(fields: dict[str, Any], *, session_id: str | None = None,
+                created_by: str | None = None) -> dict[str, Any]:
+    """Insert a task (version 1 is recorded by the trigger), then cache and back it up."""
+    task_id = check_safe_id(fields["taskId"])
+    values = {column: fields[name] for name, column in representation.FIELD_COLUMNS.items()
+              if name in fields}
+    try:
+        with transaction.atomic():
+            set_change_context(change_type="manual", change_summary="Task created",
+                               session_id=session_id, created_by=created_by or session_id)
+            task = TaskContext.objects.create(task_id=task_id, **values)
+    except IntegrityError:
+        raise OrchestratorError("E1614", f"Task {task_id!r} already exists",
+                                {"taskId": task_id}) from None
+    task.refresh_from_db()
+    saved_to = {
+        "database": True,
+        "redis": backends.cache_task(task, hot=False),
+        "file": backends.write_task_file(task) and backends.write_registry(),
+    }
+    logger.info("task created", extra={"taskId": task_id, "version": task.version})
+    return {
+        "success": True,
+        "taskId": task.task_id,
+        "version": task.version,
+        "createdAt": representation.iso(task.created_at),
+        "savedTo": saved_to,
+    }

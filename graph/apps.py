@@ -1,0 +1,7 @@
+from django.apps import AppConfig
+
+
+class GraphConfig(AppConfig):
+    name = "graph"
+    verbose_name = "Task graph"
+    default_auto_field = "django.db.models.BigAutoField"

@@ -1,0 +1,32 @@
+"""The spec's task_relationships table (5.2.7): the source of truth for task-to-task edges."""
+
+from __future__ import annotations
+
+from django.db import models
+from django.db.models.functions import Now
+
+from orchestrator.db import spec_table
+
+
+class TaskRelationship(models.Model):
+    id = models.UUIDField(primary_key=True, db_default=models.Func(function="gen_random_uuid"),
+                          editable=False)
+    source_task_id = models.CharField(max_length=255)
+    target_task_id = models.CharField(max_length=255)
+    relationship_type = models.CharField(max_length=50)
+    metadata = models.JSONField(null=True, db_default=models.Value({}, models.JSONField()))
+    strength = models.DecimalField(max_digits=3, decimal_places=2, null=True, blank=True)
+    created_by = models.CharField(max_length=255, null=True, blank=True)
+    created_at = models.DateTimeField(null=True, db_default=Now())
+
+    class Meta:
+        db_table = spec_table("task_relationships")
+        constraints = [
+            models.UniqueConstraint(
+                fields=["source_task_id", "target_task_id", "relationship_type"],
+                name="task_relationships_source_task_id_target_task_id_relations_key",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.source_task_id} -{self.relationship_type}-> {self.target_task_id}"

@@ -1,0 +1,37 @@
+"""DRF glue: the exception handler that gives every API failure the spec's error format."""
+
+from __future__ import annotations
+
+import logging
+
+from django.http import Http404
+from rest_framework import exceptions, status
+from rest_framework.response import Response
+
+from orchestrator.errors import OrchestratorError, error_body
+
+logger = logging.getLogger("orchestrator.api")
+
+
+def error_response(exc: OrchestratorError) -> Response:
+    return Response(exc.to_dict(), status=exc.http_status)
+
+
+def exception_handler(exc, context):
+    if isinstance(exc, OrchestratorError):
+        return error_response(exc)
+    if isinstance(exc, exceptions.NotAuthenticated | exceptions.AuthenticationFailed):
+        body = error_body("E1609", str(exc.detail))
+        return Response(body, status=status.HTTP_401_UNAUTHORIZED,
+                        headers={"WWW-Authenticate": 'Bearer realm="orchestrator"'})
+    if isinstance(exc, exceptions.ParseError):
+        return Response(error_body("E1612", f"Malformed JSON: {exc.detail}"), status=400)
+    if isinstance(exc, exceptions.ValidationError):
+        return Response(error_body("E1612", "Invalid input", exc.detail), status=400)
+    if isinstance(exc, Http404 | exceptions.NotFound):
+        return Response(error_body("E1610", "Not found"), status=404)
+    if isinstance(exc, exceptions.APIException):
+        return Response(error_body("E1612" if exc.status_code < 500 else "E1699", str(exc.detail)),
+                        status=exc.status_code)
+    logger.exception("unhandled API error")
+    return Response(error_body("E1699", "Unexpected server fault"), status=500)

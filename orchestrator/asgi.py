@@ -1,0 +1,54 @@
+"""ASGI entry point: one port for Django (admin, REST, docs, metrics) and MCP at /mcp."""
+
+from __future__ import annotations
+
+import json
+import os
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "orchestrator.settings")
+
+from asgiref.sync import sync_to_async  # noqa: E402
+from django.core.asgi import get_asgi_application  # noqa: E402
+
+django_app = get_asgi_application()
+
+from orchestrator.auth import authenticate_header  # noqa: E402
+from orchestrator.errors import error_body  # noqa: E402
+from orchestrator.tools.mcp import build_http_app  # noqa: E402
+
+mcp_app = build_http_app()
+
+
+async def _unauthorized(send) -> None:
+    body = json.dumps(error_body("E1609", "A valid bearer token is required")).encode()
+    await send({"type": "http.response.start", "status": 401, "headers": [
+        (b"content-type", b"application/json"),
+        (b"www-authenticate", b'Bearer realm="orchestrator"'),
+    ]})
+    await send({"type": "http.response.body", "body": body})
+
+
+def _check_token(header: str | None):
+    from django.db import close_old_connections
+
+    close_old_connections()
+    try:
+        return authenticate_header(header)
+    finally:
+        close_old_connections()
+
+
+async def application(scope, receive, send):
+    if scope["type"] == "lifespan":
+        # Django has no lifespan; the MCP session manager needs one to start its task group.
+        return await mcp_app(scope, receive, send)
+    if scope["type"] == "http" and scope["path"].rstrip("/") == "/mcp":
+        headers = dict(scope.get("headers") or [])
+        raw = headers.get(b"authorization")
+        principal = await sync_to_async(_check_token, thread_sensitive=False)(
+            raw.decode("latin-1") if raw else None)
+        if principal is None:
+            return await _unauthorized(send)
+        scope = {**scope, "path": "/mcp", "orchestrator.principal": principal}
+        return await mcp_app(scope, receive, send)
+    return await django_app(scope, receive, send)

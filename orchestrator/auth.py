@@ -1,0 +1,54 @@
+"""Bearer-token authentication shared by the REST API and the MCP endpoint."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+
+from django.utils import timezone
+from rest_framework import authentication, exceptions
+
+from orchestrator.models import ApiToken
+
+
+@dataclass(frozen=True)
+class TokenPrincipal:
+    """What a valid token authenticates as; DRF treats it as the request user."""
+
+    name: str
+    is_authenticated: bool = True
+    is_staff: bool = False
+
+    def __str__(self) -> str:
+        return f"token:{self.name}"
+
+
+def authenticate_header(value: str | None) -> TokenPrincipal | None:
+    """Return the principal for an ``Authorization`` header value, or None if invalid."""
+    if not value:
+        return None
+    scheme, _, raw = value.partition(" ")
+    if scheme.lower() != "bearer" or not raw.strip():
+        return None
+    token = ApiToken.lookup(raw.strip())
+    if token is None:
+        return None
+    now = timezone.now()
+    # Touch last_used_at at most once a minute: a write per request would cost more than it tells.
+    if token.last_used_at is None or now - token.last_used_at > timedelta(minutes=1):
+        ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
+    return TokenPrincipal(name=token.name)
+
+
+class BearerTokenAuthentication(authentication.BaseAuthentication):
+    def authenticate(self, request):
+        header = request.META.get("HTTP_AUTHORIZATION")
+        if not header:
+            return None
+        principal = authenticate_header(header)
+        if principal is None:
+            raise exceptions.AuthenticationFailed("Invalid or revoked bearer token")
+        return principal, None
+
+    def authenticate_header(self, request) -> str:
+        return 'Bearer realm="orchestrator"'

@@ -1,0 +1,75 @@
+"""File backups (spec 6.4): atomic JSON writes and ids that are safe as file names."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+
+from orchestrator.errors import OrchestratorError
+
+SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,254}$")
+
+
+def check_safe_id(value: str, field: str = "taskId") -> str:
+    """Refuse ids that could escape a directory or not fit a file name (E1612)."""
+    if not isinstance(value, str) or not SAFE_ID.match(value) or ".." in value:
+        raise OrchestratorError(
+            "E1612",
+            f"{field} must be 1-255 characters of letters, digits, '.', '_', ':' or '-', "
+            "starting with a letter or digit, and must not contain '..'",
+            {"field": field, "value": value if isinstance(value, str) else repr(value)},
+        )
+    return value
+
+
+def write_json_atomic(path: Path, data: Any) -> None:
+    """Write to a temp file in the same directory, fsync, then rename over the target."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as handle:
+            json.dump(data, handle, indent=2, default=str)
+            handle.write("\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def read_json(path: Path) -> Any | None:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def context_dir() -> Path:
+    return Path(settings.CONTEXT_DIR)
+
+
+def recovery_dir() -> Path:
+    return Path(settings.RECOVERY_DIR)
+
+
+def task_file(task_id: str) -> Path:
+    return context_dir() / "task-agents" / f"{check_safe_id(task_id)}.json"
+
+
+def writable(directory: Path) -> bool:
+    """Health probe: can we create a file in ``directory``?"""
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=directory, prefix=".probe-"):
+            return True
+    except OSError:
+        return False

@@ -1,0 +1,39 @@
+"""Helpers for the spec tables living in the MCP_SCHEMA schema, and trigger context."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import connection
+
+
+def spec_table(name: str) -> str:
+    """``db_table`` for a spec table: Django quotes it as "schema"."name"."""
+    return f'{settings.MCP_SCHEMA}"."{name}'
+
+
+def qualified(name: str) -> str:
+    """The SQL name of a spec table, for raw SQL."""
+    return f'"{settings.MCP_SCHEMA}"."{name}"'
+
+
+def set_change_context(
+    *,
+    change_type: str | None = None,
+    change_summary: str | None = None,
+    session_id: str | None = None,
+    created_by: str | None = None,
+) -> None:
+    """Tell the versioning trigger who changed a task and why, for this transaction only.
+
+    Must run inside ``transaction.atomic()``: the settings are transaction-local
+    (``set_config(..., true)``), so they never leak to another request on the same
+    connection. Unset values are cleared, so the trigger falls back to 'auto_save'.
+    """
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT set_config('orchestrator.change_type', %s, true),"
+            " set_config('orchestrator.change_summary', %s, true),"
+            " set_config('orchestrator.session_id', %s, true),"
+            " set_config('orchestrator.created_by', %s, true)",
+            [change_type or "", change_summary or "", session_id or "", created_by or ""],
+        )

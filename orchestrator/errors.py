@@ -1,0 +1,103 @@
+"""The E16xx error registry (spec 11.5), the one exception type and the spec's error format.
+
+Every failure a client can see is an ``OrchestratorError``; the REST handler and the MCP
+server both turn it into ``{"success": false, "error": {...}, "timestamp": ...}``.
+Codes added beyond the spec sit inside the range of their category (spec 2.3).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from django.utils import timezone
+
+
+@dataclass(frozen=True)
+class ErrorCode:
+    code: str
+    name: str
+    http_status: int
+    message: str
+
+
+_CODES = [
+    # Session errors (E1600-E1609)
+    ErrorCode("E1600", "SESSION_NOT_FOUND", 404, "Session ID does not exist"),
+    ErrorCode("E1601", "SESSION_ALREADY_EXISTS", 409, "Session ID already in use"),
+    ErrorCode("E1602", "SESSION_ENDED", 409, "Session already ended"),
+    ErrorCode("E1603", "SESSION_CRASHED", 409, "Session marked as crashed; run recovery"),
+    ErrorCode("E1609", "AUTHENTICATION_REQUIRED", 401, "A valid bearer token is required"),
+    # Context errors (E1610-E1619)
+    ErrorCode("E1610", "TASK_NOT_FOUND", 404, "Task ID does not exist"),
+    ErrorCode("E1611", "GLOBAL_CONTEXT_NOT_FOUND", 404, "Global context missing"),
+    ErrorCode("E1612", "UPDATE_VALIDATION_FAILED", 400, "Invalid update data"),
+    ErrorCode("E1613", "TASK_LOCKED", 409, "Task is locked by another session"),
+    ErrorCode("E1614", "TASK_ALREADY_EXISTS", 409, "Task ID already in use"),
+    ErrorCode("E1615", "TOOL_NOT_FOUND", 404, "No tool with this name"),
+    # Checkpoint errors (E1620-E1629)
+    ErrorCode("E1620", "CHECKPOINT_CREATION_FAILED", 500, "Could not create checkpoint"),
+    ErrorCode("E1621", "INVALID_CHECKPOINT_SCOPE", 400, "Invalid scope configuration"),
+    ErrorCode("E1622", "CHECKPOINT_NOT_FOUND", 404, "Checkpoint ID does not exist"),
+    ErrorCode("E1623", "VERSION_NOT_FOUND", 404, "Version number does not exist"),
+    ErrorCode("E1624", "ROLLBACK_FAILED", 409, "Rollback operation failed"),
+    # Recovery errors (E1630-E1639)
+    ErrorCode("E1630", "RECOVERY_CHECK_FAILED", 500, "Could not check recovery"),
+    ErrorCode("E1631", "RECOVERY_SESSION_NOT_FOUND", 404, "Recovery session not found"),
+    ErrorCode("E1632", "RECOVERY_ALREADY_COMPLETE", 409, "Session already recovered"),
+    # Conflict errors (E1640-E1649)
+    ErrorCode("E1640", "CONFLICT_DETECTION_FAILED", 500, "Detection query failed"),
+    ErrorCode("E1641", "INVALID_CONFLICT_TYPE", 400, "Unknown conflict type"),
+    ErrorCode("E1642", "CONFLICT_NOT_FOUND", 404, "Conflict ID does not exist"),
+    ErrorCode("E1643", "CONFLICT_ALREADY_RESOLVED", 409, "Conflict already resolved"),
+    ErrorCode("E1644", "RESOLUTION_FAILED", 422, "Resolution action failed"),
+    # Sync errors (E1650-E1659)
+    ErrorCode("E1650", "REDIS_SYNC_FAILED", 502, "Redis update failed"),
+    ErrorCode("E1651", "FILE_SYNC_FAILED", 500, "File write failed"),
+    ErrorCode("E1652", "NEO4J_QUERY_FAILED", 502, "Neo4j query failed"),
+    ErrorCode("E1653", "PARTIAL_SYNC", 502, "Some backends failed"),
+    ErrorCode("E1654", "DATABASE_UNAVAILABLE", 503, "PostgreSQL is unreachable"),
+    # Task switch errors (E1660-E1669)
+    ErrorCode("E1660", "SOURCE_TASK_NOT_FOUND", 404, "Source task does not exist"),
+    ErrorCode("E1661", "TARGET_TASK_NOT_FOUND", 404, "Target task does not exist"),
+    ErrorCode("E1662", "TASK_SWITCH_FAILED", 409, "Switch operation failed"),
+    # Configuration errors (E1690-E1699)
+    ErrorCode("E1690", "CONFIG_INVALID", 500, "Invalid configuration"),
+    ErrorCode("E1691", "CONFIG_MISSING", 500, "Required config missing"),
+    ErrorCode("E1699", "INTERNAL_ERROR", 500, "Unexpected server fault"),
+]
+
+REGISTRY: dict[str, ErrorCode] = {c.code: c for c in _CODES}
+BY_NAME: dict[str, ErrorCode] = {c.name: c for c in _CODES}
+
+
+class OrchestratorError(Exception):
+    """A failure with a spec code, given as ``E1610`` or by name (``TASK_NOT_FOUND``)."""
+
+    def __init__(self, code: str, message: str | None = None, details: Any = None):
+        entry = REGISTRY.get(code) or BY_NAME.get(code)
+        if entry is None:
+            raise ValueError(f"unknown error code {code!r}")
+        self.entry = entry
+        self.code = entry.code
+        self.message = message or entry.message
+        self.details = details
+        super().__init__(f"{self.code}: {self.message}")
+
+    @property
+    def http_status(self) -> int:
+        return self.entry.http_status
+
+    def to_dict(self) -> dict[str, Any]:
+        return error_body(self.code, self.message, self.details)
+
+
+def error_body(code: str, message: str, details: Any = None) -> dict[str, Any]:
+    error: dict[str, Any] = {"code": code, "message": message}
+    if details is not None:
+        error["details"] = details
+    return {"success": False, "error": error, "timestamp": now_iso()}
+
+
+def now_iso() -> str:
+    return timezone.now().isoformat().replace("+00:00", "Z")

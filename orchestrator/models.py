@@ -1,0 +1,39 @@
+from __future__ import annotations
+
+import hashlib
+import secrets
+
+from django.db import models
+
+
+def hash_token(raw: str) -> str:
+    return hashlib.sha256(raw.encode()).hexdigest()
+
+
+class ApiToken(models.Model):
+    """A bearer token for REST and MCP clients. Only its sha256 is stored."""
+
+    name = models.CharField(max_length=100, unique=True)
+    token_hash = models.CharField(max_length=64, unique=True, editable=False)
+    prefix = models.CharField(max_length=12, editable=False,
+                              help_text="First characters, to tell tokens apart")
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked = models.BooleanField(default=False)
+
+    class Meta:
+        db_table = "orchestrator_api_token"
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.prefix}…)"
+
+    @classmethod
+    def issue(cls, name: str) -> tuple[ApiToken, str]:
+        raw = "orch_" + secrets.token_urlsafe(32)
+        token = cls.objects.create(name=name, token_hash=hash_token(raw), prefix=raw[:12])
+        return token, raw
+
+    @classmethod
+    def lookup(cls, raw: str) -> ApiToken | None:
+        return cls.objects.filter(token_hash=hash_token(raw), revoked=False).first()

@@ -1,0 +1,230 @@
+"""Django settings. Every value comes from ``orchestrator.config`` (env + optional YAML)."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import sys
+from pathlib import Path
+
+from orchestrator.config import ConfigError, load_settings
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+try:
+    ORCH = load_settings(base_dir=BASE_DIR)
+except ConfigError as exc:
+    # One line naming the setting, then stop: a half-configured server is worse than none.
+    print(str(exc), file=sys.stderr)
+    raise SystemExit(2) from None
+
+
+def _secret_key() -> str:
+    if os.environ.get("DJANGO_SECRET_KEY"):
+        return os.environ["DJANGO_SECRET_KEY"]
+    # Development default: a random key persisted under .data/ so sessions survive restarts.
+    key_file = BASE_DIR / ".data" / "secret_key"
+    try:
+        return key_file.read_text().strip()
+    except OSError:
+        key = secrets.token_urlsafe(50)
+        try:
+            key_file.parent.mkdir(parents=True, exist_ok=True)
+            key_file.write_text(key)
+        except OSError:
+            pass
+        return key
+
+
+SECRET_KEY = _secret_key()
+DEBUG = os.environ.get("DJANGO_DEBUG", "").lower() in ("1", "true", "yes")
+ALLOWED_HOSTS = [
+    h.strip() for h in os.environ.get("DJANGO_ALLOWED_HOSTS", "127.0.0.1,localhost,testserver")
+    .split(",") if h.strip()
+]
+CSRF_TRUSTED_ORIGINS = [
+    o.strip() for o in os.environ.get("DJANGO_CSRF_TRUSTED_ORIGINS", "").split(",") if o.strip()
+]
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django_prometheus",
+    "rest_framework",
+    "django_filters",
+    "drf_spectacular",
+    "orchestrator.apps.OrchestratorConfig",
+    "contexts.apps.ContextsConfig",
+    "sessions.apps.AgentSessionsConfig",
+    "conflicts.apps.ConflictsConfig",
+    "graph.apps.GraphConfig",
+]
+
+MIDDLEWARE = [
+    "django_prometheus.middleware.PrometheusBeforeMiddleware",
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_prometheus.middleware.PrometheusAfterMiddleware",
+]
+
+ROOT_URLCONF = "orchestrator.urls"
+WSGI_APPLICATION = "orchestrator.wsgi.application"
+ASGI_APPLICATION = "orchestrator.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+DATABASES = {
+    "default": {
+        "ENGINE": "django_prometheus.db.backends.postgresql",
+        **ORCH.database,
+        "CONN_MAX_AGE": int(os.environ.get("DB_CONN_MAX_AGE", "60")),
+        "CONN_HEALTH_CHECKS": True,
+        "OPTIONS": {"connect_timeout": int(os.environ.get("DB_CONNECT_TIMEOUT", "5"))},
+        "TEST": {"NAME": os.environ.get("TEST_DATABASE_NAME") or None},
+    }
+}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+CACHES = {
+    "default": {
+        "BACKEND": "django_prometheus.cache.backends.redis.RedisCache",
+        "LOCATION": ORCH.redis_url,
+        "KEY_PREFIX": "orchestrator-django",
+        "OPTIONS": {
+            "CLIENT_CLASS": "django_redis.client.DefaultClient",
+            "SOCKET_CONNECT_TIMEOUT": 0.5,
+            "SOCKET_TIMEOUT": 0.5,
+            # Django's own cache (rate limits, admin) must not take the site down with Redis.
+            "IGNORE_EXCEPTIONS": True,
+            "SERIALIZER": "django_redis.serializers.json.JSONSerializer",
+        },
+    }
+}
+DJANGO_REDIS_IGNORE_EXCEPTIONS = True
+DJANGO_REDIS_LOG_IGNORED_EXCEPTIONS = True
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = BASE_DIR / "staticfiles"
+STATICFILES_DIRS = [p for p in [BASE_DIR / "static"] if p.exists()]
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": ["orchestrator.auth.BearerTokenAuthentication"],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_FILTER_BACKENDS": [
+        "django_filters.rest_framework.DjangoFilterBackend",
+        "rest_framework.filters.OrderingFilter",
+    ],
+    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
+    "PAGE_SIZE": 50,
+    "EXCEPTION_HANDLER": "orchestrator.api.exception_handler",
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "UNAUTHENTICATED_USER": None,
+}
+
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Session Orchestrator API",
+    "DESCRIPTION": (
+        "Versioned task contexts, checkpoints, session recovery, conflicts and a task graph "
+        "for AI coding agents. Every tool is `POST /api/v1/tools/<name>/`; the same tools are "
+        "served over MCP at `/mcp`. Authenticate with `Authorization: Bearer <token>`."
+    ),
+    "VERSION": "1.0.0",
+    "OAS_VERSION": "3.1.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SERVE_AUTHENTICATION": [
+        "orchestrator.auth.BearerTokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
+    "APPEND_COMPONENTS": {
+        "securitySchemes": {"bearerAuth": {"type": "http", "scheme": "bearer"}}
+    },
+    "SECURITY": [{"bearerAuth": []}],
+    "COMPONENT_SPLIT_REQUEST": True,
+}
+
+# --- Orchestrator settings (spec section 10) -------------------------------------------
+MCP_SCHEMA = ORCH.mcp_schema
+MCP_PROJECT_ID = ORCH.project_id
+REDIS_URL = ORCH.redis_url
+REDIS_KEY_PREFIX = ORCH.redis_key_prefix
+REDIS_HOT_CONTEXT_TTL = ORCH.redis_hot_context_ttl
+REDIS_TASK_CONTEXT_TTL = ORCH.redis_task_context_ttl
+REDIS_LOCK_TTL = ORCH.redis_lock_ttl
+REDIS_HEARTBEAT_TTL = 120
+# After a refused connection, skip Redis for this long so saves stay fast during an outage.
+REDIS_CIRCUIT_OPEN_SECONDS = float(os.environ.get("REDIS_CIRCUIT_OPEN_SECONDS", "5"))
+NEO4J_URI = ORCH.neo4j_uri
+NEO4J_USER = ORCH.neo4j_user
+NEO4J_PASSWORD = ORCH.neo4j_password
+NEOMODEL_DATABASE_URL = ORCH.neomodel_url
+ENABLE_NEO4J = ORCH.enable_neo4j
+ENABLE_FILE_SYNC = ORCH.enable_file_sync
+ENABLE_AUTO_RECOVERY_CHECK = ORCH.enable_auto_recovery_check
+ENABLE_CONFLICT_DETECTION = ORCH.enable_conflict_detection
+CONTEXT_DIR = ORCH.context_dir
+RECOVERY_DIR = ORCH.recovery_dir
+CRASH_THRESHOLD_MINUTES = ORCH.crash_threshold_minutes
+STALE_SESSION_HOURS = ORCH.stale_session_hours
+HEARTBEAT_INTERVAL_MS = ORCH.heartbeat_interval_ms
+MAX_VERSIONS_DEFAULT = ORCH.max_versions_default
+MAX_VERSIONS_LIMIT = ORCH.max_versions_limit
+HOT_SYNC_INTERVAL_SECONDS = ORCH.hot_sync_interval_seconds
+SLACK_WEBHOOK_URL = ORCH.slack_webhook_url
+
+# --- Celery ----------------------------------------------------------------------------
+CELERY_BROKER_URL = ORCH.celery_broker_url
+CELERY_RESULT_BACKEND = None
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_TASK_SERIALIZER = "json"
+CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_TIMEZONE = "UTC"
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+
+# --- Logging: one JSON object per line (spec 9.2.1) ------------------------------------
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"json": {"()": "orchestrator.logformat.JsonFormatter"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "json"}},
+    "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
+    "loggers": {
+        "django.db.backends": {"level": "WARNING"},
+        "neo4j": {"level": "WARNING"},
+        "httpx": {"level": "WARNING"},
+    },
+}

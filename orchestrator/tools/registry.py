@@ -1,0 +1,140 @@
+"""The tool registry: every way in (REST, MCP, admin, commands) calls ``call_tool``.
+
+A tool is declared once, in its app's ``tools.py``, with ``register(Tool(...))``: name,
+description, JSON Schema of input and output, and the service function it calls. The
+registry validates input against the schema (bad input -> the tool's validation code,
+400), runs the handler, and turns unexpected faults into E1699 so transports only ever
+see ``OrchestratorError``.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import jsonschema
+from django.db import DatabaseError, InterfaceError, OperationalError
+
+from orchestrator.errors import OrchestratorError
+
+logger = logging.getLogger("orchestrator.tools")
+
+
+@dataclass(frozen=True)
+class ToolContext:
+    """Who is calling and through which transport (recorded, never trusted for auth)."""
+
+    transport: str  # "rest" | "mcp" | "admin" | "command" | "task"
+    actor: str = ""
+
+
+Handler = Callable[[dict[str, Any], ToolContext], dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class Tool:
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+    output_schema: dict[str, Any]
+    handler: Handler
+    # The E16xx code a schema violation is reported with (spec: E1612 for task updates,
+    # E1621 for checkpoint scope, E1641 for conflict types).
+    validation_code: str = "E1612"
+    read_only: bool = False
+    validator: Any = field(default=None, compare=False, repr=False)
+
+
+# Hooks run after every call (success or failure) with (tool, arguments, result_or_error,
+# context, duration_seconds); the sessions app uses one to record tool history.
+AfterCallHook = Callable[[Tool, dict[str, Any], dict[str, Any], ToolContext, float], None]
+
+_TOOLS: dict[str, Tool] = {}
+_AFTER_CALL: list[AfterCallHook] = []
+
+
+def register(tool: Tool) -> Tool:
+    if tool.name in _TOOLS:
+        raise ValueError(f"tool {tool.name!r} registered twice")
+    jsonschema.Draft202012Validator.check_schema(tool.input_schema)
+    validator = jsonschema.Draft202012Validator(
+        tool.input_schema, format_checker=jsonschema.FormatChecker()
+    )
+    tool = Tool(**{**tool.__dict__, "validator": validator})
+    _TOOLS[tool.name] = tool
+    return tool
+
+
+def add_after_call_hook(hook: AfterCallHook) -> None:
+    if hook not in _AFTER_CALL:
+        _AFTER_CALL.append(hook)
+
+
+def tools() -> list[Tool]:
+    return sorted(_TOOLS.values(), key=lambda t: t.name)
+
+
+def get_tool(name: str) -> Tool:
+    try:
+        return _TOOLS[name]
+    except KeyError:
+        raise OrchestratorError("E1615", f"No tool named {name!r}") from None
+
+
+def validate_input(tool: Tool, arguments: Any) -> dict[str, Any]:
+    if not isinstance(arguments, dict):
+        raise OrchestratorError(tool.validation_code, "Tool input must be a JSON object")
+    errors = sorted(tool.validator.iter_errors(arguments), key=lambda e: list(e.absolute_path))
+    if errors:
+        details = [
+            {"field": ".".join(str(p) for p in e.absolute_path) or "(root)", "problem": e.message}
+            for e in errors[:20]
+        ]
+        first = details[0]
+        raise OrchestratorError(
+            tool.validation_code,
+            f"Invalid input for {tool.name}: {first['field']}: {first['problem']}",
+            details,
+        )
+    return arguments
+
+
+def call_tool(name: str, arguments: Any, context: ToolContext) -> dict[str, Any]:
+    """Validate, run and return the tool's output; raise ``OrchestratorError`` on failure."""
+    tool = get_tool(name)
+    started = time.perf_counter()
+    outcome: dict[str, Any]
+    try:
+        args = validate_input(tool, arguments)
+        result = tool.handler(args, context)
+        outcome = result
+        return result
+    except OrchestratorError as exc:
+        outcome = exc.to_dict()
+        raise
+    except (OperationalError, InterfaceError) as exc:
+        logger.error("tool %s: database unavailable: %s", name, exc)
+        error = OrchestratorError("E1654", "PostgreSQL is unreachable", {"reason": str(exc)[:200]})
+        outcome = error.to_dict()
+        raise error from exc
+    except DatabaseError as exc:
+        logger.exception("tool %s: database error", name)
+        error = OrchestratorError("E1699", "Database error", {"reason": str(exc)[:200]})
+        outcome = error.to_dict()
+        raise error from exc
+    except Exception as exc:
+        logger.exception("tool %s failed unexpectedly", name)
+        error = OrchestratorError("E1699", f"Unexpected server fault in {name}")
+        outcome = error.to_dict()
+        raise error from exc
+    finally:
+        duration = time.perf_counter() - started
+        for hook in _AFTER_CALL:
+            try:
+                hook(tool, arguments if isinstance(arguments, dict) else {}, outcome, context,
+                     duration)
+            except Exception:  # a hook must never change the tool's answer
+                logger.exception("after-call hook %r failed for %s", hook, name)

@@ -1,0 +1,45 @@
+"""REST transport: ``POST /api/v1/tools/<name>/``, one generated view per registered tool.
+
+Each view carries its tool's JSON Schemas into the OpenAPI document, so /api/docs/ shows
+every tool's request and response exactly as MCP's tools/list does.
+"""
+
+from __future__ import annotations
+
+from django.urls import path
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from orchestrator.tools import registry
+from orchestrator.tools.schema import ERROR_OBJECT
+
+
+class ToolView(APIView):
+    tool_name: str = ""
+
+    def post(self, request, *args, **kwargs):
+        actor = getattr(request.user, "name", "") or str(request.user)
+        context = registry.ToolContext(transport="rest", actor=actor)
+        result = registry.call_tool(self.tool_name, request.data, context)
+        return Response(result)
+
+
+def _view_for(tool: registry.Tool):
+    errors = OpenApiResponse(ERROR_OBJECT, description="Spec error object (11.2.1)")
+    decorated = extend_schema(
+        operation_id=tool.name,
+        summary=tool.description.split("\n", 1)[0][:120],
+        description=tool.description,
+        tags=["tools"],
+        request=tool.input_schema,
+        responses={200: tool.output_schema, 400: errors, 401: errors, 404: errors, 409: errors},
+    )
+    view = type(f"{tool.name.title().replace('_', '')}ToolView", (ToolView,),
+                {"tool_name": tool.name})
+    return decorated(view).as_view()
+
+
+def tool_urlpatterns():
+    return [path(f"{tool.name}/", _view_for(tool), name=f"tool-{tool.name}")
+            for tool in registry.tools()]

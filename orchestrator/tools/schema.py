@@ -1,0 +1,141 @@
+"""Small builders for the JSON Schemas that declare tool inputs and outputs.
+
+One schema per tool serves REST validation (jsonschema), the OpenAPI document
+(drf-spectacular, OAS 3.1 accepts JSON Schema) and the MCP ``inputSchema``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+Schema = dict[str, Any]
+
+# Task, checkpoint and session ids become Redis keys and file names: a strict character set.
+SAFE_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,254}$"
+
+
+def obj(properties: dict[str, Schema], required: list[str] | tuple[str, ...] = (),
+        *, additional: bool | Schema = False, description: str | None = None) -> Schema:
+    schema: Schema = {"type": "object", "properties": properties,
+                      "additionalProperties": additional}
+    if required:
+        schema["required"] = list(required)
+    if description:
+        schema["description"] = description
+    return schema
+
+
+def string(description: str | None = None, *, max_length: int | None = None,
+           min_length: int | None = None, enum: list[str] | tuple[str, ...] | None = None,
+           pattern: str | None = None, nullable: bool = False, fmt: str | None = None) -> Schema:
+    schema: Schema = {"type": ["string", "null"] if nullable else "string"}
+    if enum is not None:
+        schema["enum"] = list(enum) + ([None] if nullable else [])
+    if max_length is not None:
+        schema["maxLength"] = max_length
+    if min_length is not None:
+        schema["minLength"] = min_length
+    if pattern:
+        schema["pattern"] = pattern
+    if fmt:
+        schema["format"] = fmt
+    if description:
+        schema["description"] = description
+    return schema
+
+
+def safe_id(description: str) -> Schema:
+    return string(description, min_length=1, max_length=255, pattern=SAFE_ID_PATTERN)
+
+
+def integer(description: str | None = None, *, minimum: int | None = None,
+            maximum: int | None = None, default: int | None = None) -> Schema:
+    schema: Schema = {"type": "integer"}
+    if minimum is not None:
+        schema["minimum"] = minimum
+    if maximum is not None:
+        schema["maximum"] = maximum
+    if default is not None:
+        schema["default"] = default
+    if description:
+        schema["description"] = description
+    return schema
+
+
+def number(description: str | None = None, *, minimum: float | None = None,
+           maximum: float | None = None, nullable: bool = False) -> Schema:
+    schema: Schema = {"type": ["number", "null"] if nullable else "number"}
+    if minimum is not None:
+        schema["minimum"] = minimum
+    if maximum is not None:
+        schema["maximum"] = maximum
+    if description:
+        schema["description"] = description
+    return schema
+
+
+def boolean(description: str | None = None, *, default: bool | None = None) -> Schema:
+    schema: Schema = {"type": "boolean"}
+    if default is not None:
+        schema["default"] = default
+    if description:
+        schema["description"] = description
+    return schema
+
+
+def array(items: Schema, description: str | None = None, *, max_items: int | None = None,
+          unique: bool = False) -> Schema:
+    schema: Schema = {"type": "array", "items": items}
+    if max_items is not None:
+        schema["maxItems"] = max_items
+    if unique:
+        schema["uniqueItems"] = True
+    if description:
+        schema["description"] = description
+    return schema
+
+
+def string_list(description: str | None = None, *, max_items: int = 500,
+                max_length: int = 2000) -> Schema:
+    return array(string(max_length=max_length), description, max_items=max_items)
+
+
+def any_value(description: str | None = None) -> Schema:
+    return {"description": description} if description else {}
+
+
+TASK_STATUSES = ("pending", "in_progress", "completed", "blocked", "archived")
+CHANGE_TYPES = ("manual", "auto_save", "checkpoint", "recovery", "migration")
+CHECKPOINT_TYPES = ("manual", "milestone", "pre_migration", "recovery_point", "auto")
+CHECKPOINT_SCOPES = ("task", "global", "multi_task")
+RELATIONSHIP_TYPES = ("blocks", "blocked_by", "depends_on", "dependency_of", "related_to",
+                      "parent_of", "child_of")
+CONFLICT_TYPES = ("state_mismatch", "file_conflict", "spec_contradiction", "version_divergence",
+                  "lock_collision", "data_inconsistency")
+SEVERITIES = ("low", "medium", "high", "critical")
+RESOLUTION_STATUSES = ("unresolved", "investigating", "resolved", "ignored", "escalated")
+SESSION_STATUSES = ("active", "ended", "crashed", "compacted", "recovered")
+RECOVERY_TYPES = ("crash", "compaction", "timeout", "manual")
+
+IMMEDIATE_CONTEXT = obj(
+    {
+        "workingOn": string(nullable=True, max_length=5000),
+        "lastAction": string(nullable=True, max_length=5000),
+        "nextStep": string(nullable=True, max_length=5000),
+        "blockers": string_list(max_items=100),
+        "notes": string(nullable=True, max_length=20000),
+    },
+    description="ImmediateContext (spec 4.2.11)",
+)
+
+TIMESTAMP = string("ISO 8601 timestamp", fmt="date-time")
+ERROR_OBJECT = obj(
+    {
+        "success": {"const": False},
+        "error": obj({"code": string(), "message": string(), "details": any_value()},
+                     ["code", "message"]),
+        "timestamp": TIMESTAMP,
+    },
+    ["success", "error", "timestamp"],
+    description="Spec 11.2.1 error response",
+)

@@ -1,0 +1,23 @@
+from django.contrib import admin
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+from orchestrator.health import healthz
+from orchestrator.tools.rest import tool_urlpatterns
+
+api_v1 = [
+    path("tools/", include(tool_urlpatterns())),
+    path("", include("contexts.api.urls")),
+    path("", include("sessions.api.urls")),
+    path("", include("conflicts.api.urls")),
+    path("", include("graph.api.urls")),
+]
+
+urlpatterns = [
+    path("healthz", healthz, name="healthz"),
+    path("api/v1/", include(api_v1)),
+    path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
+    path("admin/", admin.site.urls),
+    path("", include("django_prometheus.urls")),
+]

@@ -1,0 +1,1 @@
+from django.contrib import admin  # noqa: F401
