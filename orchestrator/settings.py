@@ -169,10 +169,6 @@ SPECTACULAR_SETTINGS = {
         "rest_framework.authentication.SessionAuthentication",
     ],
     "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
-    "APPEND_COMPONENTS": {
-        "securitySchemes": {"bearerAuth": {"type": "http", "scheme": "bearer"}}
-    },
-    "SECURITY": [{"bearerAuth": []}],
     "COMPONENT_SPLIT_REQUEST": True,
 }
 
@@ -226,5 +222,7 @@ LOGGING = {
         "django.db.backends": {"level": "WARNING"},
         "neo4j": {"level": "WARNING"},
         "httpx": {"level": "WARNING"},
+        "httpx2": {"level": "WARNING"},
+        "mcp": {"level": "WARNING"},
     },
 }

@@ -32,12 +32,18 @@ def _view_for(tool: registry.Tool):
         summary=tool.description.split("\n", 1)[0][:120],
         description=tool.description,
         tags=["tools"],
-        request=tool.input_schema,
-        responses={200: tool.output_schema, 400: errors, 401: errors, 404: errors, 409: errors},
+        request={"application/json": tool.input_schema},
+        responses={200: OpenApiResponse(tool.output_schema, description="Tool output"),
+                   400: errors, 401: errors, 404: errors, 409: errors},
     )
+
+    # A fresh function per tool: extend_schema stores its data on the function object.
+    def post(self, request, *args, **kwargs):
+        return ToolView.post(self, request, *args, **kwargs)
+
     view = type(f"{tool.name.title().replace('_', '')}ToolView", (ToolView,),
-                {"tool_name": tool.name})
-    return decorated(view).as_view()
+                {"tool_name": tool.name, "post": decorated(post)})
+    return view.as_view()
 
 
 def tool_urlpatterns():

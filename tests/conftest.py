@@ -1,0 +1,152 @@
+"""Shared fixtures. Every test talks to real servers: the launcher (``make test``) starts
+Postgres, Redis and a Bolt graph server, or uses the ones configured in the environment.
+A missing server fails the run; nothing here skips."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from django.conf import settings
+from django.test import Client
+
+from orchestrator.backends import redis_store
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture(autouse=True)
+def isolated_backends(settings, tmp_path, request):
+    """Per-test file roots, a clean Redis database and, for DB tests, the project's row."""
+    settings.CONTEXT_DIR = tmp_path / "contexts"
+    settings.RECOVERY_DIR = tmp_path / "recovery"
+    redis_store.breaker.reset()
+    redis_store.run(lambda r: r.flushdb())
+    names = request.fixturenames
+    uses_db = ("db" in names or "transactional_db" in names
+               or request.node.get_closest_marker("django_db") is not None)
+    if uses_db:
+        # Set the database up first (pytest-django picks plain or transactional from the
+        # test's fixtures and marks), then restore what a transactional flush removed.
+        request.getfixturevalue("_django_db_helper")
+        ensure_project_row()
+    yield
+    redis_store.breaker.reset()
+
+
+def ensure_project_row() -> None:
+    # A transactional test's flush truncates global_context; put the migration's row back.
+    from contexts.models import GlobalContext
+
+    GlobalContext.objects.get_or_create(
+        project_id=settings.MCP_PROJECT_ID,
+        defaults={"project_name": "Story Portal App",
+                  "description": "Full-stack story collaboration platform"},
+    )
+
+
+@pytest.fixture
+def api_token(db) -> str:
+    from orchestrator.models import ApiToken
+
+    _, raw = ApiToken.issue(f"test-{time.monotonic_ns()}")
+    return raw
+
+
+@dataclass
+class ToolResponse:
+    status: int
+    body: dict[str, Any]
+
+    @property
+    def error_code(self) -> str | None:
+        error = self.body.get("error") if isinstance(self.body, dict) else None
+        return error.get("code") if isinstance(error, dict) else None
+
+
+class ToolClient:
+    """Calls tools over REST through Django's test client (same process, same transaction)."""
+
+    def __init__(self, token: str):
+        self.client = Client(HTTP_AUTHORIZATION=f"Bearer {token}")
+
+    def call(self, tool: str, payload: Any = None, *, raw: str | None = None) -> ToolResponse:
+        data = raw if raw is not None else json.dumps(payload if payload is not None else {})
+        response = self.client.post(f"/api/v1/tools/{tool}/", data=data,
+                                    content_type="application/json")
+        return ToolResponse(response.status_code, response.json())
+
+    def ok(self, tool: str, payload: Any = None) -> dict[str, Any]:
+        response = self.call(tool, payload)
+        assert response.status == 200, (tool, response.status, response.body)
+        return response.body
+
+    def get(self, path: str, **params) -> ToolResponse:
+        response = self.client.get(path, params)
+        return ToolResponse(response.status_code, response.json())
+
+
+@pytest.fixture
+def tools(api_token) -> ToolClient:
+    return ToolClient(api_token)
+
+
+class LiveServer:
+    """uvicorn serving orchestrator.asgi in a thread: real HTTP for REST and MCP."""
+
+    def __init__(self) -> None:
+        import uvicorn
+
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        config = uvicorn.Config("orchestrator.asgi:application", host="127.0.0.1",
+                                port=self.port, log_level="warning", lifespan="on")
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+
+    def start(self) -> None:
+        self.thread.start()
+        deadline = time.monotonic() + 20
+        while not self.server.started:
+            if time.monotonic() > deadline or not self.thread.is_alive():
+                raise RuntimeError("live server did not start")
+            time.sleep(0.02)
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=10)
+        # Worker threads of the server may still hold connections to the test database,
+        # which would stop pytest-django from dropping it.
+        from django.db import connection
+
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                           "WHERE datname = current_database() AND pid <> pg_backend_pid()")
+
+
+@pytest.fixture(scope="session")
+def live_server_url(django_db_setup, django_db_blocker) -> Iterator[str]:
+    server = LiveServer()
+    server.start()
+    yield server.url
+    with django_db_blocker.unblock():
+        server.stop()
+
+
+@pytest.fixture
+def live_api(live_server_url, transactional_db):
+    """Base URL of the live server, with a token; data must be committed to be seen."""
+    from orchestrator.models import ApiToken
+
+    _, raw = ApiToken.issue(f"live-{time.monotonic_ns()}")
+    return live_server_url, raw

@@ -1,0 +1,86 @@
+"""The same tool through REST and through the official MCP client: same result, same error."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+
+from tests import mcp_client
+
+
+def rest(url: str, token: str | None, tool: str, payload) -> httpx.Response:
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    return httpx.post(f"{url}/api/v1/tools/{tool}/", json=payload, headers=headers, timeout=30)
+
+
+def test_rest_and_mcp_give_the_same_result(live_api):
+    url, token = live_api
+    via_rest = rest(url, token, "get_unified_context", {}).json()
+    via_mcp = mcp_client.call_tool(url, token, "get_unified_context", {})
+    assert not via_mcp.is_error
+    for body in (via_rest, via_mcp.structured_content):
+        body["metadata"].pop("loadedAt")
+    assert via_rest == via_mcp.structured_content
+    assert via_rest["projectId"] == "story-portal-app"
+
+
+def test_create_task_over_both_transports_and_the_same_error_object(live_api):
+    url, token = live_api
+    created = rest(url, token, "create_task", {"taskId": "t-rest", "name": "Via REST"})
+    assert created.status_code == 200
+    assert created.json()["version"] == 1
+    via_mcp = mcp_client.call_tool(url, token, "create_task", {"taskId": "t-mcp", "name": "MCP"})
+    assert not via_mcp.is_error and via_mcp.structured_content["version"] == 1
+
+    duplicate_rest = rest(url, token, "create_task", {"taskId": "t-mcp", "name": "again"})
+    duplicate_mcp = mcp_client.call_tool(url, token, "create_task",
+                                         {"taskId": "t-rest", "name": "again"})
+    assert duplicate_rest.status_code == 409
+    assert duplicate_mcp.is_error
+    rest_error = duplicate_rest.json()["error"]
+    mcp_error = duplicate_mcp.structured_content["error"]
+    assert rest_error["code"] == mcp_error["code"] == "E1614"
+    assert duplicate_mcp.content[0].text.startswith("E1614: ")
+    assert set(rest_error) == set(mcp_error)
+
+
+def test_invalid_input_is_e1612_on_both(live_api):
+    url, token = live_api
+    bad = {"taskId": "../x", "name": "escape"}
+    via_rest = rest(url, token, "create_task", bad)
+    via_mcp = mcp_client.call_tool(url, token, "create_task", bad)
+    assert via_rest.status_code == 400
+    assert via_rest.json()["error"]["code"] == "E1612"
+    assert via_mcp.is_error and via_mcp.structured_content["error"]["code"] == "E1612"
+    assert via_rest.json()["error"]["details"] == via_mcp.structured_content["error"]["details"]
+
+
+def test_tools_list_matches_rest_schemas(live_api):
+    url, token = live_api
+    listed = {t.name: t for t in mcp_client.list_tools(url, token).tools}
+    for name in ("create_task", "get_unified_context"):
+        assert name in listed
+    schema = httpx.get(f"{url}/api/schema/?format=json",
+                       headers={"Authorization": f"Bearer {token}"}, timeout=30).json()
+    body = schema["paths"]["/api/v1/tools/create_task/"]["post"]["requestBody"]
+    assert body["content"]["application/json"]["schema"] == listed["create_task"].input_schema
+
+
+@pytest.mark.parametrize("header", [None, "Bearer wrong-token", "Basic abc", "Bearer"])
+def test_rest_and_mcp_refuse_missing_or_wrong_token(live_api, header):
+    url, _ = live_api
+    headers = {"Authorization": header} if header else {}
+    response = httpx.post(f"{url}/api/v1/tools/get_unified_context/", json={}, headers=headers)
+    assert response.status_code == 401
+    assert response.json()["error"]["code"] == "E1609"
+    mcp = httpx.post(f"{url}/mcp", headers={**headers, "Accept": "application/json, text/event-stream"},
+                     json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+    assert mcp.status_code == 401
+    assert mcp.json()["error"]["code"] == "E1609"
+
+
+def test_malformed_json_is_a_400_in_spec_format(tools):
+    response = tools.call("create_task", raw="{not json")
+    assert response.status == 400
+    assert response.error_code == "E1612"
+    assert response.body["success"] is False and "timestamp" in response.body
