@@ -200,6 +200,12 @@ MAX_VERSIONS_DEFAULT = ORCH.max_versions_default
 MAX_VERSIONS_LIMIT = ORCH.max_versions_limit
 HOT_SYNC_INTERVAL_SECONDS = ORCH.hot_sync_interval_seconds
 SLACK_WEBHOOK_URL = ORCH.slack_webhook_url
+# Periods of the Celery beat jobs (seconds); crash detection runs every HEARTBEAT_INTERVAL_MS.
+CONFLICT_DETECTION_INTERVAL_SECONDS = int(
+    os.environ.get("CONFLICT_DETECTION_INTERVAL_SECONDS", "300"))
+GRAPH_SYNC_INTERVAL_SECONDS = int(os.environ.get("GRAPH_SYNC_INTERVAL_SECONDS", "300"))
+STALE_SESSION_SWEEP_INTERVAL_SECONDS = int(
+    os.environ.get("STALE_SESSION_SWEEP_INTERVAL_SECONDS", "3600"))
 
 # --- Celery ----------------------------------------------------------------------------
 CELERY_BROKER_URL = ORCH.celery_broker_url
