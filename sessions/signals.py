@@ -1,0 +1,12 @@
+"""Signals other apps listen to; sent by the session services AFTER the transaction commits.
+
+- ``session_started(sender, session_id: str, task_id: str | None, agent_id: str | None,
+  started_at: datetime)``: the graph app records Session (and Agent-HANDLES->Task).
+- ``session_ended(sender, session_id: str, status: str)``: status is the session's final
+  status (ended, crashed, recovered, compacted).
+"""
+
+from django.dispatch import Signal
+
+session_started = Signal()
+session_ended = Signal()
