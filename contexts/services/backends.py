@@ -13,7 +13,7 @@ import time
 from django.conf import settings
 
 from contexts.models import GlobalContext, TaskContext
-from contexts.services import representation
+from contexts.services import cache, representation
 from orchestrator import metrics
 from orchestrator.backends import files, redis_store
 from orchestrator.errors import now_iso
@@ -21,23 +21,11 @@ from orchestrator.errors import now_iso
 logger = logging.getLogger("orchestrator.contexts")
 
 
-def task_cache_key(task_id: str) -> str:
-    return redis_store.key("task", task_id)
-
-
-def hot_cache_key() -> str:
-    return redis_store.key("hot")
-
-
 def cache_task(task: TaskContext, *, hot: bool) -> bool:
     """Write ``context:task:{id}`` (and ``context:hot`` when the task is the active one)."""
     started = time.perf_counter()
     try:
-        redis_store.set_json(task_cache_key(task.task_id), representation.task_part(task),
-                             settings.REDIS_TASK_CONTEXT_TTL)
-        if hot:
-            redis_store.set_json(hot_cache_key(), representation.hot_context(task),
-                                 settings.REDIS_HOT_CONTEXT_TTL)
+        cache.write_task_cache(task, hot=hot)
     except redis_store.RedisUnavailable as exc:
         metrics.backend_failures_total.labels("redis", "cache_task").inc()
         logger.warning("redis cache of task %s failed: %s", task.task_id, exc,
@@ -55,7 +43,12 @@ def write_task_file(task: TaskContext) -> bool:
         return False
     started = time.perf_counter()
     try:
-        files.write_json_atomic(files.task_file(task.task_id), representation.task_file(task))
+        path = files.task_file(task.task_id)
+        existing = files.read_json(path)
+        # A concurrent save of a newer version may have written the file first.
+        if not (isinstance(existing, dict) and isinstance(existing.get("version"), int)
+                and existing["version"] > (task.version or 0)):
+            files.write_json_atomic(path, representation.task_file(task))
     except OSError as exc:
         metrics.backend_failures_total.labels("file", "task_file").inc()
         logger.warning("file backup of task %s failed: %s", task.task_id, exc,
@@ -109,3 +102,17 @@ def write_registry() -> bool:
         logger.warning("registry file failed: %s", exc)
         return False
     return True
+
+
+def publish_task(task: TaskContext, *, active: bool, to_file: bool = True,
+                 registry: bool = False) -> dict[str, bool]:
+    """After a commit: Redis, then files. Returns what really happened ({redis, file})."""
+    redis_ok = cache_task(task, hot=active)
+    file_ok = False
+    if to_file:
+        file_ok = write_task_file(task)
+        if active:
+            file_ok = write_hot_file(task) and file_ok
+        if registry:
+            file_ok = write_registry() and file_ok
+    return {"redis": redis_ok, "file": file_ok}

@@ -81,6 +81,8 @@ def hot_context(task: TaskContext) -> dict[str, Any]:
         "keyFiles": list(task.key_files or []),
         "resumePrompt": task.resume_prompt,
         "updatedAt": iso(task.updated_at),
+        # Beyond 6.2.3: lets readers and the cache writer tell which state this is.
+        "version": task.version,
     }
 
 

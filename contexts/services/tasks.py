@@ -9,7 +9,9 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 
 from contexts.models import GlobalContext, TaskContext
-from contexts.services import backends, representation
+from contexts.services import representation
+from contexts.services.save import notify_changed, publish_committed
+from contexts.services.validation import validate_changes
 from orchestrator.backends.files import check_safe_id
 from orchestrator.db import set_change_context
 from orchestrator.errors import OrchestratorError
@@ -43,22 +45,19 @@ def create_task(fields: dict[str, Any], *, session_id: str | None = None,
                 created_by: str | None = None) -> dict[str, Any]:
     """Insert a task (version 1 is recorded by the trigger), then cache and back it up."""
     task_id = check_safe_id(fields["taskId"])
-    values = {column: fields[name] for name, column in representation.FIELD_COLUMNS.items()
-              if name in fields}
+    values = validate_changes({name: value for name, value in fields.items()
+                               if name != "taskId"})
     try:
         with transaction.atomic():
             set_change_context(change_type="manual", change_summary="Task created",
                                session_id=session_id, created_by=created_by or session_id)
             task = TaskContext.objects.create(task_id=task_id, **values)
+            notify_changed(task_id, "manual")
     except IntegrityError:
         raise OrchestratorError("E1614", f"Task {task_id!r} already exists",
                                 {"taskId": task_id}) from None
     task.refresh_from_db()
-    saved_to = {
-        "database": True,
-        "redis": backends.cache_task(task, hot=False),
-        "file": backends.write_task_file(task) and backends.write_registry(),
-    }
+    saved_to = publish_committed(task, registry=True)
     logger.info("task created", extra={"taskId": task_id, "version": task.version})
     return {
         "success": True,

@@ -1,0 +1,113 @@
+"""The Redis side of the read path (spec 7.2.2, 11.3): cache-aside reads and refreshes.
+
+Writes of ``context:task:{id}`` and ``context:hot`` go through ``set_if_not_older``: a
+Lua script that refuses to replace a cached copy of the same task with an OLDER version.
+Two saves commit in order but may reach Redis in the opposite order, and a reader that
+missed may populate the cache with what it read just before a save committed; either
+would otherwise leave the older state cached after a write.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+from typing import Any
+
+from django.conf import settings
+
+from contexts.models import GlobalContext, TaskContext
+from contexts.services import representation
+from orchestrator import metrics
+from orchestrator.backends import redis_store
+from orchestrator.errors import OrchestratorError
+
+logger = logging.getLogger("orchestrator.contexts")
+
+_SET_IF_NOT_OLDER = """
+local current = redis.call('GET', KEYS[1])
+if current then
+  local ok, doc = pcall(cjson.decode, current)
+  if ok and type(doc) == 'table' and doc['taskId'] == ARGV[3]
+     and tonumber(doc['version']) and tonumber(doc['version']) > tonumber(ARGV[2]) then
+    return 0
+  end
+end
+redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[4])
+return 1
+"""
+
+
+def task_cache_key(task_id: str) -> str:
+    return redis_store.key("task", task_id)
+
+
+def hot_cache_key() -> str:
+    return redis_store.key("hot")
+
+
+def set_if_not_older(name: str, value: dict[str, Any], ttl: int) -> bool:
+    """SET ``name`` unless it caches a newer version of the same task; raise RedisUnavailable."""
+    payload = json.dumps(value, default=str)
+    version = value.get("version") or 0
+    return bool(redis_store.run(lambda r: r.eval(
+        _SET_IF_NOT_OLDER, 1, name, payload, version, value.get("taskId") or "", ttl)))
+
+
+def write_task_cache(task: TaskContext, *, hot: bool) -> None:
+    """Cache ``task`` (and the hot context when it is the active task); may raise."""
+    set_if_not_older(task_cache_key(task.task_id), representation.task_part(task),
+                     settings.REDIS_TASK_CONTEXT_TTL)
+    if hot:
+        set_if_not_older(hot_cache_key(), representation.hot_context(task),
+                         settings.REDIS_HOT_CONTEXT_TTL)
+
+
+def read_cached_task(task_id: str) -> dict[str, Any] | None:
+    """The cached task JSON, or None on a miss or while Redis is unreachable."""
+    try:
+        value = redis_store.get_json(task_cache_key(task_id))
+    except redis_store.RedisUnavailable:
+        return None
+    return value if isinstance(value, dict) and value.get("taskId") == task_id else None
+
+
+def active_task_id() -> str | None:
+    return (GlobalContext.objects.filter(project_id=settings.MCP_PROJECT_ID)
+            .values_list("active_task_id", flat=True).first())
+
+
+def refresh_task_cache(task_id: str) -> bool:
+    """Rewrite the task's cache (and the hot context if it is active) from Postgres.
+
+    A task that no longer exists has its key removed. False when Redis is unreachable.
+    """
+    task = TaskContext.objects.filter(task_id=task_id).first()
+    try:
+        if task is None:
+            redis_store.delete(task_cache_key(task_id))
+            return False
+        write_task_cache(task, hot=active_task_id() == task_id)
+    except redis_store.RedisUnavailable as exc:
+        metrics.backend_failures_total.labels("redis", "refresh_task").inc()
+        logger.warning("redis refresh of task %s failed: %s", task_id, exc,
+                       extra={"taskId": task_id})
+        return False
+    return True
+
+
+def load_task_part(task_id: str) -> tuple[dict[str, Any], bool]:
+    """Cache-aside read of the task part: (task JSON, came from the cache)."""
+    cached = read_cached_task(task_id)
+    if cached is not None:
+        metrics.cache_hits_total.inc()
+        return cached, True
+    metrics.cache_misses_total.inc()
+    task = TaskContext.objects.filter(task_id=task_id).first()
+    if task is None:
+        raise OrchestratorError("E1610", f"Task {task_id!r} does not exist", {"taskId": task_id})
+    data = representation.task_part(task)
+    # If Redis is down the breaker has logged it; the answer from Postgres is still right.
+    with contextlib.suppress(redis_store.RedisUnavailable):
+        set_if_not_older(task_cache_key(task_id), data, settings.REDIS_TASK_CONTEXT_TTL)
+    return data, False

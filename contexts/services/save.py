@@ -1,0 +1,116 @@
+"""The one write path for a task's content (spec 4.1.2, 7.2.1).
+
+Validate -> Postgres in one transaction (row locked, lock rule checked, change context
+set for the versioning trigger) -> Redis -> files. Redis and file failures are reported in
+``savedTo`` and repaired by the next sync; they never fail or undo the save.
+
+Call it outside ``transaction.atomic()``: the caches are written right after the commit,
+and ``task_changed`` is sent on commit. Code that must change a task inside its own
+transaction uses ``apply_changes`` and publishes with ``publish_committed`` on commit.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from functools import partial
+from typing import Any
+
+from django.db import transaction
+
+from conflicts import locks
+from contexts import signals
+from contexts.models import TaskContext
+from contexts.services import backends, cache
+from contexts.services.validation import validate_changes
+from orchestrator import metrics
+from orchestrator.backends.files import check_safe_id
+from orchestrator.db import set_change_context
+from orchestrator.errors import OrchestratorError, now_iso
+
+logger = logging.getLogger("orchestrator.contexts")
+
+# A change to these columns changes the registry file (6.4.2); others leave it as it is,
+# which keeps a save from rewriting a 10k-task registry every time.
+REGISTRY_COLUMNS = {"name", "status"}
+
+
+def lock_task(task_id: str, *, code: str = "E1610") -> TaskContext:
+    """The task row, locked FOR UPDATE until the surrounding transaction ends."""
+    try:
+        return TaskContext.objects.select_for_update().get(task_id=task_id)
+    except TaskContext.DoesNotExist:
+        raise OrchestratorError(code, f"Task {task_id!r} does not exist",
+                                {"taskId": task_id}) from None
+
+
+def apply_changes(task: TaskContext, values: dict[str, Any], *, change_type: str,
+                  change_summary: str | None, session_id: str | None,
+                  actor: str | None) -> TaskContext:
+    """UPDATE a locked task with validated column values; returns it with the new version.
+
+    Must run inside ``transaction.atomic()`` after ``lock_task``. The trigger versions the
+    row only when content really changed, so an empty or no-op change makes no version.
+    """
+    set_change_context(change_type=change_type, change_summary=change_summary,
+                       session_id=session_id, created_by=actor or session_id)
+    if values:
+        TaskContext.objects.filter(pk=task.pk).update(**values)
+        task.refresh_from_db()
+    return task
+
+
+def notify_changed(task_id: str, change_type: str) -> None:
+    """Send ``task_changed`` once the surrounding transaction commits."""
+    transaction.on_commit(partial(signals.task_changed.send, sender=TaskContext,
+                                  task_id=task_id, change_type=change_type))
+
+
+def publish_committed(task: TaskContext, *, to_file: bool = True,
+                      registry: bool = False) -> dict[str, bool]:
+    """Redis then files for a committed task state: {database, redis, file}."""
+    active = cache.active_task_id() == task.task_id
+    return {"database": True,
+            **backends.publish_task(task, active=active, to_file=to_file, registry=registry)}
+
+
+def save_task_changes(task_id: str, changes: dict[str, Any], *, change_type: str = "manual",
+                      change_summary: str | None = None, session_id: str | None = None,
+                      actor: str | None = None, sync_to_file: bool = True,
+                      enforce_locks: bool = True) -> dict[str, Any]:
+    """Apply camelCase ``changes`` to a task; the save_context_snapshot answer.
+
+    E1612 for an unsafe id or invalid changes (nothing written), E1610 for an unknown
+    task, E1613 when the lock rule refuses the change.
+    """
+    check_safe_id(task_id)
+    values = validate_changes(changes or {})
+    started = time.perf_counter()
+    with transaction.atomic():
+        task = lock_task(task_id)
+        if enforce_locks:
+            locks.check_write_allowed(task, changes or {}, session_id)
+        before = {column: getattr(task, column) for column in REGISTRY_COLUMNS}
+        previous_version = task.version
+        apply_changes(task, values, change_type=change_type, change_summary=change_summary,
+                      session_id=session_id, actor=actor)
+        changed = task.version != previous_version
+        if changed:
+            notify_changed(task_id, change_type)
+    db_seconds = time.perf_counter() - started
+    metrics.context_saves_total.labels("database").inc()
+    metrics.context_save_duration_seconds.labels("database").observe(db_seconds)
+    registry = any(getattr(task, column) != before[column] for column in REGISTRY_COLUMNS)
+    saved_to = publish_committed(task, to_file=sync_to_file, registry=registry)
+    duration_ms = round((time.perf_counter() - started) * 1000, 1)
+    logger.info("Context saved", extra={
+        "taskId": task_id, "version": task.version, "duration_ms": duration_ms,
+        "backends": [name for name, ok in saved_to.items() if ok],
+        "session_id": session_id, "changeType": change_type, "changed": changed})
+    return {
+        "success": True,
+        "taskId": task_id,
+        "version": task.version,
+        "savedTo": saved_to,
+        "timestamp": now_iso(),
+    }
