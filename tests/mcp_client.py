@@ -12,12 +12,13 @@ from mcp.client.streamable_http import streamable_http_client
 
 async def _with_session(url: str, token: str | None, action):
     headers = {"Authorization": f"Bearer {token}"} if token else {}
-    async with httpx2.AsyncClient(headers=headers, timeout=30) as http:
-        async with streamable_http_client(f"{url}/mcp", http_client=http) as streams:
-            read, write = streams[0], streams[1]
-            async with ClientSession(read, write) as session:
-                await session.initialize()
-                return await action(session)
+    async with (
+        httpx2.AsyncClient(headers=headers, timeout=30) as http,
+        streamable_http_client(f"{url}/mcp", http_client=http) as streams,
+        ClientSession(streams[0], streams[1]) as session,
+    ):
+        await session.initialize()
+        return await action(session)
 
 
 def call_tool(url: str, token: str, name: str, arguments: dict[str, Any]):

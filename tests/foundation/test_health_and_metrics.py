@@ -1,0 +1,78 @@
+"""/healthz, /metrics and the REST auth rules."""
+
+from __future__ import annotations
+
+from django.test import Client
+
+from tests.conftest import free_port
+
+
+def test_healthz_reports_every_backend(db, client: Client, settings):
+    settings.ENABLE_NEO4J = False
+    body = client.get("/healthz").json()
+    assert body == {"status": "ok", "backends": {"postgres": "ok", "redis": "ok",
+                                                  "neo4j": "disabled", "files": "ok"}}
+
+
+def test_healthz_is_degraded_not_down_without_redis(db, client: Client, settings):
+    settings.ENABLE_NEO4J = False
+    settings.REDIS_URL = f"redis://127.0.0.1:{free_port()}/0"
+    response = client.get("/healthz")
+    assert response.status_code == 200
+    assert response.json()["status"] == "degraded"
+    assert response.json()["backends"]["redis"].startswith("error")
+
+
+def test_healthz_reports_unwritable_files(db, client: Client, settings, tmp_path):
+    settings.ENABLE_NEO4J = False
+    blocker = tmp_path / "file-not-dir"
+    blocker.write_text("x")
+    settings.CONTEXT_DIR = blocker / "contexts"
+    body = client.get("/healthz").json()
+    assert body["status"] == "degraded" and body["backends"]["files"].startswith("error")
+
+
+def test_metrics_expose_spec_names(db, client: Client, tools):
+    tools.ok("create_task", {"taskId": "m1", "name": "metrics"})
+    text = client.get("/metrics").content.decode()
+    for name in ("session_orchestration_context_saves_total",
+                 "session_orchestration_sessions_active",
+                 "session_orchestration_conflicts_unresolved",
+                 "session_orchestration_cache_hits_total",
+                 "django_http_requests_total_by_method_total",
+                 "django_db_execute_total"):
+        assert name in text, name
+
+
+def test_browsing_api_requires_a_token(db, client: Client):
+    response = client.post("/api/v1/tools/get_unified_context/", {}, content_type="application/json")
+    assert response.status_code == 401
+    assert response.json()["error"]["code"] == "E1609"
+
+
+def test_create_task_writes_all_backends(tools, settings):
+    import json
+
+    from orchestrator.backends import redis_store
+
+    body = tools.ok("create_task", {"taskId": "b1", "name": "backends", "keyFiles": ["x.py"]})
+    assert body["savedTo"] == {"database": True, "redis": True, "file": True}
+    cached = redis_store.get_json("context:task:b1")
+    assert cached["keyFiles"] == ["x.py"]
+    on_disk = json.loads((settings.CONTEXT_DIR / "task-agents" / "b1.json").read_text())
+    assert on_disk["taskId"] == "b1" and on_disk["version"] == 1
+    registry = json.loads((settings.CONTEXT_DIR / "_registry.json").read_text())
+    assert registry["tasks"]["b1"]["contextFile"] == "task-agents/b1.json"
+
+
+def test_create_task_survives_redis_down(tools, settings):
+    settings.REDIS_URL = f"redis://127.0.0.1:{free_port()}/0"
+    body = tools.ok("create_task", {"taskId": "r1", "name": "no redis"})
+    assert body["savedTo"] == {"database": True, "redis": False, "file": True}
+
+
+def test_unsafe_task_ids_write_nothing(tools, settings):
+    for bad in ("../x", "a/b", "x" * 300, ".hidden"):
+        response = tools.call("create_task", {"taskId": bad, "name": "bad"})
+        assert response.status == 400 and response.error_code == "E1612", bad
+    assert not (settings.CONTEXT_DIR / "task-agents").exists()
