@@ -1,0 +1,60 @@
+"""Management commands: create_api_token and the MCP stdio server."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import anyio
+from django.conf import settings
+from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+
+from orchestrator.models import ApiToken, hash_token
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _env_for_test_database() -> dict[str, str]:
+    db = settings.DATABASES["default"]
+    auth = db["USER"] + (f":{db['PASSWORD']}" if db["PASSWORD"] else "")
+    url = f"postgresql://{auth}@{db['HOST']}:{db['PORT'] or 5432}/{db['NAME']}"
+    return {**os.environ, "DATABASE_URL": url, "ENABLE_NEO4J": "false",
+            "CONTEXT_DIR": str(settings.CONTEXT_DIR), "RECOVERY_DIR": str(settings.RECOVERY_DIR)}
+
+
+def test_create_api_token_prints_the_token_last_and_stores_a_hash(transactional_db):
+    result = subprocess.run([sys.executable, "manage.py", "create_api_token", "ci-agent"],
+                            cwd=ROOT, env=_env_for_test_database(), capture_output=True,
+                            text=True, timeout=60, check=True)
+    raw = result.stdout.strip().splitlines()[-1]
+    token = ApiToken.objects.get(name="ci-agent")
+    assert token.token_hash == hash_token(raw) and raw not in token.token_hash
+    again = subprocess.run([sys.executable, "manage.py", "create_api_token", "ci-agent"],
+                           cwd=ROOT, env=_env_for_test_database(), capture_output=True,
+                           text=True, timeout=60)
+    assert again.returncode != 0 and "already exists" in again.stderr
+
+
+def test_mcp_stdio_serves_the_same_tools(transactional_db):
+    params = StdioServerParameters(command=sys.executable, args=["manage.py", "mcp_stdio"],
+                                   env=_env_for_test_database(), cwd=str(ROOT))
+
+    async def session_calls():
+        with open(os.devnull, "w") as errlog:
+            async with (stdio_client(params, errlog=errlog) as streams,
+                        ClientSession(streams[0], streams[1]) as session):
+                await session.initialize()
+                listed = await session.list_tools()
+                created = await session.call_tool("create_task", {"taskId": "stdio-1",
+                                                                  "name": "via stdio"})
+                duplicate = await session.call_tool("create_task", {"taskId": "stdio-1",
+                                                                    "name": "again"})
+                return listed, created, duplicate
+
+    listed, created, duplicate = anyio.run(session_calls)
+    assert {"create_task", "get_unified_context"} <= {t.name for t in listed.tools}
+    assert not created.is_error and created.structured_content["version"] == 1
+    assert duplicate.is_error and duplicate.content[0].text.startswith("E1614: ")
