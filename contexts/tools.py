@@ -1,16 +1,21 @@
-"""Context tools (spec 4.1.1-4.1.5, 4.1.10) and create_task (CONTRACT.md)."""
+"""Context tools (spec 4.1.1-4.1.5, 4.1.10) and create_task (CONTRACT.md).
+
+Each tool only declares its schemas and calls a service in contexts/services/.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
-from contexts.services import representation, tasks
-from orchestrator.errors import now_iso
+from contexts.services import checkpoints, rollback, save, switch, sync, tasks, unified
 from orchestrator.tools import Tool, ToolContext, register
 from orchestrator.tools.schema import (
+    CHECKPOINT_SCOPES,
+    CHECKPOINT_TYPES,
     IMMEDIATE_CONTEXT,
     TASK_STATUSES,
     TIMESTAMP,
+    array,
     boolean,
     integer,
     number,
@@ -22,6 +27,7 @@ from orchestrator.tools.schema import (
 
 SAVED_TO = obj({"database": boolean(), "redis": boolean(), "file": boolean()},
                ["database", "redis", "file"])
+SESSION_ID = safe_id("Session making the change (recorded on the version)")
 
 TASK_FIELDS = {
     "name": string("Display name", min_length=1, max_length=500),
@@ -40,10 +46,14 @@ TASK_FIELDS = {
                                   "holder may change", max_items=100, max_length=1000),
     "resumePrompt": string(max_length=20000, nullable=True),
 }
+UPDATE_FIELDS = ("currentPhase", "iteration", "score", "status", "immediateContext",
+                 "keyFiles", "technicalDecisions", "resumePrompt", "lockedElements")
+TASK_REF = obj({"taskId": string(), "name": string(), "status": string(nullable=True)},
+               additional=True)
 
 
-def _create_task(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
-    return tasks.create_task(args, created_by=ctx.actor or None)
+def _actor(ctx: ToolContext) -> str | None:
+    return ctx.actor or None
 
 
 register(Tool(
@@ -57,39 +67,225 @@ register(Tool(
     output_schema=obj({"success": boolean(), "taskId": string(), "version": integer(),
                        "createdAt": TIMESTAMP, "savedTo": SAVED_TO},
                       ["success", "taskId", "version", "createdAt"]),
-    handler=_create_task,
+    handler=lambda args, ctx: tasks.create_task(args, created_by=_actor(ctx)),
 ))
-
-
-def _get_unified_context(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
-    project = tasks.get_global_context()
-    return {
-        "projectId": project.project_id,
-        "global": representation.global_part(project),
-        "metadata": {"source": "database", "loadedAt": now_iso(), "cacheHit": False},
-    }
 
 
 register(Tool(
     name="get_unified_context",
-    description="Aggregate the global context and, with taskId, one task's context (spec 4.1.1).",
+    description=(
+        "Aggregate the global context and, with taskId, the task (served from the Redis "
+        "cache when present), its relationships, unresolved conflicts and version history "
+        "(spec 4.1.1). depth hot|warm|cold limits the tiers (hot: global + task; warm: + "
+        "relationships, conflicts; cold: + version history); maxTokens (tokens ~ JSON "
+        "length / 4) drops cold parts first, then warm, never hot, listed in "
+        "metadata.dropped. metadata.source: cache (task from Redis), hybrid (task from "
+        "Redis plus relationships/history from Postgres), database."
+    ),
     input_schema=obj({
         "taskId": safe_id("Task to load; omit for the global context only"),
         "includeRelationships": boolean(default=True),
         "includeVersionHistory": boolean(default=False),
-        "maxVersions": integer(minimum=1),
+        "maxVersions": integer("Default MAX_VERSIONS_DEFAULT, capped at MAX_VERSIONS_LIMIT",
+                               minimum=1),
+        "depth": string("Deepest tier to include (default cold = everything requested)",
+                        enum=unified.TIERS),
+        "maxTokens": integer("Token budget of the answer", minimum=1),
     }),
     output_schema=obj({
         "projectId": string(),
         "global": obj({"hardRules": string_list(), "techStack": string_list(),
                        "keyPaths": {"type": "object"}, "services": {"type": "object"}}),
         "task": {"type": "object"},
-        "relationships": {"type": "object"},
-        "versionHistory": {"type": "array"},
-        "conflicts": {"type": "array"},
+        "relationships": obj({k: array(TASK_REF) for k in
+                              ("blocks", "blockedBy", "dependsOn", "relatedTo")},
+                             additional=True),
+        "versionHistory": array(obj({"version": integer(), "createdAt": TIMESTAMP,
+                                     "changeType": string(nullable=True),
+                                     "changeSummary": string()})),
+        "conflicts": array(obj({"id": string(), "type": string(), "severity": string(),
+                                "description": string()})),
         "metadata": obj({"source": string(enum=("database", "cache", "hybrid")),
-                         "loadedAt": TIMESTAMP, "cacheHit": boolean()}, additional=True),
+                         "loadedAt": TIMESTAMP, "cacheHit": boolean(),
+                         "depth": string(enum=unified.TIERS), "tokenEstimate": integer(),
+                         "dropped": string_list()}, ["source", "loadedAt", "cacheHit"],
+                        additional=True),
     }, ["projectId", "global", "metadata"], additional=True),
-    handler=_get_unified_context,
+    handler=lambda args, ctx: unified.get_unified_context(
+        args.get("taskId"), include_relationships=args.get("includeRelationships", True),
+        include_version_history=args.get("includeVersionHistory", False),
+        max_versions=args.get("maxVersions"), depth=args.get("depth"),
+        max_tokens=args.get("maxTokens")),
     read_only=True,
+))
+
+
+def _save(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
+    return save.save_task_changes(
+        args["taskId"], args.get("updates") or {}, change_summary=args.get("changeSummary"),
+        session_id=args.get("sessionId"), actor=_actor(ctx),
+        sync_to_file=args.get("syncToFile", True))
+
+
+register(Tool(
+    name="save_context_snapshot",
+    description=(
+        "Apply updates to a task and persist it to Postgres (versioned by the trigger), the "
+        "Redis cache and the file backup (spec 4.1.2). savedTo says which backends really "
+        "took the write; a Redis or file failure does not fail the save. E1610, E1612, "
+        "E1613 (locked)."
+    ),
+    input_schema=obj({
+        "taskId": safe_id("Task to save"),
+        "updates": obj({k: TASK_FIELDS[k] for k in UPDATE_FIELDS}),
+        "changeSummary": string(max_length=2000, nullable=True),
+        "sessionId": SESSION_ID,
+        "syncToFile": boolean(default=True),
+    }, ["taskId"]),
+    output_schema=obj({"success": boolean(), "taskId": string(), "version": integer(),
+                       "savedTo": SAVED_TO, "timestamp": TIMESTAMP},
+                      ["success", "taskId", "version", "savedTo", "timestamp"]),
+    handler=_save,
+))
+
+
+def _checkpoint(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
+    return checkpoints.create_checkpoint(
+        args["label"], task_id=args.get("taskId"), include_tasks=args.get("includeTasks"),
+        description=args.get("description"),
+        checkpoint_type=args.get("checkpointType", "manual"),
+        session_id=args.get("sessionId"), actor=_actor(ctx), force=args.get("force", False))
+
+
+register(Tool(
+    name="create_checkpoint",
+    description=(
+        "Store a named snapshot of the global context and the included tasks (spec 4.1.3). "
+        "Scope: no task -> global, one -> task, more -> multi_task. The snapshot carries a "
+        "sha256 checksum verified on every restore. A checkpoint identical to the latest "
+        "one of the same task(s) is not stored again unless force is true; the answer then "
+        "has deduplicated: true and the existing checkpointId."
+    ),
+    input_schema=obj({
+        "label": string(min_length=1, max_length=500),
+        "description": string(max_length=20000, nullable=True),
+        "taskId": safe_id("Task of a task-scoped checkpoint"),
+        "checkpointType": string(enum=CHECKPOINT_TYPES),
+        "includeTasks": array(safe_id("Task id"), max_items=1000),
+        "sessionId": SESSION_ID,
+        "force": boolean("Store even if identical to the latest checkpoint", default=False),
+    }, ["label"]),
+    output_schema=obj({"success": boolean(), "checkpointId": string(), "label": string(),
+                       "scope": string(enum=CHECKPOINT_SCOPES),
+                       "includedTasks": string_list(), "createdAt": TIMESTAMP,
+                       "deduplicated": boolean()},
+                      ["success", "checkpointId", "label", "scope", "includedTasks",
+                       "createdAt"]),
+    handler=_checkpoint,
+    validation_code="E1621",
+))
+
+
+def _rollback(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
+    target = args["target"]
+    return rollback.rollback_to(
+        args["taskId"], target["type"], version=target.get("version"),
+        checkpoint_id=target.get("checkpointId"),
+        create_backup=args.get("createBackup", True), session_id=args.get("sessionId"),
+        actor=_actor(ctx))
+
+
+register(Tool(
+    name="rollback_to",
+    description=(
+        "Restore every content field of a task from a version or a checkpoint (spec "
+        "4.1.4). A backup checkpoint is made first (createBackup, default true). The "
+        "restore is itself a new version, so it can be rolled back too. E1610, E1622, "
+        "E1623, E1624 (corrupt checkpoint or checkpoint without this task)."
+    ),
+    input_schema=obj({
+        "taskId": safe_id("Task to roll back"),
+        "target": obj({"type": string(enum=("version", "checkpoint")),
+                       "version": integer(minimum=1),
+                       "checkpointId": string(min_length=1, max_length=255)}, ["type"]),
+        "createBackup": boolean(default=True),
+        "sessionId": SESSION_ID,
+    }, ["taskId", "target"]),
+    output_schema=obj({
+        "success": boolean(), "taskId": string(),
+        "rolledBackTo": obj({"type": string(), "identifier": {"type": ["string", "integer"]}}),
+        "backupCheckpointId": string(),
+        "restoredState": obj({"currentPhase": string(nullable=True),
+                              "iteration": {"type": ["integer", "null"]},
+                              "status": string(nullable=True)}),
+        "version": integer(), "savedTo": SAVED_TO, "timestamp": TIMESTAMP,
+    }, ["success", "taskId", "rolledBackTo", "restoredState", "timestamp"]),
+    handler=_rollback,
+))
+
+
+register(Tool(
+    name="switch_task",
+    description=(
+        "Atomically save the current task (with currentTaskUpdates), make toTaskId the "
+        "active task and stamp its last_session_at, in one transaction; then refresh the "
+        "hot context in Redis and files (spec 4.1.5, 7.3). blockedBy lists unfinished "
+        "tasks that block the new task. E1660, E1661, E1662, E1612; on failure nothing "
+        "changed."
+    ),
+    input_schema=obj({
+        "fromTaskId": safe_id("Current task; omit if just loading"),
+        "toTaskId": safe_id("Task to switch to"),
+        "saveCurrentState": boolean(default=True),
+        "currentTaskUpdates": obj({k: TASK_FIELDS[k] for k in
+                                   ("immediateContext", "currentPhase", "iteration")}),
+        "sessionId": SESSION_ID,
+    }, ["toTaskId"]),
+    output_schema=obj({
+        "success": boolean(),
+        "previousTask": obj({"taskId": string(), "saved": boolean(), "version": integer()}),
+        "newTask": obj({"taskId": string(), "name": string(), "status": string(nullable=True),
+                        "currentPhase": string(nullable=True),
+                        "iteration": {"type": ["integer", "null"]},
+                        "immediateContext": {"type": "object"}, "keyFiles": string_list(),
+                        "resumePrompt": string(nullable=True),
+                        "blockedBy": array(obj({"taskId": string(), "name": string()},
+                                               additional=True))}, additional=True),
+        "timestamp": TIMESTAMP,
+    }, ["success", "newTask", "timestamp"]),
+    handler=lambda args, ctx: switch.switch_task(
+        args["toTaskId"], from_task_id=args.get("fromTaskId"),
+        save_current_state=args.get("saveCurrentState", True),
+        current_task_updates=args.get("currentTaskUpdates"),
+        session_id=args.get("sessionId"), actor=_actor(ctx)),
+))
+
+
+register(Tool(
+    name="sync_hot_context",
+    description=(
+        "Rewrite the Redis cache (task keys, hot context) and the file backups (task "
+        "files, _registry.json, _hot_context.json, shared/project-constants.json) from "
+        "Postgres (spec 4.1.10). Without taskIds: every pending, in-progress or blocked "
+        "task. If any target fails: E1653 with the answer (synced, errors) as details."
+    ),
+    input_schema=obj({
+        "syncRedis": boolean(default=True),
+        "syncFiles": boolean(default=True),
+        "taskIds": array(safe_id("Task id"), max_items=10000),
+        "updateRegistry": boolean(default=True),
+    }),
+    output_schema=obj({
+        "success": boolean(),
+        "synced": obj({
+            "redis": obj({"hotContext": boolean(), "taskContexts": integer()}),
+            "files": obj({"registry": boolean(), "taskContexts": integer(),
+                          "hotContext": boolean()}),
+        }),
+        "errors": string_list(),
+        "timestamp": TIMESTAMP,
+    }, ["success", "synced", "errors", "timestamp"]),
+    handler=lambda args, ctx: sync.sync_hot_context(
+        sync_redis=args.get("syncRedis", True), sync_files=args.get("syncFiles", True),
+        task_ids=args.get("taskIds"), update_registry=args.get("updateRegistry", True)),
 ))

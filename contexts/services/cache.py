@@ -24,7 +24,7 @@ from orchestrator.errors import OrchestratorError
 
 logger = logging.getLogger("orchestrator.contexts")
 
-_SET_IF_NOT_OLDER = """
+SET_IF_NOT_OLDER_LUA = """
 local current = redis.call('GET', KEYS[1])
 if current then
   local ok, doc = pcall(cjson.decode, current)
@@ -51,7 +51,7 @@ def set_if_not_older(name: str, value: dict[str, Any], ttl: int) -> bool:
     payload = json.dumps(value, default=str)
     version = value.get("version") or 0
     return bool(redis_store.run(lambda r: r.eval(
-        _SET_IF_NOT_OLDER, 1, name, payload, version, value.get("taskId") or "", ttl)))
+        SET_IF_NOT_OLDER_LUA, 1, name, payload, version, value.get("taskId") or "", ttl)))
 
 
 def write_task_cache(task: TaskContext, *, hot: bool) -> None:

@@ -36,11 +36,6 @@ def get_global_context() -> GlobalContext:
             {"projectId": settings.MCP_PROJECT_ID}) from None
 
 
-def is_active_task(task_id: str) -> bool:
-    return GlobalContext.objects.filter(
-        project_id=settings.MCP_PROJECT_ID, active_task_id=task_id).exists()
-
-
 def create_task(fields: dict[str, Any], *, session_id: str | None = None,
                 created_by: str | None = None) -> dict[str, Any]:
     """Insert a task (version 1 is recorded by the trigger), then cache and back it up."""

@@ -1,0 +1,162 @@
+"""create_checkpoint (spec 4.1.3) and reading checkpoint snapshots back safely.
+
+A snapshot is ``{"global": row, "tasks": {taskId: row}, "checksum": "sha256:...",
+"contentDigest": "sha256:..."}`` where rows are ``to_jsonb`` of the table rows (the same
+snake_case shape as context_versions.snapshot, so one restore serves both targets).
+``checksum`` covers global + tasks and is verified before any restore (E1624);
+``contentDigest`` covers only content columns and drives deduplication: a checkpoint whose
+content equals the latest one for the same task(s) is not stored again unless forced.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import secrets
+import time
+from typing import Any
+
+from django.conf import settings
+from django.db import DatabaseError, connection, transaction
+
+from contexts.models import Checkpoint
+from contexts.services.representation import iso
+from orchestrator import metrics
+from orchestrator.backends.files import check_safe_id
+from orchestrator.db import qualified
+from orchestrator.errors import OrchestratorError
+
+logger = logging.getLogger("orchestrator.contexts")
+
+# Bookkeeping columns: they change without the content changing (see spec_sql.NON_CONTENT).
+VOLATILE_KEYS = ("updated_at", "last_session_at", "version", "created_at", "id")
+
+
+def canonical_sha256(value: Any) -> str:
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
+    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
+
+
+def _content(row: dict[str, Any] | None) -> dict[str, Any] | None:
+    return None if row is None else {k: v for k, v in row.items() if k not in VOLATILE_KEYS}
+
+
+def checksum_of(snapshot: dict[str, Any]) -> str:
+    return canonical_sha256({"global": snapshot.get("global"), "tasks": snapshot.get("tasks")})
+
+
+def content_digest(global_row: dict[str, Any] | None, tasks: dict[str, Any]) -> str:
+    return canonical_sha256({"global": _content(global_row),
+                             "tasks": {t: _content(row) for t, row in tasks.items()}})
+
+
+def new_checkpoint_id() -> str:
+    return f"cp-{int(time.time() * 1000)}-{secrets.token_hex(4)}"
+
+
+def scope_for(task_ids: list[str]) -> str:
+    return "global" if not task_ids else "task" if len(task_ids) == 1 else "multi_task"
+
+
+def _read_rows(task_ids: list[str]) -> tuple[dict[str, Any] | None, dict[str, Any]]:
+    """to_jsonb of the global row and of every listed task, read in one statement each."""
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT to_jsonb(g) FROM {qualified('global_context')} g "
+                       "WHERE project_id = %s", [settings.MCP_PROJECT_ID])
+        row = cursor.fetchone()
+        global_row = row[0] if row else None
+        tasks: dict[str, Any] = {}
+        if task_ids:
+            cursor.execute(f"SELECT task_id, to_jsonb(t) FROM {qualified('task_contexts')} t "
+                           "WHERE task_id = ANY(%s)", [task_ids])
+            tasks = {task_id: data for task_id, data in cursor.fetchall()}
+    if isinstance(global_row, str):
+        global_row = json.loads(global_row)
+    tasks = {k: json.loads(v) if isinstance(v, str) else v for k, v in tasks.items()}
+    return global_row, tasks
+
+
+def _duplicate_of(scope: str, task_ids: list[str], digest: str) -> Checkpoint | None:
+    """The latest checkpoint for the same task(s), if its content equals ``digest``."""
+    latest = Checkpoint.objects.filter(scope=scope, included_tasks=task_ids,
+                                       task_id=task_ids[0] if task_ids else None)
+    latest = latest.order_by("-created_at", "-checkpoint_id").first()
+    if latest and isinstance(latest.snapshot, dict) and \
+            latest.snapshot.get("contentDigest") == digest:
+        return latest
+    return None
+
+
+def create_checkpoint(label: str, *, task_id: str | None = None,
+                      include_tasks: list[str] | None = None, description: str | None = None,
+                      checkpoint_type: str = "manual", session_id: str | None = None,
+                      actor: str | None = None, force: bool = False) -> dict[str, Any]:
+    """Store a snapshot of the global context and the included tasks (E1610, E1620)."""
+    task_ids = list(dict.fromkeys(([task_id] if task_id else []) + list(include_tasks or [])))
+    for tid in task_ids:
+        check_safe_id(tid)
+    scope = scope_for(task_ids)
+    try:
+        with transaction.atomic():
+            global_row, tasks = _read_rows(task_ids)
+            missing = [t for t in task_ids if t not in tasks]
+            if missing:
+                raise OrchestratorError("E1610", f"Task {missing[0]!r} does not exist",
+                                        {"taskId": missing[0], "missing": missing})
+            digest = content_digest(global_row, tasks)
+            existing = None if force else _duplicate_of(scope, task_ids, digest)
+            if existing is None:
+                snapshot = {"global": global_row, "tasks": tasks}
+                snapshot["checksum"] = checksum_of(snapshot)
+                snapshot["contentDigest"] = digest
+                checkpoint = Checkpoint.objects.create(
+                    checkpoint_id=new_checkpoint_id(), label=label, description=description,
+                    checkpoint_type=checkpoint_type, task_id=task_ids[0] if task_ids else None,
+                    scope=scope, included_tasks=task_ids, snapshot=snapshot,
+                    created_by=actor or session_id, session_id=session_id)
+                checkpoint.refresh_from_db(fields=["created_at"])
+    except DatabaseError as exc:
+        raise OrchestratorError("E1620", "Could not store the checkpoint",
+                                {"reason": str(exc)[:200]}) from exc
+    deduplicated = existing is not None
+    if deduplicated:
+        checkpoint = existing
+    else:
+        metrics.checkpoints_total.labels(checkpoint_type, scope).inc()
+    logger.info("Checkpoint created", extra={
+        "checkpointId": checkpoint.checkpoint_id, "scope": scope, "includedTasks": task_ids,
+        "deduplicated": deduplicated, "session_id": session_id})
+    return {
+        "success": True,
+        "checkpointId": checkpoint.checkpoint_id,
+        "label": checkpoint.label,
+        "scope": checkpoint.scope,
+        "includedTasks": list(checkpoint.included_tasks or []),
+        "createdAt": iso(checkpoint.created_at),
+        "deduplicated": deduplicated,
+    }
+
+
+def get_checkpoint(checkpoint_id: str) -> Checkpoint:
+    try:
+        return Checkpoint.objects.get(checkpoint_id=checkpoint_id)
+    except Checkpoint.DoesNotExist:
+        raise OrchestratorError("E1622", f"Checkpoint {checkpoint_id!r} does not exist",
+                                {"checkpointId": checkpoint_id}) from None
+
+
+def verified_task_row(checkpoint: Checkpoint, task_id: str) -> dict[str, Any]:
+    """The task's row from a checkpoint whose checksum holds; E1624 otherwise."""
+    snapshot = checkpoint.snapshot
+    details = {"checkpointId": checkpoint.checkpoint_id, "taskId": task_id}
+    if not isinstance(snapshot, dict) or snapshot.get("checksum") != checksum_of(snapshot):
+        logger.error("checkpoint %s failed its checksum; refusing to restore",
+                     checkpoint.checkpoint_id)
+        raise OrchestratorError("E1624", f"Checkpoint {checkpoint.checkpoint_id} is corrupt: "
+                                "its snapshot does not match its checksum", details)
+    row = (snapshot.get("tasks") or {}).get(task_id)
+    if not isinstance(row, dict):
+        raise OrchestratorError("E1624", f"Checkpoint {checkpoint.checkpoint_id} does not "
+                                f"include task {task_id!r}", details)
+    return row

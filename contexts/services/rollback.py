@@ -1,0 +1,124 @@
+"""rollback_to (spec 4.1.4): restore every content column from a version or a checkpoint.
+
+The restore is an ordinary UPDATE, so the trigger records it as a NEW version (a rollback
+can itself be rolled back). Backup checkpoint, restore and version happen in one
+transaction with the task row locked; the caches are refreshed after the commit.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from decimal import Decimal
+from typing import Any
+
+from django.db import transaction
+
+from conflicts import locks
+from contexts.models import ContextVersion, TaskContext
+from contexts.services import checkpoints
+from contexts.services.representation import FIELD_COLUMNS
+from contexts.services.save import apply_changes, lock_task, notify_changed, publish_committed
+from orchestrator import metrics
+from orchestrator.backends.files import check_safe_id
+from orchestrator.errors import OrchestratorError, now_iso
+
+logger = logging.getLogger("orchestrator.contexts")
+COLUMN_FIELDS = {column: field for field, column in FIELD_COLUMNS.items()}
+
+
+def target_row(task_id: str, target_type: str, version: int | None,
+               checkpoint_id: str | None) -> dict[str, Any]:
+    """The snake_case row to restore: E1612 for an incomplete target, E1622/E1623/E1624."""
+    if target_type == "version":
+        if version is None:
+            raise OrchestratorError("E1612", "target.version is required for a version target",
+                                    {"field": "target.version"})
+        row = (ContextVersion.objects.filter(task_id=task_id, version=version)
+               .values_list("snapshot", flat=True).first())
+        if row is None:
+            raise OrchestratorError("E1623", f"Task {task_id!r} has no version {version}",
+                                    {"taskId": task_id, "version": version})
+        if not isinstance(row, dict):
+            raise OrchestratorError("E1624", f"Version {version} of {task_id!r} is unreadable",
+                                    {"taskId": task_id, "version": version})
+        return row
+    if not checkpoint_id:
+        raise OrchestratorError("E1612", "target.checkpointId is required for a checkpoint "
+                                "target", {"field": "target.checkpointId"})
+    return checkpoints.verified_task_row(checkpoints.get_checkpoint(checkpoint_id), task_id)
+
+
+def restored_values(row: dict[str, Any]) -> dict[str, Any]:
+    """Column values of every content column in a to_jsonb row (absent -> NULL)."""
+    values = {column: row.get(column) for column in COLUMN_FIELDS}
+    if values.get("name") is None:
+        raise OrchestratorError("E1624", "The target state has no task name", {})
+    if values["score"] is not None:
+        values["score"] = Decimal(str(values["score"]))
+    return values
+
+
+def preview(task: TaskContext, target_type: str, version: int | None = None,
+            checkpoint_id: str | None = None) -> list[dict[str, Any]]:
+    """Field-by-field differences a rollback would make: [{field, current, restored}]."""
+    values = restored_values(target_row(task.task_id, target_type, version, checkpoint_id))
+    changes = []
+    for column, new in values.items():
+        current = getattr(task, column)
+        if column == "score":
+            current = None if current is None else Decimal(current)
+        if current != new:
+            changes.append({"field": COLUMN_FIELDS[column], "current": current,
+                            "restored": new})
+    return changes
+
+
+def rollback_to(task_id: str, target_type: str, *, version: int | None = None,
+                checkpoint_id: str | None = None, create_backup: bool = True,
+                session_id: str | None = None, actor: str | None = None) -> dict[str, Any]:
+    check_safe_id(task_id)
+    if target_type not in ("version", "checkpoint"):
+        raise OrchestratorError("E1612", "target.type must be 'version' or 'checkpoint'",
+                                {"field": "target.type"})
+    started = time.perf_counter()
+    identifier: str | int = version if target_type == "version" else checkpoint_id
+    summary = (f"Rollback to version {version}" if target_type == "version"
+               else f"Rollback to checkpoint {checkpoint_id}")
+    change_type = "manual" if target_type == "version" else "recovery"
+    with transaction.atomic():
+        task = lock_task(task_id)
+        values = restored_values(target_row(task_id, target_type, version, checkpoint_id))
+        changes = {COLUMN_FIELDS[c]: v for c, v in values.items() if getattr(task, c) != v}
+        locks.check_write_allowed(task, changes, session_id)
+        backup_id = None
+        if create_backup:
+            backup_id = checkpoints.create_checkpoint(
+                f"Backup before {summary.lower()}", task_id=task_id, checkpoint_type="auto",
+                description=f"Automatic backup of {task_id} v{task.version}",
+                session_id=session_id, actor=actor)["checkpointId"]
+        before = (task.name, task.status, task.version)
+        apply_changes(task, values, change_type=change_type, change_summary=summary,
+                      session_id=session_id, actor=actor)
+        if task.version != before[2]:
+            notify_changed(task_id, change_type)
+    saved_to = publish_committed(task, registry=(task.name, task.status) != before[:2])
+    metrics.rollbacks_total.labels(target_type).inc()
+    logger.info("Rollback executed", extra={
+        "taskId": task_id, "target": f"{target_type}:{identifier}",
+        "backupCreated": backup_id is not None, "version": task.version,
+        "duration_ms": round((time.perf_counter() - started) * 1000, 1),
+        "session_id": session_id})
+    result: dict[str, Any] = {
+        "success": True,
+        "taskId": task_id,
+        "rolledBackTo": {"type": target_type, "identifier": identifier},
+        "restoredState": {"currentPhase": task.current_phase, "iteration": task.iteration,
+                          "status": task.status},
+        "version": task.version,
+        "savedTo": saved_to,
+        "timestamp": now_iso(),
+    }
+    if backup_id:
+        result["backupCheckpointId"] = backup_id
+    return result

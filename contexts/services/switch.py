@@ -1,0 +1,124 @@
+"""switch_task (spec 4.1.5, 7.3): one transaction, then the hot context in Redis and files.
+
+The source save (with currentTaskUpdates), global_context.active_task_id and the target's
+last_session_at commit together or not at all. Both task rows are locked in task_id
+order, so two opposite switches cannot deadlock.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from functools import partial
+from typing import Any
+
+from django.conf import settings
+from django.db import DatabaseError, transaction
+from django.db.models.functions import Now
+
+from conflicts import locks
+from contexts import signals
+from contexts.models import GlobalContext, TaskContext
+from contexts.services import backends, representation
+from contexts.services.save import apply_changes, notify_changed
+from contexts.services.validation import validate_changes
+from graph import services as graph
+from orchestrator import metrics
+from orchestrator.backends.files import check_safe_id
+from orchestrator.errors import OrchestratorError, now_iso
+
+logger = logging.getLogger("orchestrator.contexts")
+
+
+def _lock_pair(from_task_id: str | None, to_task_id: str) -> dict[str, TaskContext]:
+    ids = sorted({to_task_id, *([from_task_id] if from_task_id else [])})
+    rows = {t.task_id: t for t in
+            TaskContext.objects.select_for_update().filter(task_id__in=ids).order_by("task_id")}
+    if from_task_id and from_task_id not in rows:
+        raise OrchestratorError("E1660", f"Source task {from_task_id!r} does not exist",
+                                {"fromTaskId": from_task_id})
+    if to_task_id not in rows:
+        raise OrchestratorError("E1661", f"Target task {to_task_id!r} does not exist",
+                                {"toTaskId": to_task_id})
+    return rows
+
+
+def _switch_in_db(from_task_id: str | None, to_task_id: str, values: dict[str, Any],
+                  updates: dict[str, Any], save_current_state: bool,
+                  session_id: str | None, actor: str | None):
+    with transaction.atomic():
+        rows = _lock_pair(from_task_id, to_task_id)
+        source = rows.get(from_task_id) if from_task_id else None
+        if source is not None and save_current_state and values:
+            locks.check_write_allowed(source, updates, session_id)
+            previous_version = source.version
+            apply_changes(source, values, change_type="auto_save",
+                          change_summary=f"Saved on switch to {to_task_id}",
+                          session_id=session_id, actor=actor)
+            if source.version != previous_version:
+                notify_changed(source.task_id, "auto_save")
+        TaskContext.objects.filter(task_id=to_task_id).update(last_session_at=Now())
+        if not GlobalContext.objects.filter(project_id=settings.MCP_PROJECT_ID).update(
+                active_task_id=to_task_id):
+            raise OrchestratorError("E1611", "Global context is missing",
+                                    {"projectId": settings.MCP_PROJECT_ID})
+        target = TaskContext.objects.get(task_id=to_task_id)
+        blocked_by = graph.unfinished_blockers(to_task_id)
+        notify_changed(to_task_id, "switch")
+        transaction.on_commit(partial(signals.task_switched.send, sender=TaskContext,
+                                      session_id=session_id, from_task_id=from_task_id,
+                                      to_task_id=to_task_id))
+    return source, target, blocked_by
+
+
+def switch_task(to_task_id: str, *, from_task_id: str | None = None,
+                save_current_state: bool = True, current_task_updates: dict[str, Any] | None = None,
+                session_id: str | None = None, actor: str | None = None) -> dict[str, Any]:
+    check_safe_id(to_task_id, "toTaskId")
+    if from_task_id is not None:
+        check_safe_id(from_task_id, "fromTaskId")
+    updates = current_task_updates or {}
+    allowed = {"immediateContext", "currentPhase", "iteration"}
+    if set(updates) - allowed:
+        raise OrchestratorError("E1612", "currentTaskUpdates may only hold immediateContext, "
+                                "currentPhase and iteration",
+                                {"field": sorted(set(updates) - allowed)[0]})
+    values = validate_changes(updates)
+    started = time.perf_counter()
+    try:
+        source, target, blocked_by = _switch_in_db(from_task_id, to_task_id, values, updates,
+                                                   save_current_state, session_id, actor)
+    except DatabaseError as exc:
+        logger.exception("task switch %s -> %s failed", from_task_id, to_task_id)
+        raise OrchestratorError("E1662", "The task switch failed; nothing was changed",
+                                {"reason": str(exc)[:200]}) from exc
+    # After the commit: the source's cache and file, then the new hot context everywhere.
+    if source is not None:
+        backends.publish_task(source, active=False)
+    backends.publish_task(target, active=True, registry=True)
+    duration = time.perf_counter() - started
+    metrics.task_switches_total.inc()
+    metrics.task_switch_duration_seconds.observe(duration)
+    logger.info("Task switched", extra={
+        "fromTask": from_task_id, "toTask": to_task_id,
+        "saved": bool(source is not None and save_current_state),
+        "duration_ms": round(duration * 1000, 1), "session_id": session_id})
+    result: dict[str, Any] = {
+        "success": True,
+        "newTask": {
+            "taskId": target.task_id,
+            "name": target.name,
+            "status": target.status,
+            "currentPhase": target.current_phase,
+            "iteration": target.iteration,
+            "immediateContext": representation.immediate_context(target),
+            "keyFiles": list(target.key_files or []),
+            "resumePrompt": target.resume_prompt,
+            "blockedBy": blocked_by,
+        },
+        "timestamp": now_iso(),
+    }
+    if source is not None:
+        result["previousTask"] = {"taskId": source.task_id, "saved": save_current_state,
+                                  "version": source.version}
+    return result

@@ -1,0 +1,135 @@
+"""sync_hot_context (spec 4.1.10): rewrite Redis and the file backups from Postgres.
+
+This is how a Redis or file failure on the write path gets repaired. Cache writes use the
+same version guard as saves, so a sync racing a save never puts the older state back.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from django.conf import settings
+
+from contexts.models import GlobalContext, TaskContext
+from contexts.services import backends, cache, representation
+from orchestrator import metrics
+from orchestrator.backends import files, redis_store
+from orchestrator.backends.files import check_safe_id
+from orchestrator.errors import OrchestratorError, now_iso
+
+logger = logging.getLogger("orchestrator.contexts")
+CHUNK = 100
+# "All active" tasks when no taskIds are given: those still being worked on.
+ACTIVE_STATUSES = ("pending", "in_progress", "blocked")
+Progress = Callable[[int, int], None]
+
+
+def _chunks(queryset, size: int) -> Iterator[list[TaskContext]]:
+    chunk: list[TaskContext] = []
+    for task in queryset.iterator(chunk_size=size):
+        chunk.append(task)
+        if len(chunk) == size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
+def _cache_chunk(tasks: list[TaskContext]) -> None:
+    """One round trip for a hundred version-guarded cache writes; may raise."""
+    def write(r):
+        pipe = r.pipeline(transaction=False)
+        for task in tasks:
+            data = representation.task_part(task)
+            pipe.eval(cache.SET_IF_NOT_OLDER_LUA, 1, cache.task_cache_key(task.task_id),
+                      json.dumps(data, default=str), task.version or 0, task.task_id,
+                      settings.REDIS_TASK_CONTEXT_TTL)
+        pipe.execute()
+    redis_store.run(write)
+
+
+def _write_constants(project: GlobalContext) -> None:
+    files.write_json_atomic(files.context_dir() / "shared" / "project-constants.json", {
+        "projectId": project.project_id, "projectName": project.project_name,
+        "description": project.description, **representation.global_part(project),
+        "updatedAt": representation.iso(project.updated_at)})
+
+
+def sync_hot_context(*, sync_redis: bool = True, sync_files: bool = True,
+                     task_ids: list[str] | None = None, update_registry: bool = True,
+                     progress: Progress | None = None) -> dict[str, Any]:
+    """The spec's answer; E1653 (details = that answer) when some target failed."""
+    started = time.perf_counter()
+    sync_files = sync_files and settings.ENABLE_FILE_SYNC
+    project = GlobalContext.objects.filter(project_id=settings.MCP_PROJECT_ID).first()
+    if project is None:
+        raise OrchestratorError("E1611", "Global context is missing")
+    if task_ids is not None:
+        for task_id in task_ids:
+            check_safe_id(task_id)
+        found = set(TaskContext.objects.filter(task_id__in=task_ids)
+                    .values_list("task_id", flat=True))
+        missing = [t for t in task_ids if t not in found]
+        if missing:
+            raise OrchestratorError("E1610", f"Task {missing[0]!r} does not exist",
+                                    {"missing": missing})
+        queryset = TaskContext.objects.filter(task_id__in=task_ids)
+    else:
+        queryset = TaskContext.objects.filter(status__in=ACTIVE_STATUSES)
+    queryset = queryset.order_by("task_id")
+    total = queryset.count()
+    synced = {"redis": {"hotContext": False, "taskContexts": 0},
+              "files": {"registry": False, "taskContexts": 0, "hotContext": False}}
+    errors: list[str] = []
+    done = 0
+    for chunk in _chunks(queryset, CHUNK):
+        if sync_redis:
+            try:
+                _cache_chunk(chunk)
+                synced["redis"]["taskContexts"] += len(chunk)
+            except redis_store.RedisUnavailable as exc:
+                errors.append(f"redis: task contexts {chunk[0].task_id}..{chunk[-1].task_id}: "
+                              f"{exc}")
+        if sync_files:
+            written = sum(1 for task in chunk if backends.write_task_file(task))
+            synced["files"]["taskContexts"] += written
+            if written < len(chunk):
+                errors.append(f"file: {len(chunk) - written} task context file(s) failed")
+        done += len(chunk)
+        if progress:
+            progress(done, total)
+    active = (TaskContext.objects.filter(task_id=project.active_task_id).first()
+              if project.active_task_id else None)
+    if active is not None and sync_redis:
+        try:
+            cache.write_task_cache(active, hot=True)
+            synced["redis"]["hotContext"] = True
+        except redis_store.RedisUnavailable as exc:
+            errors.append(f"redis: hot context: {exc}")
+    if sync_files:
+        if active is not None:
+            synced["files"]["hotContext"] = backends.write_hot_file(active)
+            if not synced["files"]["hotContext"]:
+                errors.append("file: _hot_context.json failed")
+        if update_registry:
+            synced["files"]["registry"] = backends.write_registry()
+            if not synced["files"]["registry"]:
+                errors.append("file: _registry.json failed")
+        try:
+            _write_constants(project)
+        except OSError as exc:
+            errors.append(f"file: shared/project-constants.json: {exc}")
+    duration = time.perf_counter() - started
+    metrics.cache_sync_duration_seconds.observe(duration)
+    result = {"success": not errors, "synced": synced, "errors": errors,
+              "timestamp": now_iso()}
+    logger.info("Hot context synced", extra={
+        "tasks": total, "errors": len(errors), "duration_ms": round(duration * 1000, 1)})
+    if errors:
+        raise OrchestratorError("E1653", f"Partial sync: {len(errors)} target(s) failed: "
+                                f"{errors[0]}", result)
+    return result
