@@ -402,7 +402,8 @@ class Launcher:
         pidfile = self.root / "launcher.pid"
         with contextlib.suppress(OSError, ValueError, psutil.Error):
             pid = int(pidfile.read_text())
-            if "orchestrator.launcher" in " ".join(psutil.Process(pid).cmdline()):
+            if pid != os.getpid() and \
+                    "orchestrator.launcher" in " ".join(psutil.Process(pid).cmdline()):
                 log(f"another launcher (pid {pid}) is using {self.root}")
                 return False
         self.registry.kill_stale()  # what a launcher killed with -9 may have left running
@@ -430,7 +431,7 @@ class Launcher:
             try:
                 future.result()
                 log(f"{server.name} ready at {server.url()}  ({server.elapsed:.1f}s)")
-            except Exception as exc:  # noqa: BLE001 - every failure is reported the same way
+            except Exception as exc:  # whatever went wrong, report it the same way
                 if not self.abort.is_set():
                     tail = server.log_tail()
                     why = f"{exc}: {tail[-1]}" if tail else str(exc)
@@ -450,6 +451,8 @@ class Launcher:
         self.child = subprocess.Popen(cmd, env=env, process_group=0,
                                       preexec_fn=die_with_parent(signal.SIGTERM))
         self.registry.add("command", self.child.pid, signal.SIGTERM)
+        if self.signalled:  # arrived between the servers being ready and the Popen
+            os.killpg(self.child.pid, self.signalled)
         tty = give_terminal(self.child.pid)
         try:
             while True:
@@ -459,6 +462,7 @@ class Launcher:
                 except subprocess.TimeoutExpired:
                     if self.signalled and time.monotonic() > self.deadline:
                         log(f"command still running {GRACE:.0f}s after the signal: killed")
+                        self.deadline = float("inf")
                         with contextlib.suppress(ProcessLookupError):
                             os.killpg(self.child.pid, signal.SIGKILL)
         finally:
