@@ -1,0 +1,140 @@
+"""create_checkpoint and rollback_to (spec 4.1.3, 4.1.4, 12.4.1 without the session steps)."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+
+from contexts.models import Checkpoint, ContextVersion
+from orchestrator.backends import redis_store
+from orchestrator.db import qualified
+
+pytestmark = pytest.mark.django_db
+
+
+def test_session_lifecycle_checkpoint_and_rollback_12_4_1(tools, make_task):
+    make_task("e2e-task")
+    tools.ok("save_context_snapshot", {"taskId": "e2e-task", "updates": {
+        "status": "in_progress", "currentPhase": "implementation",
+        "immediateContext": {"workingOn": "Feature X", "lastAction": "Created file",
+                             "nextStep": "Write tests", "blockers": []}}})
+    checkpoint = tools.ok("create_checkpoint", {"label": "Pre-test checkpoint",
+                                                "taskId": "e2e-task",
+                                                "checkpointType": "manual"})
+    assert checkpoint["checkpointId"].startswith("cp-")
+    assert checkpoint["scope"] == "task" and checkpoint["includedTasks"] == ["e2e-task"]
+    tools.ok("save_context_snapshot", {"taskId": "e2e-task",
+                                       "updates": {"currentPhase": "testing"}})
+    rollback = tools.ok("rollback_to", {"taskId": "e2e-task", "target": {
+        "type": "checkpoint", "checkpointId": checkpoint["checkpointId"]}})
+    assert rollback["restoredState"]["currentPhase"] == "implementation"
+    assert rollback["backupCheckpointId"].startswith("cp-")
+    # Caches were refreshed: the reader sees the restored state, not the cached "testing".
+    assert redis_store.get_json("context:task:e2e-task")["currentPhase"] == "implementation"
+    context = tools.ok("get_unified_context", {"taskId": "e2e-task"})
+    assert context["task"]["currentPhase"] == "implementation"
+    assert context["metadata"]["cacheHit"] is True
+    latest = ContextVersion.objects.filter(task_id="e2e-task").order_by("-version").first()
+    assert latest.change_type == "recovery"
+    assert checkpoint["checkpointId"] in latest.change_summary
+
+
+def test_scope_rules(tools, make_task):
+    make_task("sc-a")
+    make_task("sc-b")
+    assert tools.ok("create_checkpoint", {"label": "g"})["scope"] == "global"
+    multi = tools.ok("create_checkpoint", {"label": "m", "taskId": "sc-a",
+                                           "includeTasks": ["sc-b", "sc-a"]})
+    assert multi["scope"] == "multi_task" and multi["includedTasks"] == ["sc-a", "sc-b"]
+    stored = Checkpoint.objects.get(checkpoint_id=multi["checkpointId"])
+    assert set(stored.snapshot["tasks"]) == {"sc-a", "sc-b"}
+    assert stored.snapshot["global"]["project_id"]
+    assert stored.snapshot["checksum"].startswith("sha256:")
+
+
+def test_checkpoint_errors(tools, make_task):
+    make_task("ce-a")
+    missing = tools.call("create_checkpoint", {"label": "x", "includeTasks": ["ce-a", "ghost"]})
+    assert (missing.status, missing.error_code) == (404, "E1610")
+    bad_type = tools.call("create_checkpoint", {"label": "x", "checkpointType": "weird"})
+    assert (bad_type.status, bad_type.error_code) == (400, "E1621")
+    assert not Checkpoint.objects.exists()
+
+
+def test_identical_checkpoint_is_deduplicated_unless_forced(tools, make_task):
+    make_task("dd-1")
+    first = tools.ok("create_checkpoint", {"label": "one", "taskId": "dd-1"})
+    again = tools.ok("create_checkpoint", {"label": "two", "taskId": "dd-1"})
+    assert again["deduplicated"] is True and again["checkpointId"] == first["checkpointId"]
+    forced = tools.ok("create_checkpoint", {"label": "three", "taskId": "dd-1", "force": True})
+    assert forced["deduplicated"] is False and forced["checkpointId"] != first["checkpointId"]
+    tools.ok("save_context_snapshot", {"taskId": "dd-1", "updates": {"iteration": 2}})
+    changed = tools.ok("create_checkpoint", {"label": "four", "taskId": "dd-1"})
+    assert changed["deduplicated"] is False
+    assert Checkpoint.objects.filter(task_id="dd-1").count() == 3
+
+
+def test_rollback_to_version_restores_all_columns_and_can_be_rolled_back(tools, make_task):
+    make_task("rb-1", currentPhase="one", keyFiles=["a.py"], score=10)
+    tools.ok("save_context_snapshot", {"taskId": "rb-1", "updates": {
+        "currentPhase": "two", "keyFiles": ["b.py"], "score": 55.5, "status": "blocked",
+        "technicalDecisions": ["use x"]}})
+    first = tools.ok("rollback_to", {"taskId": "rb-1", "target": {"type": "version",
+                                                                   "version": 1}})
+    assert first["version"] == 3
+    assert first["rolledBackTo"] == {"type": "version", "identifier": 1}
+    task = tools.ok("get_unified_context", {"taskId": "rb-1"})["task"]
+    assert (task["currentPhase"], task["keyFiles"], task["score"], task["status"],
+            task["technicalDecisions"]) == ("one", ["a.py"], 10.0, "pending", [])
+    second = tools.ok("rollback_to", {"taskId": "rb-1", "createBackup": False,
+                                      "target": {"type": "version", "version": 2}})
+    assert second["version"] == 4 and "backupCheckpointId" not in second
+    task = tools.ok("get_unified_context", {"taskId": "rb-1"})["task"]
+    assert (task["currentPhase"], task["keyFiles"], task["status"]) == ("two", ["b.py"],
+                                                                       "blocked")
+    summaries = list(ContextVersion.objects.filter(task_id="rb-1").order_by("version")
+                     .values_list("version", "change_summary"))
+    assert summaries[2:] == [(3, "Rollback to version 1"), (4, "Rollback to version 2")]
+
+
+def test_rollback_errors(tools, make_task):
+    make_task("re-1")
+    cases = [
+        ({"taskId": "ghost", "target": {"type": "version", "version": 1}}, 404, "E1610"),
+        ({"taskId": "re-1", "target": {"type": "version", "version": 99}}, 404, "E1623"),
+        ({"taskId": "re-1", "target": {"type": "checkpoint", "checkpointId": "cp-1-x"}},
+         404, "E1622"),
+        ({"taskId": "re-1", "target": {"type": "version"}}, 400, "E1612"),
+        ({"taskId": "re-1", "target": {"type": "checkpoint"}}, 400, "E1612"),
+        ({"taskId": "re-1", "target": {"type": "branch"}}, 400, "E1612"),
+    ]
+    for payload, status, code in cases:
+        response = tools.call("rollback_to", payload)
+        assert (response.status, response.error_code) == (status, code), payload
+
+
+def test_checkpoint_without_the_task_is_e1624(tools, make_task):
+    make_task("cx-1")
+    make_task("cx-2")
+    other = tools.ok("create_checkpoint", {"label": "other", "taskId": "cx-2"})
+    response = tools.call("rollback_to", {"taskId": "cx-1", "target": {
+        "type": "checkpoint", "checkpointId": other["checkpointId"]}})
+    assert (response.status, response.error_code) == (409, "E1624")
+
+
+def test_tampered_checkpoint_is_refused(tools, make_task):
+    make_task("tp-1", currentPhase="good")
+    checkpoint = tools.ok("create_checkpoint", {"label": "cp", "taskId": "tp-1"})
+    tools.ok("save_context_snapshot", {"taskId": "tp-1", "updates": {"currentPhase": "now"}})
+    with connection.cursor() as cur:
+        cur.execute(
+            f"UPDATE {qualified('checkpoints')} SET snapshot = jsonb_set(snapshot, "
+            "'{tasks,tp-1,current_phase}', '\"evil\"') WHERE checkpoint_id = %s",
+            [checkpoint["checkpointId"]])
+    response = tools.call("rollback_to", {"taskId": "tp-1", "target": {
+        "type": "checkpoint", "checkpointId": checkpoint["checkpointId"]}})
+    assert (response.status, response.error_code) == (409, "E1624")
+    task = tools.ok("get_unified_context", {"taskId": "tp-1"})["task"]
+    assert task["currentPhase"] == "now" and task["version"] == 2
+    # Nothing was written: no backup checkpoint either.
+    assert Checkpoint.objects.filter(task_id="tp-1").count() == 1
