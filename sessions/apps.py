@@ -7,3 +7,9 @@ class AgentSessionsConfig(AppConfig):
     label = "agent_sessions"
     verbose_name = "Agent sessions"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from orchestrator.tools.registry import add_after_call_hook
+        from sessions.services.history import record_tool_call
+
+        add_after_call_hook(record_tool_call)

@@ -1,4 +1,16 @@
-"""The spec's active_sessions table (5.2.3)."""
+"""The spec's active_sessions table (5.2.3) and the session app's own tables.
+
+``ActiveSession`` mirrors the spec DDL (created by raw SQL in 0001, never altered). What
+the spec table has no column for lives in ordinary Django tables in the public schema,
+keyed by the session's ``session_id`` string (no foreign key across schemas, so other
+programs may insert sessions the spec way and still be served):
+
+- ``SessionDetail``: agent/process ownership (8.1.2), the compaction count (seed 004),
+  the event-sequence counter and the scratchpad (seed 002).
+- ``ToolInvocation``: automatic tool history (6.4.1 ``.tool-history.json``).
+- ``SessionEvent``: the append-only event log (seed 002), immutable by trigger.
+- ``SessionHandoff``: one active handoff note per project (seed 001).
+"""
 
 from __future__ import annotations
 
@@ -31,3 +43,87 @@ class ActiveSession(models.Model):
 
     def __str__(self) -> str:
         return self.session_id
+
+
+class SessionDetail(models.Model):
+    session_id = models.CharField(max_length=255, primary_key=True)
+    agent_id = models.CharField(max_length=255, null=True, blank=True)
+    process_id = models.IntegerField(null=True, blank=True)
+    compaction_count = models.IntegerField(default=0)
+    # Last event sequence handed out; bumped with UPDATE ... RETURNING in the append's
+    # transaction, so the row lock serialises appends and a rollback leaves no gap.
+    event_count = models.IntegerField(default=0)
+    scratchpad = models.JSONField(default=dict)
+    scratchpad_updated_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(db_default=Now())
+
+    def __str__(self) -> str:
+        return self.session_id
+
+
+class ToolInvocation(models.Model):
+    session_id = models.CharField(max_length=255)
+    tool = models.CharField(max_length=100)
+    success = models.BooleanField()
+    error_code = models.CharField(max_length=10, null=True, blank=True)
+    transport = models.CharField(max_length=20, blank=True, default="")
+    duration_ms = models.FloatField(default=0)
+    timestamp = models.DateTimeField(db_default=Now())
+
+    class Meta:
+        ordering = ["-id"]
+        indexes = [models.Index(fields=["session_id", "-id"], name="toolinv_session_recent")]
+
+    def __str__(self) -> str:
+        return f"{self.session_id} {self.tool}"
+
+
+EVENT_TYPES = ("user_message", "model_message", "tool_call", "tool_result", "validation_gate",
+               "memory_recall", "system_event")
+EVENT_ROLES = ("user", "assistant", "tool", "system")
+
+
+class SessionEvent(models.Model):
+    session_id = models.CharField(max_length=255)
+    sequence = models.IntegerField()
+    event_type = models.CharField(max_length=30, choices=[(t, t) for t in EVENT_TYPES])
+    role = models.CharField(max_length=20, choices=[(r, r) for r in EVENT_ROLES])
+    content = models.TextField()
+    parts = models.JSONField(null=True, blank=True)
+    created_at = models.DateTimeField(db_default=Now())
+
+    class Meta:
+        ordering = ["session_id", "sequence"]
+        constraints = [models.UniqueConstraint(fields=["session_id", "sequence"],
+                                               name="session_event_sequence_unique")]
+        indexes = [models.Index(fields=["session_id", "event_type", "sequence"],
+                                name="session_event_type_seq")]
+
+    def __str__(self) -> str:
+        return f"{self.session_id}#{self.sequence} {self.event_type}"
+
+
+class SessionHandoff(models.Model):
+    id = models.UUIDField(primary_key=True, db_default=models.Func(function="gen_random_uuid"),
+                          editable=False)
+    # projectDir of the sessions, or MCP_PROJECT_ID when a session gave none.
+    project_key = models.CharField(max_length=1000)
+    from_session_id = models.CharField(max_length=255)
+    from_agent = models.CharField(max_length=255, null=True, blank=True)
+    summary = models.TextField()
+    open_items = models.JSONField(default=list)
+    active = models.BooleanField(default=True)
+    created_at = models.DateTimeField(db_default=Now())
+    consumed_at = models.DateTimeField(null=True, blank=True)
+    consumed_by_session_id = models.CharField(max_length=255, null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [models.UniqueConstraint(fields=["project_key"],
+                                               condition=models.Q(active=True),
+                                               name="one_active_handoff_per_project")]
+        indexes = [models.Index(fields=["project_key", "-created_at"],
+                                name="handoff_project_recent")]
+
+    def __str__(self) -> str:
+        return f"{self.project_key} from {self.from_session_id}"

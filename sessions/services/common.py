@@ -1,0 +1,89 @@
+"""Shared pieces of the session services: table names, lookups and error diagnosis."""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime
+from typing import Any
+
+from django.db import connection, transaction
+
+from orchestrator import metrics
+from orchestrator.db import qualified
+from orchestrator.errors import OrchestratorError
+from sessions import signals
+from sessions.models import ActiveSession, SessionDetail, SessionEvent, ToolInvocation
+
+logger = logging.getLogger("orchestrator.sessions")
+
+# Statuses of a session whose agent process is still expected to send heartbeats.
+LIVE_STATUSES = ("active", "compacted")
+# Statuses of a session that is over: no heartbeats, events or compactions any more.
+CLOSED_STATUSES = ("ended", "recovered")
+
+
+def sessions_table() -> str:
+    return qualified("active_sessions")
+
+
+def tasks_table() -> str:
+    return qualified("task_contexts")
+
+
+DETAIL_TABLE = SessionDetail._meta.db_table
+HISTORY_TABLE = ToolInvocation._meta.db_table
+EVENTS_TABLE = SessionEvent._meta.db_table
+
+
+def iso(value: datetime | None) -> str | None:
+    return value.isoformat().replace("+00:00", "Z") if value else None
+
+
+def session_status(session_id: str) -> str | None:
+    """The stored status, or None when there is no such session."""
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT status FROM {sessions_table()} WHERE session_id = %s",
+                       [session_id])
+        row = cursor.fetchone()
+    return None if row is None else (row[0] or "active")
+
+
+def refuse_for_status(session_id: str, status: str | None, *, action: str) -> OrchestratorError:
+    """The error for a session that a conditional update did not touch (why it didn't)."""
+    details = {"sessionId": session_id, "status": status}
+    if status is None:
+        return OrchestratorError("E1600", f"Session {session_id!r} does not exist", details)
+    if status == "crashed":
+        return OrchestratorError(
+            "E1603", f"Session {session_id!r} crashed; run check_recovery before {action}",
+            details)
+    return OrchestratorError("E1602", f"Session {session_id!r} is {status}; cannot {action}",
+                             details)
+
+
+def get_session(session_id: str, *, code: str = "E1600") -> ActiveSession:
+    try:
+        return ActiveSession.objects.get(session_id=session_id)
+    except ActiveSession.DoesNotExist:
+        raise OrchestratorError(code, f"Session {session_id!r} does not exist",
+                                {"sessionId": session_id}) from None
+
+
+def detail_for(session_id: str) -> SessionDetail:
+    """The session's detail row; sessions inserted by other programs get one lazily."""
+    detail, _ = SessionDetail.objects.get_or_create(session_id=session_id)
+    return detail
+
+
+def announce_end(session_id: str, status: str) -> None:
+    """Count the final status and tell listeners once the transaction has committed."""
+    metrics.sessions_total.labels(status).inc()
+    transaction.on_commit(lambda: signals.session_ended.send(
+        sender=ActiveSession, session_id=session_id, status=status))
+
+
+def fetch_dicts(sql: str, params: list[Any]) -> list[dict[str, Any]]:
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        columns = [c.name for c in cursor.description]
+        return [dict(zip(columns, row, strict=True)) for row in cursor.fetchall()]

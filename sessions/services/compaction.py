@@ -1,0 +1,89 @@
+"""Compaction reports (spec 7.1.2, seed 004).
+
+When an agent's context window is compacted the session lives on, but what it knew is
+gone. ``report_compaction`` counts the compaction, sets status ``compacted`` with a
+recovery record (recovery_type 'compaction', snapshot of task, summary, unsaved changes
+and tool history), logs a system event and answers with the resume prompt, which says
+when a full plan reload is due (every second compaction: 2, 4, 6, ...).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.db import connection, transaction
+
+from orchestrator import metrics
+from orchestrator.backends import files
+from orchestrator.errors import now_iso
+from sessions.services import events, recovery
+from sessions.services.common import (
+    DETAIL_TABLE,
+    logger,
+    refuse_for_status,
+    session_status,
+    sessions_table,
+)
+from sessions.services.prompts import resume_prompt
+
+STATE_FILE = ".session-state.json"
+
+
+def report_compaction(session_id: str, *, trigger: str = "auto",
+                      conversation_summary: str | None = None,
+                      unsaved_changes: list[dict[str, Any]] | None = None,
+                      context_remaining: float | None = None) -> dict[str, Any]:
+    with transaction.atomic():
+        # Same lock order as appends and end_session: detail row, then the session row.
+        events.lock_open_session(session_id, action="reporting a compaction")
+        with connection.cursor() as cursor:
+            cursor.execute(f"UPDATE {DETAIL_TABLE} SET compaction_count = compaction_count + 1 "
+                           "WHERE session_id = %s RETURNING compaction_count", [session_id])
+            number = cursor.fetchone()[0]
+            cursor.execute(
+                f"UPDATE {sessions_table()} s SET status = 'compacted', recovery_needed = TRUE, "
+                "recovery_type = 'compaction', last_heartbeat = now(), "
+                "conversation_summary = COALESCE(%s, s.conversation_summary), "
+                "unsaved_changes = COALESCE(%s::jsonb, s.unsaved_changes) "
+                "WHERE s.session_id = %s AND s.status IN ('active', 'compacted') "
+                "RETURNING s.session_id",
+                [conversation_summary,
+                 None if unsaved_changes is None else json.dumps(unsaved_changes), session_id])
+            if cursor.fetchone() is None:
+                raise refuse_for_status(session_id, session_status(session_id),
+                                        action="reporting a compaction")
+            # The snapshot reads the row just updated (summary and changes included).
+            cursor.execute(
+                f"UPDATE {sessions_table()} s SET context_snapshot = "
+                f"{recovery.snapshot_sql()} || jsonb_build_object('compactionNumber', %s, "
+                "'fullReload', %s, 'trigger', %s::text) WHERE s.session_id = %s",
+                ["compaction", number, number % 2 == 0, trigger, session_id])
+        full_reload = number % 2 == 0
+        events.append_event(
+            session_id, "system_event", "system",
+            f"compaction #{number} ({trigger})" + (" - full plan reload due" if full_reload
+                                                   else ""),
+            {"event": "compaction_start", "compactionNumber": number, "fullReload": full_reload,
+             "trigger": trigger, "contextRemaining": context_remaining})
+    metrics.sessions_total.labels("compacted").inc()
+    logger.info("session compacted", extra={"sessionId": session_id, "compactionNumber": number,
+                                            "fullReload": full_reload, "trigger": trigger})
+    state = recovery.recovery_state(session_id)
+    _write_state_file(session_id, number, full_reload, state.task)
+    return {"success": True, "sessionId": session_id, "status": "compacted",
+            "recoveryType": "compaction", "compactionNumber": number,
+            "fullReloadDue": full_reload, "resumePrompt": resume_prompt(state),
+            "timestamp": now_iso()}
+
+
+def _write_state_file(session_id: str, number: int, full_reload: bool,
+                      task: dict[str, Any] | None) -> None:
+    """Seed 004's state file, so a resume without the server still knows the count."""
+    try:
+        files.write_json_atomic(files.recovery_dir() / STATE_FILE, {
+            "sessionId": session_id, "compactionCount": number, "fullReloadDue": full_reload,
+            "taskId": (task or {}).get("taskId"), "updatedAt": now_iso()})
+    except OSError as exc:
+        metrics.backend_failures_total.labels("file", "session_state").inc()
+        logger.warning("session state file not written: %s", exc)

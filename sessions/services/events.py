@@ -1,0 +1,152 @@
+"""The per-session event log and scratchpad (seed 002).
+
+Sequences come from ``SessionDetail.event_count``, bumped with UPDATE ... RETURNING in
+the append's transaction: the row lock serialises concurrent appends of one session, and
+a failed insert rolls the counter back, so sequences are 1..n with no gap or duplicate.
+``end_session`` takes the same lock, so no event lands after a session's end.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.db import connection, transaction
+from django.utils import timezone
+
+from orchestrator.errors import OrchestratorError
+from sessions.models import SessionDetail
+from sessions.services.common import (
+    CLOSED_STATUSES,
+    DETAIL_TABLE,
+    EVENTS_TABLE,
+    fetch_dicts,
+    iso,
+    refuse_for_status,
+    session_status,
+    sessions_table,
+)
+
+DEFAULT_TURNS = 30
+
+
+def lock_open_session(session_id: str, *, action: str) -> int:
+    """Lock the session's detail row and return its event counter; refuse closed sessions."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO {DETAIL_TABLE} (session_id, compaction_count, event_count, scratchpad,"
+            " created_at) SELECT %s, 0, 0, '{}', now() WHERE EXISTS (SELECT 1 FROM "
+            f"{sessions_table()} WHERE session_id = %s) ON CONFLICT (session_id) DO NOTHING",
+            [session_id, session_id])
+        cursor.execute(f"SELECT event_count FROM {DETAIL_TABLE} WHERE session_id = %s "
+                       "FOR UPDATE", [session_id])
+        row = cursor.fetchone()
+    # Read the status only once the lock is held: an end_session that committed while we
+    # waited is visible to this new statement.
+    status = session_status(session_id)
+    if row is None or status is None or status in CLOSED_STATUSES:
+        raise refuse_for_status(session_id, status, action=action)
+    return row[0]
+
+
+def append_event(session_id: str, event_type: str, role: str, content: str,
+                 parts: Any = None) -> dict[str, Any]:
+    with transaction.atomic():
+        lock_open_session(session_id, action="appending events")
+        with connection.cursor() as cursor:
+            cursor.execute(f"UPDATE {DETAIL_TABLE} SET event_count = event_count + 1 "
+                           "WHERE session_id = %s RETURNING event_count", [session_id])
+            sequence = cursor.fetchone()[0]
+            cursor.execute(
+                f"INSERT INTO {EVENTS_TABLE} (session_id, sequence, event_type, role, content,"
+                " parts, created_at) VALUES (%s, %s, %s, %s, %s, %s::jsonb, now()) "
+                "RETURNING id, created_at",
+                [session_id, sequence, event_type, role, content,
+                 None if parts is None else json.dumps(parts)])
+            event_id, created_at = cursor.fetchone()
+    return {"success": True, "sessionId": session_id, "eventId": event_id,
+            "sequence": sequence, "type": event_type, "role": role,
+            "createdAt": iso(created_at)}
+
+
+def event_data(row: dict[str, Any]) -> dict[str, Any]:
+    return {"sequence": row["sequence"], "type": row["event_type"], "role": row["role"],
+            "content": row["content"], "parts": row["parts"],
+            "createdAt": iso(row["created_at"])}
+
+
+def estimate_tokens(event: dict[str, Any]) -> int:
+    # Seed 001 AD-5: about four characters per token of the JSON form.
+    return -(-len(json.dumps(event, default=str)) // 4)
+
+
+def recent_events(session_id: str, *, max_turns: int | None = DEFAULT_TURNS,
+                  max_tokens: int | None = None) -> dict[str, Any]:
+    """The latest events: the last ``max_turns`` turns, trimmed from the oldest to fit
+    ``max_tokens``. A turn starts at a user_message and holds what follows it."""
+    if session_status(session_id) is None:
+        raise OrchestratorError("E1600", f"Session {session_id!r} does not exist",
+                                {"sessionId": session_id})
+    since = 0
+    if max_turns is not None:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"SELECT sequence FROM {EVENTS_TABLE} WHERE session_id = %s AND "
+                "event_type = 'user_message' ORDER BY sequence DESC OFFSET %s LIMIT 1",
+                [session_id, max_turns - 1])
+            row = cursor.fetchone()
+        since = row[0] if row else 0
+    rows = fetch_dicts(
+        f"SELECT sequence, event_type, role, content, parts, created_at FROM {EVENTS_TABLE} "
+        "WHERE session_id = %s AND sequence >= %s ORDER BY sequence DESC",
+        [session_id, since])
+    events: list[dict[str, Any]] = []
+    tokens = 0
+    truncated = False
+    for row in rows:
+        event = event_data(row)
+        cost = estimate_tokens(event)
+        if max_tokens is not None and tokens + cost > max_tokens:
+            truncated = True
+            break
+        events.append(event)
+        tokens += cost
+    events.reverse()
+    return {"sessionId": session_id, "events": events, "count": len(events),
+            "estimatedTokens": tokens, "truncated": truncated}
+
+
+def merge_patch(target: Any, patch: Any) -> Any:
+    """RFC 7396 JSON merge patch: objects merge recursively, null deletes a key."""
+    if not isinstance(patch, dict):
+        return patch
+    result = dict(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            result.pop(key, None)
+        else:
+            result[key] = merge_patch(result.get(key), value)
+    return result
+
+
+def get_scratchpad(session_id: str) -> dict[str, Any]:
+    if session_status(session_id) is None:
+        raise OrchestratorError("E1600", f"Session {session_id!r} does not exist",
+                                {"sessionId": session_id})
+    detail = SessionDetail.objects.filter(session_id=session_id).first()
+    return {"sessionId": session_id,
+            "scratchpad": dict(detail.scratchpad or {}) if detail else {},
+            "updatedAt": iso(detail.scratchpad_updated_at) if detail else None}
+
+
+def update_scratchpad(session_id: str, patch: dict[str, Any]) -> dict[str, Any]:
+    """Merge ``patch`` into the scratchpad under the row lock (no lost concurrent updates)."""
+    with transaction.atomic():
+        lock_open_session(session_id, action="updating the scratchpad")
+        detail = SessionDetail.objects.get(session_id=session_id)
+        detail.scratchpad = merge_patch(detail.scratchpad or {}, patch)
+        detail.scratchpad_updated_at = timezone.now()
+        detail.save(update_fields=["scratchpad", "scratchpad_updated_at"])
+    return {"success": True, "sessionId": session_id, "scratchpad": detail.scratchpad,
+            "updatedAt": iso(detail.scratchpad_updated_at)}
+

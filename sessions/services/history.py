@@ -1,0 +1,92 @@
+"""Automatic tool history (spec 6.4.1 ``.tool-history.json``, 4.1.8 toolHistory).
+
+An after-call hook of the tool registry records every call that names a ``sessionId``,
+over REST or MCP, with one INSERT; the caller does nothing. Heartbeats are not recorded:
+they are liveness signals already kept in ``last_heartbeat``, and recording them would
+push the agent's real work out of the "last 5 tool uses" of a resume prompt.
+Calls naming a session that does not exist are not recorded either (no junk rows for
+typos); the INSERT checks that in the same statement.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from django.db import connection, transaction
+
+from orchestrator import metrics
+from orchestrator.backends import files
+from orchestrator.tools.registry import Tool, ToolContext
+from sessions.services.common import HISTORY_TABLE, fetch_dicts, iso, sessions_table
+
+logger = logging.getLogger("orchestrator.sessions")
+
+NOT_RECORDED = frozenset({"heartbeat"})
+MIRROR_SIZE = 50
+HISTORY_FILE = ".tool-history.json"
+
+
+def record_tool_call(tool: Tool, arguments: dict[str, Any], outcome: dict[str, Any],
+                     context: ToolContext, duration: float) -> None:
+    """Registry hook: never raises (the registry also guards), never fails the call."""
+    session_id = arguments.get("sessionId")
+    if not isinstance(session_id, str) or not session_id or tool.name in NOT_RECORDED:
+        return
+    success = not (isinstance(outcome, dict) and outcome.get("success") is False)
+    error = outcome.get("error") if isinstance(outcome, dict) else None
+    code = error.get("code") if isinstance(error, dict) else None
+    try:
+        # A savepoint: when the call runs inside an outer transaction, a failed INSERT
+        # must not poison it.
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute(
+                f"INSERT INTO {HISTORY_TABLE} "
+                "(session_id, tool, success, error_code, transport, duration_ms, timestamp) "
+                "SELECT %s, %s, %s, %s, %s, %s, now() WHERE EXISTS "
+                f"(SELECT 1 FROM {sessions_table()} WHERE session_id = %s)",
+                [session_id, tool.name, success, code, context.transport,
+                 round(duration * 1000, 3), session_id])
+            recorded = cursor.rowcount == 1
+    except Exception as exc:  # history is best effort; the tool's answer stands
+        logger.warning("tool history not recorded: %s", exc, extra={"sessionId": session_id})
+        return
+    if recorded:
+        transaction.on_commit(write_mirror)
+
+
+def recent_history(session_id: str, limit: int, *,
+                   exclude: frozenset[str] = frozenset()) -> list[dict[str, Any]]:
+    """The session's last ``limit`` tool uses, newest first, in the spec's shape."""
+    rows = fetch_dicts(
+        f"SELECT timestamp, tool, success FROM {HISTORY_TABLE} WHERE session_id = %s "
+        "AND NOT (tool = ANY(%s)) ORDER BY id DESC LIMIT %s",
+        [session_id, list(exclude), limit])
+    return [{"timestamp": iso(r["timestamp"]), "tool": r["tool"], "success": r["success"]}
+            for r in rows]
+
+
+def write_mirror() -> bool:
+    """Mirror the last MIRROR_SIZE calls (all sessions) to RECOVERY_DIR atomically."""
+    try:
+        rows = fetch_dicts(
+            f"SELECT session_id, timestamp, tool, success FROM {HISTORY_TABLE} "
+            "ORDER BY id DESC LIMIT %s", [MIRROR_SIZE])
+        entries = [{"sessionId": r["session_id"], "timestamp": iso(r["timestamp"]),
+                    "tool": r["tool"], "success": r["success"]} for r in reversed(rows)]
+        files.write_json_atomic(files.recovery_dir() / HISTORY_FILE,
+                                {"version": 1, "entries": entries})
+        return True
+    except Exception as exc:
+        metrics.backend_failures_total.labels("file", "tool_history").inc()
+        logger.warning("tool history mirror not written: %s", exc)
+        return False
+
+
+def history_from_file(session_id: str, limit: int) -> list[dict[str, Any]]:
+    """Tool history of a session known only from the recovery files."""
+    data = files.read_json(files.recovery_dir() / HISTORY_FILE) or {}
+    entries = [e for e in data.get("entries", []) if isinstance(e, dict)
+               and e.get("sessionId") == session_id]
+    return [{k: e.get(k) for k in ("timestamp", "tool", "success")}
+            for e in reversed(entries)][:limit]

@@ -1,0 +1,231 @@
+"""start_session, heartbeat and end_session (spec 3.2.1, 11.4.1, CONTRACT.md)."""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from typing import Any
+
+from django.conf import settings
+from django.db import connection, transaction
+
+from orchestrator import metrics
+from orchestrator.backends import files, redis_store
+from orchestrator.db import qualified
+from orchestrator.errors import OrchestratorError, now_iso
+from sessions import signals
+from sessions.models import ActiveSession
+from sessions.services import handoffs, notifications
+from sessions.services.common import (
+    DETAIL_TABLE,
+    LIVE_STATUSES,
+    announce_end,
+    iso,
+    logger,
+    refuse_for_status,
+    session_status,
+    sessions_table,
+    tasks_table,
+)
+
+HEARTBEAT_FILE = ".session-heartbeat.json"
+
+
+def new_session_id() -> str:
+    # Spec 8.1.1: session-<ms>-<uuid4>; uuid4 comes from the OS's secure random source.
+    return f"session-{int(time.time() * 1000)}-{uuid.uuid4()}"
+
+
+def _require_task(task_id: str | None) -> None:
+    if task_id is None:
+        return
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT 1 FROM {tasks_table()} WHERE task_id = %s", [task_id])
+        if cursor.fetchone() is None:
+            raise OrchestratorError("E1610", f"Task {task_id!r} does not exist",
+                                    {"taskId": task_id})
+
+
+def start_session(args: dict[str, Any]) -> dict[str, Any]:
+    """Register a session, hand it its project's handoff and tell it what needs recovery."""
+    from sessions.services import recovery  # recovery builds on lifecycle's helpers
+
+    session_id = args.get("sessionId") or new_session_id()
+    task_id, project_dir = args.get("taskId"), args.get("projectDir")
+    agent_id, process_id = args.get("agentId"), args.get("processId")
+    _require_task(task_id)
+    with transaction.atomic():
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"INSERT INTO {sessions_table()} (session_id, task_id, project_dir, git_branch) "
+                "VALUES (%s, %s, %s, %s) ON CONFLICT (session_id) DO NOTHING "
+                "RETURNING started_at, last_heartbeat",
+                [session_id, task_id, project_dir, args.get("gitBranch")])
+            row = cursor.fetchone()
+            if row is None:
+                raise OrchestratorError("E1601", f"Session {session_id!r} already exists",
+                                        {"sessionId": session_id})
+            cursor.execute(
+                f"INSERT INTO {DETAIL_TABLE} (session_id, agent_id, process_id, "
+                "compaction_count, event_count, scratchpad, created_at) "
+                "VALUES (%s, %s, %s, 0, 0, '{}', now()) ON CONFLICT (session_id) DO UPDATE "
+                "SET agent_id = EXCLUDED.agent_id, process_id = EXCLUDED.process_id",
+                [session_id, agent_id, process_id])
+        handoff = handoffs.consume_handoff(project_dir=project_dir, session_id=session_id)
+        started_at = row[0]
+        transaction.on_commit(lambda: signals.session_started.send(
+            sender=ActiveSession, session_id=session_id, task_id=task_id, agent_id=agent_id,
+            started_at=started_at))
+    metrics.sessions_total.labels("active").inc()
+    logger.info("session started", extra={"sessionId": session_id, "taskId": task_id,
+                                          "projectDir": project_dir, "agentId": agent_id})
+    saved_to = {"database": True, **_mark_alive(session_id, task_id, project_dir, row[1])}
+    result: dict[str, Any] = {
+        "success": True,
+        "sessionId": session_id,
+        "status": "active",
+        "startedAt": iso(started_at),
+        "taskId": task_id,
+        "projectDir": project_dir,
+        "gitBranch": args.get("gitBranch"),
+        "agentId": agent_id,
+        "processId": process_id,
+        "heartbeatIntervalMs": settings.HEARTBEAT_INTERVAL_MS,
+        "handoff": handoffs.handoff_data(handoff),
+        "savedTo": saved_to,
+    }
+    if settings.ENABLE_AUTO_RECOVERY_CHECK:
+        result["recovery"] = recovery.check_recovery(project_dir=project_dir,
+                                                     exclude_session=session_id)
+    project = handoffs.project_key(project_dir)
+    result["notificationStatus"] = notifications.notify(
+        f"{project} session open - {agent_id or session_id}")
+    return result
+
+
+def heartbeat(args: dict[str, Any]) -> dict[str, Any]:
+    """One conditional UPDATE; reasons for refusal are looked up only when it touched nothing."""
+    session_id = args["sessionId"]
+    task_id = args.get("taskId")
+    summary = args.get("conversationSummary")
+    changes = args.get("unsavedChanges")
+    table = sessions_table()
+    # The self-join reads the row as the statement's snapshot saw it: the previous
+    # heartbeat, for the heartbeat-age histogram, in the same round trip.
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {table} s SET last_heartbeat = now(), "
+            "task_id = COALESCE(%s, s.task_id), "
+            "conversation_summary = COALESCE(%s, s.conversation_summary), "
+            "unsaved_changes = COALESCE(%s::jsonb, s.unsaved_changes) "
+            f"FROM {table} prev WHERE prev.id = s.id AND s.session_id = %s "
+            "AND s.status IN ('active', 'compacted') "
+            f"AND (%s::text IS NULL OR EXISTS (SELECT 1 FROM {tasks_table()} t "
+            "WHERE t.task_id = %s)) "
+            "RETURNING s.last_heartbeat, prev.last_heartbeat, s.task_id, s.project_dir, s.status",
+            [task_id, summary, None if changes is None else json.dumps(changes), session_id,
+             task_id, task_id])
+        row = cursor.fetchone()
+    if row is None:
+        status = session_status(session_id)
+        if status in LIVE_STATUSES and task_id is not None:
+            raise OrchestratorError("E1610", f"Task {task_id!r} does not exist",
+                                    {"taskId": task_id})
+        raise refuse_for_status(session_id, status, action="sending heartbeats")
+    last, previous, current_task, project_dir, status = row
+    if previous is not None:
+        metrics.heartbeat_age_seconds.observe(max(0.0, (last - previous).total_seconds()))
+    saved_to = {"database": True, **_mark_alive(session_id, current_task, project_dir, last)}
+    return {"success": True, "sessionId": session_id, "status": status,
+            "lastHeartbeat": iso(last), "taskId": current_task,
+            "nextHeartbeatMs": settings.HEARTBEAT_INTERVAL_MS, "savedTo": saved_to}
+
+
+def end_session(args: dict[str, Any]) -> dict[str, Any]:
+    session_id = args["sessionId"]
+    summary, open_items = args.get("summary"), args.get("openItems") or []
+    agent_id = args.get("agentId")
+    with transaction.atomic():
+        with connection.cursor() as cursor:
+            # Lock the detail row first: event appends take it too, so none can slip in
+            # between this end and its commit (seed 002: no events after the end).
+            cursor.execute(f"SELECT agent_id FROM {DETAIL_TABLE} WHERE session_id = %s "
+                           "FOR UPDATE", [session_id])
+            detail = cursor.fetchone()
+            cursor.execute(
+                f"UPDATE {sessions_table()} SET status = 'ended', ended_at = now(), "
+                "recovery_needed = FALSE WHERE session_id = %s "
+                "AND status IN ('active', 'compacted') "
+                "RETURNING started_at, ended_at, task_id, project_dir",
+                [session_id])
+            row = cursor.fetchone()
+            if row is None:
+                raise refuse_for_status(session_id, session_status(session_id),
+                                        action="ending it")
+            cursor.execute(f"SELECT count(DISTINCT task_id) FROM {qualified('context_versions')}"
+                           " WHERE session_id = %s", [session_id])
+            tasks_worked = cursor.fetchone()[0]
+        started_at, ended_at, task_id, project_dir = row
+        agent_id = agent_id or (detail[0] if detail else None)
+        handoff = None
+        if summary or open_items:
+            handoff = handoffs.leave_handoff(
+                project_dir=project_dir, session_id=session_id, agent_id=agent_id,
+                summary=summary or "", open_items=open_items)
+        announce_end(session_id, "ended")
+    duration = (ended_at - started_at).total_seconds() if started_at else None
+    logger.info("session ended", extra={"sessionId": session_id, "duration": duration,
+                                        "tasksWorked": tasks_worked})
+    _mark_gone(session_id, "ended")
+    project = handoffs.project_key(project_dir)
+    status = notifications.notify(
+        f"{project} session closed - {agent_id or session_id}"
+        + (f" - {summary}" if summary else ""))
+    return {"success": True, "sessionId": session_id, "status": "ended",
+            "endedAt": iso(ended_at), "durationSeconds": duration, "taskId": task_id,
+            "tasksWorked": tasks_worked, "handoff": handoffs.handoff_data(handoff),
+            "notificationStatus": status}
+
+
+def _mark_alive(session_id: str, task_id: str | None, project_dir: str | None,
+                at: Any) -> dict[str, bool]:
+    """Redis key and file marker of a live session (11.4.1); failures are reported only."""
+    redis_ok = file_ok = True
+    try:
+        redis_store.set_json(redis_store.key("heartbeat", session_id), int(time.time() * 1000),
+                             settings.REDIS_HEARTBEAT_TTL)
+    except redis_store.RedisUnavailable:
+        metrics.backend_failures_total.labels("redis", "heartbeat").inc()
+        redis_ok = False
+    if settings.ENABLE_FILE_SYNC:
+        file_ok = write_heartbeat_file({"sessionId": session_id, "timestamp": iso(at),
+                                        "taskId": task_id, "projectDir": project_dir,
+                                        "status": "active"})
+    return {"redis": redis_ok, "file": file_ok}
+
+
+def _mark_gone(session_id: str, status: str) -> None:
+    """Drop the Redis heartbeat and, if the file marker is this session's, close it."""
+    try:
+        redis_store.delete(redis_store.key("heartbeat", session_id))
+    except redis_store.RedisUnavailable:
+        metrics.backend_failures_total.labels("redis", "heartbeat").inc()
+    marker = read_heartbeat_file()
+    if marker and marker.get("sessionId") == session_id:
+        write_heartbeat_file({**marker, "status": status, "updatedAt": now_iso()})
+
+
+def write_heartbeat_file(data: dict[str, Any]) -> bool:
+    try:
+        files.write_json_atomic(files.recovery_dir() / HEARTBEAT_FILE, data)
+        return True
+    except OSError as exc:
+        metrics.backend_failures_total.labels("file", "heartbeat").inc()
+        logger.warning("heartbeat file not written: %s", exc)
+        return False
+
+
+def read_heartbeat_file() -> dict[str, Any] | None:
+    data = files.read_json(files.recovery_dir() / HEARTBEAT_FILE)
+    return data if isinstance(data, dict) else None

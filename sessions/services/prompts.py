@@ -1,0 +1,134 @@
+"""Resume prompts in the exact markdown of spec 4.1.8, with actions derived from state."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any
+
+from django.utils.dateparse import parse_datetime
+
+from contexts.models import TaskContext
+from contexts.services.representation import task_part
+
+PROMPT_TOOL_USES = 5
+_DATETIME_COLUMNS = ("created_at", "updated_at", "last_session_at")
+
+
+def task_from_row(row: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The camelCase task of a snapshot holding a task_contexts row (``to_jsonb(t)``).
+
+    Snapshots keep the row exactly as the database had it (like context_versions.snapshot);
+    this turns it into the shape every answer uses.
+    """
+    if not isinstance(row, dict) or not row.get("task_id"):
+        return None
+    names = {f.name for f in TaskContext._meta.get_fields()}
+    values = {k: v for k, v in row.items() if k in names}
+    for column in _DATETIME_COLUMNS:
+        if isinstance(values.get(column), str):
+            values[column] = parse_datetime(values[column])
+    if values.get("score") is not None:
+        values["score"] = Decimal(str(values["score"]))
+    return task_part(TaskContext(**values))
+
+
+@dataclass
+class RecoveryState:
+    session_id: str
+    recovery_type: str
+    last_activity: str | None
+    task: dict[str, Any] | None
+    tool_history: list[dict[str, Any]] = field(default_factory=list)  # newest first
+    unsaved_changes: list[dict[str, Any]] = field(default_factory=list)
+    conversation_summary: str | None = None
+    compaction_count: int = 0
+    git_branch: str | None = None
+
+    @property
+    def full_reload_due(self) -> bool:
+        # Seed 004: compactions 2, 4, 6, ... need the whole plan re-read.
+        return self.compaction_count > 0 and self.compaction_count % 2 == 0
+
+
+def _text(value: Any, empty: str = "(not set)") -> str:
+    return str(value) if value not in (None, "") else empty
+
+
+def resume_prompt(state: RecoveryState) -> str:
+    task = state.task or {}
+    context = task.get("immediateContext") or {}
+    blockers = [b for b in context.get("blockers") or [] if b]
+    lines = [
+        f"## Recovery Required: {state.recovery_type}",
+        "",
+        f"### Task: {_text(task.get('name'), '(no task)')}",
+        f"- **Phase**: {_text(task.get('currentPhase'))}",
+        f"- **Iteration**: {_text(task.get('iteration'), '0')}",
+        "",
+        "### Immediate Context",
+        f"- **Working On**: {_text(context.get('workingOn'))}",
+        f"- **Last Action**: {_text(context.get('lastAction'))}",
+        f"- **Next Step**: {_text(context.get('nextStep'))}",
+        f"- **Blockers**: {', '.join(blockers) if blockers else 'none'}",
+        "",
+        "### Recent Tool Usage",
+    ]
+    uses = state.tool_history[:PROMPT_TOOL_USES]
+    lines += [f"- {u['timestamp']} `{u['tool']}` ({'ok' if u['success'] else 'failed'})"
+              for u in uses] or ["- (no tool usage recorded)"]
+    lines += ["", "### Pending Changes"]
+    lines += [f"- **{_text(c.get('type'), 'change')}** `{_text(c.get('path'), '?')}`: "
+              f"{_text(c.get('description'), '')}".rstrip(": ")
+              for c in state.unsaved_changes] or ["- (none)"]
+    lines += ["", "### Conversation Summary", _text(state.conversation_summary,
+                                                   "(no summary recorded)"), ""]
+    lines += ["### Recommended Actions"]
+    lines += [f"{n}. {action}" for n, action in enumerate(recommended_actions(state), 1)]
+    return "\n".join(lines) + "\n"
+
+
+def recommended_actions(state: RecoveryState) -> list[str]:
+    """What to do first, in order, from what the state shows (never fixed text)."""
+    task = state.task or {}
+    context = task.get("immediateContext") or {}
+    blockers = [b for b in context.get("blockers") or [] if b]
+    actions: list[str] = []
+    if state.recovery_type == "compaction":
+        if state.full_reload_due:
+            actions.append(f"Full plan reload due (compaction #{state.compaction_count}): "
+                           "re-read the complete plan, re-check completed and in-progress "
+                           "tasks against it and rebuild the blocked-task graph.")
+        else:
+            actions.append(f"Read the plan summary and this task's context (compaction "
+                           f"#{state.compaction_count}; the next one requires a full plan "
+                           "reload).")
+    elif state.recovery_type == "crash":
+        branch = f" on branch {state.git_branch}" if state.git_branch else ""
+        actions.append(f"Check the working tree{branch} (git status, diff): the session "
+                       f"stopped responding after {_text(state.last_activity, 'an unknown time')}.")
+    if blockers:
+        actions.append("Resolve the blockers first: " + "; ".join(blockers) + ".")
+    if state.unsaved_changes:
+        paths = ", ".join(_text(c.get("path"), "?") for c in state.unsaved_changes[:10])
+        actions.append(f"Re-apply or verify the {len(state.unsaved_changes)} pending "
+                       f"change(s) that were never saved: {paths}.")
+    failed = [u for u in state.tool_history[:PROMPT_TOOL_USES] if not u["success"]]
+    if failed:
+        actions.append(f"The last `{failed[0]['tool']}` call failed at {failed[0]['timestamp']}:"
+                       " check why before repeating it.")
+    if not task:
+        actions.append("No task was recorded for this session: pick one (get_task_graph "
+                       "lists ready tasks) and switch_task to it.")
+    elif context.get("nextStep") and not blockers:
+        actions.append(f"Continue task {task.get('taskId')} with its next step: "
+                       f"{context['nextStep']}")
+    elif not context.get("nextStep"):
+        actions.append(f"Reload task {task.get('taskId')} (get_unified_context) and decide "
+                       "its next step; none was recorded.")
+    if not state.conversation_summary:
+        actions.append("No conversation summary was saved: rebuild it from the task's "
+                       "technical decisions and recent versions.")
+    actions.append(f"Confirm with check_recovery {{\"markRecovered\": \"{state.session_id}\"}}"
+                   " once resumed.")
+    return actions

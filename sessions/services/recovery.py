@@ -1,0 +1,244 @@
+"""Crash and compaction recovery (spec 4.1.8, 7.1, 11.4.2; seed 004).
+
+A session needing recovery carries ``context_snapshot``: the task row as the database
+had it at that moment (``to_jsonb``, like context_versions.snapshot), its last tool uses,
+conversation summary and unsaved changes. Every state change is one conditional UPDATE,
+so concurrent sweeps, workers and admins flip a session exactly once.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
+
+from orchestrator.errors import OrchestratorError, now_iso
+from sessions.models import ActiveSession, SessionDetail
+from sessions.services import history, lifecycle
+from sessions.services.common import (
+    DETAIL_TABLE,
+    EVENTS_TABLE,
+    HISTORY_TABLE,
+    announce_end,
+    iso,
+    logger,
+    refuse_for_status,
+    session_status,
+    sessions_table,
+    tasks_table,
+)
+from sessions.services.prompts import RecoveryState, resume_prompt, task_from_row
+
+HISTORY_LIMIT = 10
+_STAMP = "'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"'"
+
+
+def snapshot_sql(recovery_type_param: str = "%s") -> str:
+    """SQL for the new context_snapshot of session row ``s``, taken inside the UPDATE."""
+    return (
+        "COALESCE(s.context_snapshot, '{}'::jsonb) || jsonb_build_object("
+        f"'recoveryType', {recovery_type_param}::text, "
+        f"'capturedAt', to_char(now() AT TIME ZONE 'UTC', {_STAMP}), "
+        f"'task', (SELECT to_jsonb(t) FROM {tasks_table()} t WHERE t.task_id = s.task_id), "
+        "'toolHistory', COALESCE((SELECT jsonb_agg(jsonb_build_object("
+        f"'timestamp', to_char(h.timestamp AT TIME ZONE 'UTC', {_STAMP}), "
+        "'tool', h.tool, 'success', h.success) ORDER BY h.id DESC) FROM "
+        f"(SELECT id, timestamp, tool, success FROM {HISTORY_TABLE} "
+        f"WHERE session_id = s.session_id ORDER BY id DESC LIMIT {HISTORY_LIMIT}) h), "
+        "'[]'::jsonb), "
+        "'conversationSummary', s.conversation_summary, "
+        "'unsavedChanges', COALESCE(s.unsaved_changes, '[]'::jsonb))")
+
+
+def _flip_to_crashed(where: str, params: list[Any]) -> list[tuple]:
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {sessions_table()} s SET status = 'crashed', recovery_needed = TRUE, "
+            f"recovery_type = 'crash', context_snapshot = {snapshot_sql()} "
+            f"WHERE s.status IN ('active', 'compacted') AND {where} "
+            "RETURNING s.session_id, s.last_heartbeat, s.task_id",
+            ["crash", *params])
+        rows = cursor.fetchall()
+        for session_id, last_heartbeat, _ in rows:
+            logger.warning("session crashed", extra={
+                "sessionId": session_id, "lastHeartbeat": iso(last_heartbeat),
+                "recoveryType": "crash"})
+            announce_end(session_id, "crashed")
+    return rows
+
+
+def detect_crashed_sessions() -> list[str]:
+    """Flip live sessions whose heartbeat is older than CRASH_THRESHOLD_MINUTES."""
+    seconds = settings.CRASH_THRESHOLD_MINUTES * 60
+    rows = _flip_to_crashed("s.last_heartbeat < now() - make_interval(secs => %s)", [seconds])
+    return [r[0] for r in rows]
+
+
+def mark_crashed(session_id: str) -> None:
+    """Admin action: declare a live session crashed now, whatever its heartbeat says."""
+    if not _flip_to_crashed("s.session_id = %s", [session_id]):
+        raise refuse_for_status(session_id, session_status(session_id),
+                                action="marking it crashed")
+
+
+def clean_stale_sessions() -> list[str]:
+    """Delete ended/recovered sessions older than STALE_SESSION_HOURS, with their records.
+
+    A session that still needs recovery is never cleaned. The event log's immutability
+    guard lets this one transaction prune (orchestrator.allow_version_pruning).
+    """
+    hours = settings.STALE_SESSION_HOURS
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(
+            f"DELETE FROM {sessions_table()} WHERE status IN ('ended', 'recovered') "
+            "AND recovery_needed IS NOT TRUE "
+            "AND COALESCE(ended_at, last_heartbeat, started_at) < now() - make_interval("
+            "secs => %s) RETURNING session_id", [hours * 3600])
+        removed = [r[0] for r in cursor.fetchall()]
+        if removed:
+            cursor.execute("SELECT set_config('orchestrator.allow_version_pruning', 'on', true)")
+            for table in (EVENTS_TABLE, HISTORY_TABLE, DETAIL_TABLE):
+                cursor.execute(f"DELETE FROM {table} WHERE session_id = ANY(%s)", [removed])
+    if removed:
+        logger.info("stale sessions cleaned", extra={"count": len(removed)})
+    return removed
+
+
+def mark_recovered(session_id: str) -> str:
+    """Clear the recovery flag; a compacted (still running) session goes back to active."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {sessions_table()} SET recovery_needed = FALSE, status = CASE "
+            "WHEN status = 'compacted' THEN 'active' ELSE 'recovered' END "
+            "WHERE session_id = %s AND recovery_needed RETURNING status", [session_id])
+        row = cursor.fetchone()
+    if row is not None:
+        if row[0] == "recovered":
+            announce_end(session_id, "recovered")
+        logger.info("session recovered", extra={"sessionId": session_id, "status": row[0]})
+        return row[0]
+    status = session_status(session_id)
+    if status is None:
+        if _mark_file_session_recovered(session_id):
+            return "recovered"
+        raise OrchestratorError("E1631", f"No session {session_id!r} to recover",
+                                {"sessionId": session_id})
+    raise OrchestratorError("E1632", f"Session {session_id!r} needs no recovery ({status})",
+                            {"sessionId": session_id, "status": status})
+
+
+def _mark_file_session_recovered(session_id: str) -> bool:
+    marker = lifecycle.read_heartbeat_file()
+    if not marker or marker.get("sessionId") != session_id:
+        return False
+    if marker.get("status") == "recovered":
+        raise OrchestratorError("E1632", f"Session {session_id!r} already recovered",
+                                {"sessionId": session_id})
+    return lifecycle.write_heartbeat_file({**marker, "status": "recovered",
+                                           "updatedAt": now_iso()})
+
+
+def _state_from_row(session: ActiveSession, compactions: int) -> RecoveryState:
+    snapshot = session.context_snapshot if isinstance(session.context_snapshot, dict) else {}
+    tool_history = history.recent_history(session.session_id, HISTORY_LIMIT)
+    if not tool_history:
+        tool_history = list(snapshot.get("toolHistory") or [])
+    return RecoveryState(
+        session_id=session.session_id,
+        recovery_type=session.recovery_type or "manual",
+        last_activity=iso(session.last_heartbeat),
+        task=task_from_row(snapshot.get("task")) or _current_task(session.task_id),
+        tool_history=tool_history,
+        unsaved_changes=list(session.unsaved_changes or snapshot.get("unsavedChanges") or []),
+        conversation_summary=session.conversation_summary
+        or snapshot.get("conversationSummary"),
+        compaction_count=compactions,
+        git_branch=session.git_branch,
+    )
+
+
+def _current_task(task_id: str | None) -> dict[str, Any] | None:
+    from contexts.models import TaskContext
+    from contexts.services.representation import task_part
+
+    task = TaskContext.objects.filter(task_id=task_id).first() if task_id else None
+    return task_part(task) if task else None
+
+
+def _stale_file_state(known: set[str]) -> RecoveryState | None:
+    """Source 2 (4.1.8): a stale heartbeat file whose session the database cannot vouch for."""
+    marker = lifecycle.read_heartbeat_file()
+    if not marker or marker.get("status", "active") != "active":
+        return None
+    session_id = marker.get("sessionId")
+    stamp = parse_datetime(str(marker.get("timestamp") or ""))
+    threshold = timedelta(minutes=settings.CRASH_THRESHOLD_MINUTES)
+    if not isinstance(session_id, str) or session_id in known or stamp is None \
+            or timezone.now() - stamp < threshold:
+        return None
+    if session_status(session_id) is not None:
+        # The database knows it: the sweep just judged it (crashed rows are listed already).
+        return None
+    return RecoveryState(
+        session_id=session_id, recovery_type="crash", last_activity=iso(stamp),
+        task=_current_task(marker.get("taskId")),
+        tool_history=history.history_from_file(session_id, HISTORY_LIMIT))
+
+
+def check_recovery(*, mark_recovered_id: str | None = None, include_history: bool = False,
+                   project_dir: str | None = None,
+                   exclude_session: str | None = None) -> dict[str, Any]:
+    """Sessions needing recovery, with resume prompts (4.1.8); optionally mark one done."""
+    marked = mark_recovered(mark_recovered_id) if mark_recovered_id else None
+    detect_crashed_sessions()
+    rows = ActiveSession.objects.filter(recovery_needed=True).order_by("-last_heartbeat")
+    if project_dir is not None:
+        rows = rows.filter(project_dir=project_dir)
+    if exclude_session:
+        rows = rows.exclude(session_id=exclude_session)
+    rows = list(rows[:100])
+    counts = dict(SessionDetail.objects.filter(session_id__in=[r.session_id for r in rows])
+                  .values_list("session_id", "compaction_count"))
+    states = [_state_from_row(r, counts.get(r.session_id, 0)) for r in rows]
+    if project_dir is None:
+        from_file = _stale_file_state({s.session_id for s in states} | {exclude_session or ""})
+        if from_file:
+            states.append(from_file)
+    sessions = [_session_entry(state, include_history) for state in states]
+    summary = (f"{len(sessions)} session(s) need recovery: " + ", ".join(
+        f"{s['sessionId']} ({s['recoveryType']})" for s in sessions)
+        if sessions else "No sessions need recovery.")
+    result: dict[str, Any] = {"needsRecovery": bool(sessions), "sessions": sessions,
+                              "summary": summary, "timestamp": now_iso()}
+    if marked:
+        result["markedRecovered"] = {"sessionId": mark_recovered_id, "status": marked}
+    return result
+
+
+def _session_entry(state: RecoveryState, include_history: bool) -> dict[str, Any]:
+    entry: dict[str, Any] = {
+        "sessionId": state.session_id,
+        "taskId": (state.task or {}).get("taskId"),
+        "taskName": (state.task or {}).get("name"),
+        "recoveryType": state.recovery_type,
+        "lastActivity": state.last_activity,
+        "resumePrompt": resume_prompt(state),
+        "unsavedChanges": state.unsaved_changes,
+        "compactionCount": state.compaction_count,
+        "fullReloadDue": state.full_reload_due,
+    }
+    if include_history:
+        entry["toolHistory"] = state.tool_history[:HISTORY_LIMIT]
+    return entry
+
+
+def recovery_state(session_id: str) -> RecoveryState:
+    """The state a resume prompt for this session would show (admin page)."""
+    session = ActiveSession.objects.get(session_id=session_id)
+    detail = SessionDetail.objects.filter(session_id=session_id).first()
+    return _state_from_row(session, detail.compaction_count if detail else 0)
+

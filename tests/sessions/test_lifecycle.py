@@ -1,0 +1,112 @@
+"""start_session / heartbeat / end_session over REST, against real Postgres, Redis, files."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from django.conf import settings
+
+from orchestrator.backends import files, redis_store
+from sessions import signals
+from sessions.models import ActiveSession, SessionDetail
+from tests.sessions.helpers import backdate
+
+pytestmark = pytest.mark.django_db
+
+
+def test_start_generates_a_spec_id_and_records_ownership(tools, django_capture_on_commit_callbacks):
+    tools.ok("create_task", {"taskId": "t1", "name": "Task one"})
+    seen = []
+    signals.session_started.connect(lambda **kw: seen.append(kw), weak=False,
+                                    dispatch_uid="test-started")
+    try:
+        with django_capture_on_commit_callbacks(execute=True):
+            body = tools.ok("start_session", {"taskId": "t1", "projectDir": "/repo",
+                                              "gitBranch": "main", "agentId": "claude",
+                                              "processId": 4242})
+    finally:
+        signals.session_started.disconnect(dispatch_uid="test-started")
+    assert re.fullmatch(r"session-\d{13}-[0-9a-f-]{36}", body["sessionId"])
+    assert body["status"] == "active" and body["notificationStatus"] == "skipped"
+    assert body["recovery"]["needsRecovery"] is False
+    row = ActiveSession.objects.get(session_id=body["sessionId"])
+    assert (row.task_id, row.project_dir, row.git_branch) == ("t1", "/repo", "main")
+    detail = SessionDetail.objects.get(session_id=body["sessionId"])
+    assert (detail.agent_id, detail.process_id) == ("claude", 4242)
+    assert seen and seen[0]["session_id"] == body["sessionId"] and seen[0]["agent_id"] == "claude"
+
+
+def test_start_refuses_an_existing_id_and_an_unknown_task(tools):
+    tools.ok("start_session", {"sessionId": "s-dup"})
+    again = tools.call("start_session", {"sessionId": "s-dup"})
+    assert (again.status, again.error_code) == (409, "E1601")
+    missing = tools.call("start_session", {"sessionId": "s-x", "taskId": "nope"})
+    assert (missing.status, missing.error_code) == (404, "E1610")
+    assert not ActiveSession.objects.filter(session_id="s-x").exists()
+
+
+def test_heartbeat_updates_db_redis_and_file_without_versions(tools):
+    tools.ok("create_task", {"taskId": "t1", "name": "Task one"})
+    tools.ok("start_session", {"sessionId": "s-hb", "taskId": "t1"})
+    backdate("s-hb", 1)
+    body = tools.ok("heartbeat", {
+        "sessionId": "s-hb", "conversationSummary": "Wrote the parser",
+        "unsavedChanges": [{"type": "edit", "path": "src/p.py", "description": "parser"}]})
+    assert body["savedTo"] == {"database": True, "redis": True, "file": True}
+    row = ActiveSession.objects.get(session_id="s-hb")
+    assert row.conversation_summary == "Wrote the parser"
+    assert row.unsaved_changes[0]["path"] == "src/p.py"
+    key = redis_store.key("heartbeat", "s-hb")
+    assert redis_store.get_json(key) > 0
+    assert 0 < redis_store.run(lambda r: r.ttl(key)) <= settings.REDIS_HEARTBEAT_TTL
+    marker = files.read_json(files.recovery_dir() / ".session-heartbeat.json")
+    assert marker["sessionId"] == "s-hb" and marker["status"] == "active"
+    from contexts.models import ContextVersion
+    assert ContextVersion.objects.filter(task_id="t1").count() == 1  # only the creation
+
+
+def test_heartbeat_refusals(tools):
+    unknown = tools.call("heartbeat", {"sessionId": "ghost"})
+    assert (unknown.status, unknown.error_code) == (404, "E1600")
+    tools.ok("start_session", {"sessionId": "s-end"})
+    tools.ok("end_session", {"sessionId": "s-end"})
+    ended = tools.call("heartbeat", {"sessionId": "s-end"})
+    assert (ended.status, ended.error_code) == (409, "E1602")
+    tools.ok("start_session", {"sessionId": "s-crash"})
+    backdate("s-crash", 10)
+    tools.ok("check_recovery", {})
+    crashed = tools.call("heartbeat", {"sessionId": "s-crash"})
+    assert (crashed.status, crashed.error_code) == (409, "E1603")
+    tools.ok("start_session", {"sessionId": "s-task"})
+    bad_task = tools.call("heartbeat", {"sessionId": "s-task", "taskId": "nope"})
+    assert bad_task.error_code == "E1610"
+
+
+def test_heartbeat_survives_redis_down(tools, settings):
+    from tests.conftest import free_port
+
+    tools.ok("start_session", {"sessionId": "s-r"})
+    settings.REDIS_URL = f"redis://127.0.0.1:{free_port()}/0"
+    body = tools.ok("heartbeat", {"sessionId": "s-r"})
+    assert body["savedTo"] == {"database": True, "redis": False, "file": True}
+
+
+def test_end_session_statuses(tools, django_capture_on_commit_callbacks):
+    missing = tools.call("end_session", {"sessionId": "ghost"})
+    assert (missing.status, missing.error_code) == (404, "E1600")
+    tools.ok("start_session", {"sessionId": "s-e"})
+    seen = []
+    signals.session_ended.connect(lambda **kw: seen.append(kw), weak=False,
+                                  dispatch_uid="test-ended")
+    try:
+        with django_capture_on_commit_callbacks(execute=True):
+            body = tools.ok("end_session", {"sessionId": "s-e"})
+    finally:
+        signals.session_ended.disconnect(dispatch_uid="test-ended")
+    assert body["status"] == "ended" and body["endedAt"] and body["handoff"] is None
+    assert seen == [{"signal": signals.session_ended, "sender": ActiveSession,
+                     "session_id": "s-e", "status": "ended"}]
+    assert redis_store.get_json(redis_store.key("heartbeat", "s-e")) is None
+    again = tools.call("end_session", {"sessionId": "s-e"})
+    assert (again.status, again.error_code) == (409, "E1602")
