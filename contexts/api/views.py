@@ -1,0 +1,132 @@
+"""Read-only REST browsing of tasks, versions, checkpoints and the global context.
+
+Writes go through the tools (/api/v1/tools/...); these views only list and show, in the
+same camelCase shapes the tools answer with. A missing object is the spec's 404 (E1610 for
+a task, E1622 for a checkpoint).
+"""
+
+from __future__ import annotations
+
+import django_filters
+from django.db.models import Q
+from rest_framework import mixins, serializers, viewsets
+from rest_framework.decorators import action
+from rest_framework.response import Response
+
+from contexts.models import Checkpoint, ContextVersion, TaskContext
+from contexts.services import representation
+from contexts.services.tasks import get_global_context
+from orchestrator.errors import OrchestratorError
+from orchestrator.tools.schema import SAFE_ID_PATTERN
+
+LOOKUP_REGEX = SAFE_ID_PATTERN.strip("^$")
+
+
+class TaskSerializer(serializers.BaseSerializer):
+    def to_representation(self, instance: TaskContext) -> dict:
+        return {**representation.task_part(instance),
+                "createdAt": representation.iso(instance.created_at)}
+
+
+class VersionSerializer(serializers.BaseSerializer):
+    def to_representation(self, instance: ContextVersion) -> dict:
+        return {"taskId": instance.task_id, "version": instance.version,
+                "createdAt": representation.iso(instance.created_at),
+                "changeType": instance.change_type, "changeSummary": instance.change_summary,
+                "createdBy": instance.created_by, "sessionId": instance.session_id,
+                "snapshot": instance.snapshot}
+
+
+class CheckpointSerializer(serializers.BaseSerializer):
+    def to_representation(self, instance: Checkpoint) -> dict:
+        data = {"checkpointId": instance.checkpoint_id, "label": instance.label,
+                "description": instance.description, "checkpointType": instance.checkpoint_type,
+                "taskId": instance.task_id, "scope": instance.scope,
+                "includedTasks": list(instance.included_tasks or []),
+                "createdBy": instance.created_by, "sessionId": instance.session_id,
+                "createdAt": representation.iso(instance.created_at)}
+        if self.context.get("detail"):
+            data["snapshot"] = instance.snapshot
+        return data
+
+
+class TaskFilter(django_filters.FilterSet):
+    status = django_filters.CharFilter()
+    agent_type = django_filters.CharFilter()
+    keyword = django_filters.CharFilter(method="filter_keyword",
+                                        help_text="In keywords, or in name/description")
+
+    class Meta:
+        model = TaskContext
+        fields = ["status", "agent_type"]
+
+    def filter_keyword(self, queryset, name, value):
+        return queryset.filter(Q(keywords__contains=[value]) | Q(name__icontains=value)
+                               | Q(description__icontains=value))
+
+
+class TaskViewSet(viewsets.ReadOnlyModelViewSet):
+    """Tasks: ?status=, ?agent_type=, ?keyword=, ?ordering=priority|-updated_at ..."""
+
+    queryset = TaskContext.objects.all().order_by("-priority", "task_id")
+    serializer_class = TaskSerializer
+    filterset_class = TaskFilter
+    ordering_fields = ["priority", "updated_at", "task_id"]
+    lookup_field = "task_id"
+    lookup_value_regex = LOOKUP_REGEX
+
+    def get_object(self) -> TaskContext:
+        task_id = self.kwargs["task_id"]
+        task = TaskContext.objects.filter(task_id=task_id).first()
+        if task is None:
+            raise OrchestratorError("E1610", f"Task {task_id!r} does not exist",
+                                    {"taskId": task_id})
+        return task
+
+    @action(detail=True, methods=["get"], serializer_class=VersionSerializer,
+            filterset_class=None, ordering_fields=["version", "created_at"])
+    def versions(self, request, task_id: str | None = None):
+        """The task's versions, newest first (context_versions)."""
+        task = self.get_object()
+        queryset = self.filter_queryset(
+            ContextVersion.objects.filter(task_id=task.task_id).order_by("-version"))
+        page = self.paginate_queryset(queryset)
+        return self.get_paginated_response(VersionSerializer(page, many=True).data)
+
+
+class CheckpointViewSet(viewsets.ReadOnlyModelViewSet):
+    """Checkpoints: ?task_id=, ?scope=, ?checkpoint_type=; the detail includes the snapshot."""
+
+    queryset = Checkpoint.objects.all().order_by("-created_at", "-checkpoint_id")
+    serializer_class = CheckpointSerializer
+    filterset_fields = ["task_id", "scope", "checkpoint_type"]
+    ordering_fields = ["created_at"]
+    lookup_field = "checkpoint_id"
+    lookup_value_regex = LOOKUP_REGEX
+
+    def get_object(self) -> Checkpoint:
+        checkpoint_id = self.kwargs["checkpoint_id"]
+        checkpoint = Checkpoint.objects.filter(checkpoint_id=checkpoint_id).first()
+        if checkpoint is None:
+            raise OrchestratorError("E1622", f"Checkpoint {checkpoint_id!r} does not exist",
+                                    {"checkpointId": checkpoint_id})
+        return checkpoint
+
+    def get_serializer_context(self) -> dict:
+        return {**super().get_serializer_context(), "detail": self.action == "retrieve"}
+
+
+class GlobalContextViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
+    """The project's global context (one object, not a list)."""
+
+    pagination_class = None
+    filter_backends: list = []
+
+    def list(self, request):
+        project = get_global_context()
+        return Response({
+            "projectId": project.project_id, "projectName": project.project_name,
+            "description": project.description, **representation.global_part(project),
+            "activeTaskId": project.active_task_id,
+            "orchestratorContext": project.orchestrator_context or {},
+            "version": project.version, "updatedAt": representation.iso(project.updated_at)})

@@ -1,0 +1,53 @@
+"""REST browsing: tasks, versions, checkpoints, global context."""
+
+from __future__ import annotations
+
+import pytest
+
+pytestmark = pytest.mark.django_db
+
+
+def test_tasks_filter_and_order(tools, make_task):
+    make_task("api-1", priority=10, agentType="coder", keywords=["redis"])
+    make_task("api-2", priority=90, status="blocked", name="Fix the cache")
+    make_task("api-3", priority=50, agentType="coder")
+    listed = tools.get("/api/v1/tasks/", ordering="priority")
+    assert [t["taskId"] for t in listed.body["results"]] == ["api-1", "api-3", "api-2"]
+    assert listed.body["count"] == 3
+    assert [t["taskId"] for t in tools.get("/api/v1/tasks/", status="blocked")
+            .body["results"]] == ["api-2"]
+    coder = tools.get("/api/v1/tasks/", agent_type="coder", ordering="-priority")
+    assert [t["taskId"] for t in coder.body["results"]] == ["api-3", "api-1"]
+    by_keyword = {t["taskId"] for t in tools.get("/api/v1/tasks/", keyword="redis")
+                  .body["results"]}
+    assert by_keyword == {"api-1"}
+    assert {t["taskId"] for t in tools.get("/api/v1/tasks/", keyword="cache")
+            .body["results"]} == {"api-2"}
+    assert tools.get("/api/v1/tasks/", ordering="-updated_at").status == 200
+
+
+def test_task_detail_versions_and_404(tools, make_task):
+    make_task("api-v")
+    tools.ok("save_context_snapshot", {"taskId": "api-v", "updates": {"iteration": 4}})
+    detail = tools.get("/api/v1/tasks/api-v/")
+    assert detail.status == 200 and detail.body["iteration"] == 4
+    versions = tools.get("/api/v1/tasks/api-v/versions/")
+    assert [v["version"] for v in versions.body["results"]] == [2, 1]
+    assert versions.body["results"][0]["snapshot"]["iteration"] == 4
+    for path in ("/api/v1/tasks/ghost/", "/api/v1/tasks/ghost/versions/"):
+        missing = tools.get(path)
+        assert (missing.status, missing.error_code) == (404, "E1610")
+
+
+def test_checkpoints_and_global_context(tools, make_task):
+    make_task("api-c")
+    created = tools.ok("create_checkpoint", {"label": "cp", "taskId": "api-c"})
+    listed = tools.get("/api/v1/checkpoints/", task_id="api-c")
+    assert [c["checkpointId"] for c in listed.body["results"]] == [created["checkpointId"]]
+    assert "snapshot" not in listed.body["results"][0]
+    detail = tools.get(f"/api/v1/checkpoints/{created['checkpointId']}/")
+    assert detail.body["snapshot"]["tasks"]["api-c"]["task_id"] == "api-c"
+    missing = tools.get("/api/v1/checkpoints/cp-0-nope/")
+    assert (missing.status, missing.error_code) == (404, "E1622")
+    project = tools.get("/api/v1/global-context/")
+    assert project.status == 200 and "hardRules" in project.body
