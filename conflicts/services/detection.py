@@ -1,0 +1,299 @@
+"""detect_conflicts (spec 3.2.4, 4.1.6): five detection methods over real state.
+
+Active tasks are those with status pending, in_progress or blocked: completed and
+archived tasks no longer touch their files or caches, so they conflict with nothing.
+
+| type               | source                                 | severity         | strength    |
+|--------------------|----------------------------------------|------------------|-------------|
+| file_conflict      | SQL join of the jsonb key_files arrays | high (>=3) / med | min(n/5, 1) |
+| lock_collision     | Redis locks whose expiresAt is past    | high             | 1.0         |
+| state_mismatch     | Redis task cache vs Postgres row       | medium           | 0.8         |
+| version_divergence | >1 change_type='recovery' version      | low              | 0.5         |
+| data_inconsistency | task-agents/{id}.json vs Postgres row  | medium           | 0.7         |
+
+spec_contradiction has no detector: agents and people record it with report_conflict.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from typing import Any
+
+from django.conf import settings
+from django.db import DatabaseError, connection
+from django.db.models import Q
+
+from conflicts import locks
+from conflicts.models import ContextConflict
+from conflicts.services import representation
+from conflicts.services.store import OPEN_STATUSES, Candidate, store_candidates
+from contexts.models import TaskContext
+from contexts.services import cache
+from contexts.services import representation as task_repr
+from orchestrator.backends import files, redis_store
+from orchestrator.db import qualified
+from orchestrator.errors import OrchestratorError, now_iso
+from orchestrator.tools.schema import CONFLICT_TYPES
+
+ACTIVE_STATUSES = ("pending", "in_progress", "blocked")
+DETECTABLE_TYPES = ("file_conflict", "lock_collision", "state_mismatch", "version_divergence",
+                    "data_inconsistency")
+# Content fields compared between Postgres and the Redis cache (task_part shape).
+CACHE_FIELDS = tuple(f for f in task_repr.FIELD_COLUMNS if f != "tokenEstimate")
+# Content fields the file backup carries (spec 6.4.3).
+FILE_FIELDS = ("name", "status", "currentPhase", "iteration", "immediateContext", "keyFiles",
+               "technicalDecisions", "resumePrompt")
+_CHUNK = 1000
+
+
+def _normal(value: Any) -> Any:
+    """Comparable JSON form (Decimal -> float, tuples -> lists, datetimes -> str)."""
+    return json.loads(json.dumps(value, default=str))
+
+
+def _scope(task_ids: list[str] | None) -> list[str]:
+    """The tasks a per-task method looks at: the given ones, or every active task."""
+    if task_ids is not None:
+        return task_ids
+    return list(TaskContext.objects.filter(status__in=ACTIVE_STATUSES)
+                .values_list("task_id", flat=True))
+
+
+_FILE_OVERLAP = """
+WITH files AS (
+  SELECT DISTINCT t.task_id, f.path
+  FROM {tasks} t
+  CROSS JOIN LATERAL jsonb_array_elements_text(
+    CASE WHEN jsonb_typeof(t.key_files) = 'array' THEN t.key_files ELSE '[]'::jsonb END
+  ) AS f(path)
+  WHERE t.status = ANY(%s)
+)
+SELECT a.task_id, b.task_id, array_agg(a.path ORDER BY a.path)
+FROM files a JOIN files b ON a.path = b.path AND a.task_id < b.task_id
+{where}
+GROUP BY a.task_id, b.task_id
+"""
+
+
+def detect_file_conflicts(task_ids: list[str] | None) -> list[Candidate]:
+    """Pairs of active tasks sharing key files, computed by Postgres in one query."""
+    where, params = "", [list(ACTIVE_STATUSES)]
+    if task_ids is not None:
+        where = "WHERE a.task_id = ANY(%s) OR b.task_id = ANY(%s)"
+        params += [task_ids, task_ids]
+    with connection.cursor() as cursor:
+        cursor.execute(_FILE_OVERLAP.format(tasks=qualified("task_contexts"), where=where),
+                       params)
+        rows = cursor.fetchall()
+    found = []
+    for task_a, task_b, shared in rows:
+        count = len(shared)
+        found.append(Candidate(
+            task_a_id=task_a, task_b_id=task_b, conflict_type="file_conflict",
+            severity="high" if count >= 3 else "medium", strength=min(count / 5, 1.0),
+            description=f"Tasks {task_a} and {task_b} both list {count} key file"
+                        f"{'s' if count != 1 else ''}: {', '.join(shared[:5])}"
+                        f"{' ...' if count > 5 else ''}",
+            evidence={"field": "keyFiles", "expectedValue": [], "actualValue": list(shared),
+                      "location": "task_contexts.key_files"},
+            detection_method="key_files overlap (sql)"))
+    return found
+
+
+def detect_lock_collisions(task_ids: list[str] | None) -> list[Candidate]:
+    """Task locks still in Redis after their expiresAt: the holding session is gone."""
+    found = []
+    for lock in locks.scan_locks(task_ids):
+        if not locks.is_expired(lock):
+            continue
+        task_id = lock["taskId"]
+        found.append(Candidate(
+            task_a_id=task_id, task_b_id=None, conflict_type="lock_collision",
+            severity="high", strength=1.0,
+            description=f"Task {task_id} is still locked by session {lock.get('sessionId')}, "
+                        f"whose lock expired at {lock.get('expiresAt')}",
+            evidence={"field": "lock", "expectedValue": "released or renewed before expiresAt",
+                      "actualValue": lock, "location": f"redis:{locks.lock_key(task_id)}"},
+            detection_method="expired redis lock"))
+    return found
+
+
+def _differences(expected: dict[str, Any], actual: dict[str, Any],
+                 fields: tuple[str, ...]) -> list[str]:
+    return [f for f in fields if f in actual and _normal(expected.get(f)) != _normal(actual[f])]
+
+
+def _mismatch(task_id: str, conflict_type: str, expected: dict[str, Any],
+              actual: dict[str, Any], fields: list[str], *, where: str, severity: str,
+              strength: float, method: str) -> Candidate:
+    return Candidate(
+        task_a_id=task_id, task_b_id=None, conflict_type=conflict_type, severity=severity,
+        strength=strength,
+        description=f"{where} of task {task_id} differs from Postgres in {', '.join(fields)}",
+        evidence={"field": ",".join(fields),
+                  "expectedValue": {f: _normal(expected.get(f)) for f in fields},
+                  "actualValue": {f: _normal(actual.get(f)) for f in fields},
+                  "location": where},
+        detection_method=method)
+
+
+def detect_state_mismatches(task_ids: list[str] | None) -> list[Candidate]:
+    """Cached ``context:task:{id}`` values whose content differs from the Postgres row."""
+    scope = _scope(task_ids)
+    cached: dict[str, dict[str, Any]] = {}
+    for start in range(0, len(scope), _CHUNK):
+        chunk = scope[start:start + _CHUNK]
+        names = [cache.task_cache_key(t) for t in chunk]
+        values = redis_store.run(lambda r, names=names: r.mget(names))
+        for task_id, raw in zip(chunk, values, strict=True):
+            doc = _loads(raw)
+            if isinstance(doc, dict) and doc.get("taskId") == task_id:
+                cached[task_id] = doc
+    found = []
+    for task in TaskContext.objects.filter(task_id__in=list(cached)):
+        expected = task_repr.task_part(task)
+        fields = _differences(expected, cached[task.task_id], CACHE_FIELDS)
+        if fields:
+            found.append(_mismatch(
+                task.task_id, "state_mismatch", expected, cached[task.task_id], fields,
+                where=f"redis:{cache.task_cache_key(task.task_id)}", severity="medium",
+                strength=0.8, method="redis cache vs postgres"))
+    return found
+
+
+def _loads(raw: str | None) -> Any:
+    try:
+        return json.loads(raw) if raw else None
+    except ValueError:
+        return None
+
+
+def detect_version_divergence(task_ids: list[str] | None) -> list[Candidate]:
+    """Tasks with more than one recovery version: two recoveries may have diverged."""
+    params: list[Any] = []
+    if task_ids is None:
+        scope = f"v.task_id IN (SELECT task_id FROM {qualified('task_contexts')} " \
+                "WHERE status = ANY(%s))"
+        params.append(list(ACTIVE_STATUSES))
+    else:
+        scope = "v.task_id = ANY(%s)"
+        params.append(task_ids)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT v.task_id, array_agg(v.version ORDER BY v.version) "
+            f"FROM {qualified('context_versions')} v "
+            f"WHERE v.change_type = 'recovery' AND {scope} "
+            "GROUP BY v.task_id HAVING count(*) > 1", params)
+        rows = cursor.fetchall()
+    return [Candidate(
+        task_a_id=task_id, task_b_id=None, conflict_type="version_divergence", severity="low",
+        strength=0.5,
+        description=f"Task {task_id} has {len(versions)} recovery versions "
+                    f"({', '.join(map(str, versions))})",
+        evidence={"field": "version", "expectedValue": "at most one recovery version",
+                  "actualValue": list(versions), "location": "context_versions"},
+        detection_method="recovery versions in history") for task_id, versions in rows]
+
+
+def detect_data_inconsistencies(task_ids: list[str] | None) -> list[Candidate]:
+    """Task file backups (CONTEXT_DIR/task-agents/{id}.json) that disagree with Postgres.
+
+    Skipped while ENABLE_FILE_SYNC is off: the files are not kept in step then.
+    """
+    if not settings.ENABLE_FILE_SYNC:
+        return []
+    directory = files.context_dir() / "task-agents"
+    try:
+        on_disk = {e.name[:-5] for e in os.scandir(directory)
+                   if e.name.endswith(".json") and not e.name.startswith(".")}
+    except FileNotFoundError:
+        return []
+    wanted = [t for t in _scope(task_ids) if t in on_disk]
+    found = []
+    for task in TaskContext.objects.filter(task_id__in=wanted):
+        backup = files.read_json(files.task_file(task.task_id))
+        if not isinstance(backup, dict):
+            continue
+        expected = task_repr.task_file(task)
+        fields = _differences(expected, backup, FILE_FIELDS)
+        if fields:
+            found.append(_mismatch(
+                task.task_id, "data_inconsistency", expected, backup, fields,
+                where=f"file:task-agents/{task.task_id}.json", severity="medium",
+                strength=0.7, method="file backup vs postgres"))
+    return found
+
+
+DETECTORS: dict[str, Callable[[list[str] | None], list[Candidate]]] = {
+    "file_conflict": detect_file_conflicts,
+    "lock_collision": detect_lock_collisions,
+    "state_mismatch": detect_state_mismatches,
+    "version_divergence": detect_version_divergence,
+    "data_inconsistency": detect_data_inconsistencies,
+}
+
+
+def check_types(conflict_types: list[str] | None) -> list[str]:
+    wanted = list(dict.fromkeys(conflict_types)) if conflict_types else list(CONFLICT_TYPES)
+    unknown = [t for t in wanted if t not in CONFLICT_TYPES]
+    if unknown:
+        raise OrchestratorError("E1641", f"Unknown conflict type {unknown[0]!r}",
+                                {"conflictTypes": unknown, "allowed": list(CONFLICT_TYPES)})
+    return wanted
+
+
+def detect_conflicts(task_ids: list[str] | None = None, conflict_types: list[str] | None = None,
+                     *, detected_by: str = "system") -> dict[str, Any]:
+    """Run the detectors, store what is new, and answer as spec 4.1.6 says.
+
+    ``existing`` lists the open conflicts (unresolved, investigating, escalated) of the
+    requested types and tasks that were stored before this run, re-detections included.
+    criticalCount and highCount count both lists. A Redis outage skips the Redis-based
+    methods (listed in ``skipped``); a failed Postgres query is E1640.
+    """
+    types = check_types(conflict_types)
+    if task_ids is not None:
+        task_ids = [files.check_safe_id(t) for t in dict.fromkeys(task_ids)]
+    candidates: list[Candidate] = []
+    skipped: list[dict[str, str]] = []
+    try:
+        for conflict_type in types:
+            if conflict_type not in DETECTORS:
+                continue
+            try:
+                candidates += DETECTORS[conflict_type](task_ids)
+            except redis_store.RedisUnavailable as exc:
+                skipped.append({"conflictType": conflict_type, "reason": f"redis: {exc}"})
+        created = store_candidates(candidates, detected_by=detected_by)
+        existing = _existing(task_ids, types, exclude=[c.pk for c in created])
+    except DatabaseError as exc:
+        raise OrchestratorError("E1640", "Conflict detection query failed",
+                                {"reason": str(exc)[:300]}) from exc
+    detected = [representation.detected_item(c) for c in created]
+    known = [representation.existing_item(c) for c in existing]
+    listed = [*detected, *known]
+    result: dict[str, Any] = {
+        "detected": detected,
+        "existing": known,
+        "summary": {
+            "newConflicts": len(detected),
+            "existingConflicts": len(existing),
+            "criticalCount": sum(1 for c in listed if c["severity"] == "critical"),
+            "highCount": sum(1 for c in listed if c["severity"] == "high"),
+        },
+        "timestamp": now_iso(),
+    }
+    if skipped:
+        result["skipped"] = skipped
+    return result
+
+
+def _existing(task_ids: list[str] | None, types: list[str],
+              exclude: list[Any]) -> list[ContextConflict]:
+    query = ContextConflict.objects.filter(resolution_status__in=OPEN_STATUSES,
+                                           conflict_type__in=types)
+    if task_ids is not None:
+        query = query.filter(Q(task_a_id__in=task_ids) | Q(task_b_id__in=task_ids))
+    return list(query.exclude(pk__in=exclude).order_by("-detected_at"))

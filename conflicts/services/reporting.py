@@ -1,0 +1,53 @@
+"""report_conflict: an agent or a person records a conflict (detected_by 'agent' / 'manual').
+
+This is how spec_contradiction enters the system (no detector can see it), and any other
+type may be reported too. It goes through the same deduplicating store as detection.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from conflicts.models import ContextConflict
+from conflicts.services import representation
+from conflicts.services.store import KNOWN_STATUSES, Candidate, store_candidates
+from contexts.models import TaskContext
+from orchestrator.errors import OrchestratorError
+from orchestrator.tools.schema import CONFLICT_TYPES
+
+REPORTERS = ("agent", "manual")
+
+
+def report_conflict(fields: dict[str, Any], *, detected_by: str = "agent") -> dict[str, Any]:
+    """Store the reported conflict unless the same one is already known: {created, conflict}."""
+    conflict_type = fields.get("conflictType", "spec_contradiction")
+    if conflict_type not in CONFLICT_TYPES:
+        raise OrchestratorError("E1641", f"Unknown conflict type {conflict_type!r}",
+                                {"conflictType": conflict_type, "allowed": list(CONFLICT_TYPES)})
+    if detected_by not in REPORTERS:
+        raise OrchestratorError("E1612", f"detectedBy must be one of {', '.join(REPORTERS)}")
+    task_a, task_b = fields["taskAId"], fields.get("taskBId")
+    if task_a == task_b:
+        raise OrchestratorError("E1612", "taskAId and taskBId must differ",
+                                {"field": "taskBId"})
+    known = set(TaskContext.objects.filter(task_id__in=[t for t in (task_a, task_b) if t])
+                .values_list("task_id", flat=True))
+    for task_id in (task_a, task_b):
+        if task_id and task_id not in known:
+            raise OrchestratorError("E1610", f"Task {task_id!r} does not exist",
+                                    {"taskId": task_id})
+    evidence = fields.get("evidence") or {}
+    candidate = Candidate(
+        task_a_id=task_a, task_b_id=task_b, conflict_type=conflict_type,
+        severity=fields.get("severity", "medium"), strength=fields.get("strength", 1.0),
+        description=fields["description"], evidence=evidence,
+        detection_method=fields.get("detectionMethod") or "report_conflict")
+    created = store_candidates([candidate], detected_by=detected_by)
+    if created:
+        return {"success": True, "created": True,
+                "conflict": representation.conflict_dict(created[0])}
+    same = (ContextConflict.objects.filter(
+        task_a_id=task_a, task_b_id=task_b, conflict_type=conflict_type, evidence=evidence,
+        resolution_status__in=KNOWN_STATUSES).order_by("detected_at").first())
+    return {"success": True, "created": False,
+            "conflict": representation.conflict_dict(same) if same else None}

@@ -1,0 +1,85 @@
+"""Storing conflicts without duplicates.
+
+The same open conflict (task pair, type, evidence) is stored once: every writer takes one
+transaction-level advisory lock, then inserts only candidates with no matching row whose
+status is unresolved, investigating, escalated or ignored (an ignored conflict stays
+ignored; a resolved one that reappears is a new conflict). Two detection runs at the
+same time therefore cannot both insert the same conflict.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from django.db import connection, transaction
+
+from conflicts.models import ContextConflict
+from orchestrator import metrics
+from orchestrator.db import qualified
+
+logger = logging.getLogger("orchestrator.conflicts")
+
+OPEN_STATUSES = ("unresolved", "investigating", "escalated")
+# Statuses that make a re-detection of the same conflict a non-event.
+KNOWN_STATUSES = (*OPEN_STATUSES, "ignored")
+# pg_advisory_xact_lock key shared by every conflict writer ("conflict" in ASCII).
+STORE_LOCK_KEY = 0x636F6E666C696374
+
+
+@dataclass
+class Candidate:
+    task_a_id: str
+    task_b_id: str | None
+    conflict_type: str
+    severity: str
+    strength: float
+    description: str
+    evidence: dict[str, Any]
+    detection_method: str
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+_INSERT = """
+INSERT INTO {table} (task_a_id, task_b_id, conflict_type, description, severity, strength,
+                     evidence, detected_by, detection_method)
+SELECT c.task_a_id, c.task_b_id, c.conflict_type, c.description, c.severity, c.strength,
+       c.evidence, %s, c.detection_method
+FROM jsonb_to_recordset(%s::jsonb) AS c(task_a_id text, task_b_id text, conflict_type text,
+     description text, severity text, strength numeric, evidence jsonb, detection_method text)
+WHERE NOT EXISTS (
+  SELECT 1 FROM {table} x
+  WHERE x.task_a_id = c.task_a_id AND x.task_b_id IS NOT DISTINCT FROM c.task_b_id
+    AND x.conflict_type = c.conflict_type AND x.evidence = c.evidence
+    AND x.resolution_status = ANY(%s))
+RETURNING id
+"""
+
+
+def store_candidates(candidates: list[Candidate], *, detected_by: str) -> list[ContextConflict]:
+    """Insert the candidates not already known; returns the new rows (then logs and counts)."""
+    if not candidates:
+        return []
+    payload = json.dumps([
+        {k: v for k, v in asdict(c).items() if k != "extra"} for c in candidates], default=str)
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_xact_lock(%s)", [STORE_LOCK_KEY])
+        cursor.execute(_INSERT.format(table=qualified("context_conflicts")),
+                       [detected_by, payload, list(KNOWN_STATUSES)])
+        ids = [row[0] for row in cursor.fetchall()]
+    created = list(ContextConflict.objects.filter(pk__in=ids)) if ids else []
+    for conflict in created:
+        announce(conflict)
+    return created
+
+
+def announce(conflict: ContextConflict) -> None:
+    """The spec 9.2.3 WARN line and the conflicts_detected_total counter for a new conflict."""
+    metrics.conflicts_detected_total.labels(conflict.conflict_type, conflict.severity).inc()
+    tasks = [t for t in (conflict.task_a_id, conflict.task_b_id) if t]
+    logger.warning("Conflict detected", extra={
+        "conflictId": str(conflict.id), "conflictType": conflict.conflict_type,
+        "severity": conflict.severity, "tasks": tasks,
+        "detectedBy": conflict.detected_by, "detectionMethod": conflict.detection_method})

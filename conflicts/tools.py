@@ -1,0 +1,258 @@
+"""Conflict and lock tools: detect_conflicts (4.1.6), resolve_conflict (4.1.7),
+update_conflict_status, report_conflict, and the task lock tools (8.2)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from conflicts import locks
+from conflicts.services import detection, reporting, resolution
+from orchestrator.errors import now_iso
+from orchestrator.tools import Tool, ToolContext, register
+from orchestrator.tools.schema import (
+    CONFLICT_TYPES,
+    RESOLUTION_STATUSES,
+    SEVERITIES,
+    TIMESTAMP,
+    any_value,
+    array,
+    boolean,
+    integer,
+    number,
+    obj,
+    safe_id,
+    string,
+)
+
+LOCK_RULE = (
+    "Lock rule (E1613): while a session holds a task's lock, a save, rollback or conflict "
+    "resolution of that task from any other session is refused with E1613. Independently, "
+    "a change to one of the task's lockedElements (a field name such as 'keyFiles', or a "
+    "key file path) is refused with E1613 unless it comes from the session holding the "
+    "task lock. A lock whose expiresAt is past is not held: any session may take it over, "
+    "and detect_conflicts reports it as a lock_collision."
+)
+TASK_LOCK = obj({"taskId": string(), "sessionId": string(), "lockedAt": TIMESTAMP,
+                 "expiresAt": TIMESTAMP}, ["taskId", "sessionId", "lockedAt", "expiresAt"],
+                description="TaskLock (spec 8.2.1), stored as JSON at context:lock:{taskId}")
+EVIDENCE = obj({"field": string(), "expectedValue": any_value(), "actualValue": any_value(),
+                "location": string()}, additional=True)
+TASK_IDS = array(string(max_length=255), "Restrict to these tasks; omit for all active tasks "
+                 "(status pending, in_progress or blocked)", max_items=10000)
+CONFLICT_ID = string("Conflict id (UUID)", max_length=100)
+
+
+def _detect(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
+    return detection.detect_conflicts(args.get("taskIds"), args.get("conflictTypes"))
+
+
+register(Tool(
+    name="detect_conflicts",
+    description=(
+        "Cross-system conflict detection (spec 4.1.6). file_conflict: active tasks sharing "
+        "key files (high if 3+ files, else medium; strength min(n/5, 1)). lock_collision: "
+        "task locks in Redis whose expiresAt is past (high, 1.0). state_mismatch: the Redis "
+        "task cache differs from Postgres (medium, 0.8). version_divergence: more than one "
+        "recovery version (low, 0.5). data_inconsistency: the task file backup differs from "
+        "Postgres (medium, 0.7). New conflicts are stored and listed in 'detected'; conflicts "
+        "already stored and still open are listed in 'existing' and never stored twice. "
+        "Unknown conflict type: E1641; failed query: E1640."
+    ),
+    input_schema=obj({
+        "taskIds": TASK_IDS,
+        "conflictTypes": array(string(enum=CONFLICT_TYPES), "Types to detect; omit for all"),
+    }),
+    output_schema=obj({
+        "detected": array(obj({
+            "id": string(), "taskAId": string(), "taskBId": string(),
+            "conflictType": string(enum=CONFLICT_TYPES), "severity": string(enum=SEVERITIES),
+            "strength": number(minimum=0, maximum=1), "description": string(),
+            "evidence": EVIDENCE, "suggestedResolution": string()},
+            ["taskAId", "conflictType", "severity", "strength", "description", "evidence"])),
+        "existing": array(obj({
+            "id": string(), "taskAId": string(), "taskBId": string(),
+            "conflictType": string(enum=CONFLICT_TYPES), "severity": string(enum=SEVERITIES),
+            "description": string(), "detectedAt": TIMESTAMP,
+            "resolutionStatus": string(enum=RESOLUTION_STATUSES)},
+            ["id", "taskAId", "conflictType", "severity", "description", "detectedAt"])),
+        "summary": obj({"newConflicts": integer(), "existingConflicts": integer(),
+                        "criticalCount": integer(), "highCount": integer()},
+                       ["newConflicts", "existingConflicts", "criticalCount", "highCount"]),
+        "timestamp": TIMESTAMP,
+        "skipped": array(obj({"conflictType": string(), "reason": string()}),
+                         "Methods not run because their backend was unreachable"),
+    }, ["detected", "existing", "summary", "timestamp"]),
+    handler=_detect,
+    validation_code="E1641",
+))
+
+
+def _acquire(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
+    result = locks.acquire_task_lock(args["taskId"], args["sessionId"], args.get("ttlSeconds"))
+    return {"success": True, **result, "timestamp": now_iso()}
+
+
+def _renew(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
+    lock = locks.renew_lock(args["taskId"], args["sessionId"], args.get("ttlSeconds"))
+    return {"success": True, "lock": lock, "timestamp": now_iso()}
+
+
+def _release(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
+    released = locks.release_lock(args["taskId"], args["sessionId"])
+    return {"success": True, "released": released, "timestamp": now_iso()}
+
+
+LOCK_INPUT = obj({
+    "taskId": safe_id("Task to lock"),
+    "sessionId": safe_id("The session taking, renewing or releasing the lock"),
+    "ttlSeconds": integer("Lock lifetime; default REDIS_LOCK_TTL (300)", minimum=1,
+                          maximum=86400),
+}, ["taskId", "sessionId"])
+
+register(Tool(
+    name="acquire_task_lock",
+    description=(
+        "Lock a task for one session (spec 8.2.1: Redis SET NX EX at context:lock:{taskId}, "
+        "TaskLock JSON, expiresAt = now + ttlSeconds). Re-acquiring your own lock extends "
+        "it; an expired lock of another session is taken over atomically; a live lock of "
+        "another session is E1613; an unknown task is E1610; Redis down is E1650. "
+        + LOCK_RULE
+    ),
+    input_schema=LOCK_INPUT,
+    output_schema=obj({"success": boolean(), "lock": TASK_LOCK, "acquired": boolean(),
+                       "tookOverExpired": boolean(), "timestamp": TIMESTAMP},
+                      ["success", "lock", "acquired", "timestamp"]),
+    handler=_acquire,
+))
+
+register(Tool(
+    name="renew_task_lock",
+    description=(
+        "Extend a task lock to now + ttlSeconds. Only the owner session may renew (E1613 "
+        "otherwise, also when the task is not locked). " + LOCK_RULE
+    ),
+    input_schema=LOCK_INPUT,
+    output_schema=obj({"success": boolean(), "lock": TASK_LOCK, "timestamp": TIMESTAMP},
+                      ["success", "lock", "timestamp"]),
+    handler=_renew,
+))
+
+register(Tool(
+    name="release_task_lock",
+    description=(
+        "Release a task lock. Only the owner session may release it (E1613 otherwise); "
+        "releasing a task that is not locked answers released: false. " + LOCK_RULE
+    ),
+    input_schema=obj({"taskId": safe_id("Locked task"),
+                      "sessionId": safe_id("The owner session")}, ["taskId", "sessionId"]),
+    output_schema=obj({"success": boolean(), "released": boolean(), "timestamp": TIMESTAMP},
+                      ["success", "released", "timestamp"]),
+    handler=_release,
+))
+
+
+RESOLUTION = obj({
+    "action": string("use_a | use_b | merge | custom | ignore",
+                     enum=("use_a", "use_b", "merge", "custom", "ignore")),
+    "resolvedValue": any_value("For merge/custom: {taskId: {camelCase task changes}} for the "
+                               "conflict's task(s)"),
+    "notes": string(max_length=5000),
+}, ["action"], description="ConflictResolution (spec 4.2.12)")
+
+
+def _resolve(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
+    return resolution.resolve_conflict(
+        args["conflictId"], args["resolution"], resolved_by=args.get("resolvedBy") or ctx.actor
+        or None, session_id=args.get("sessionId"))
+
+
+register(Tool(
+    name="resolve_conflict",
+    description=(
+        "Apply a resolution to a conflict (spec 4.1.7); it becomes resolved (ignored for "
+        "'ignore'). Side effects: file_conflict use_a/use_b removes the shared files from the "
+        "other task's keyFiles; state_mismatch use_a resyncs the Redis cache from Postgres, "
+        "use_b writes the cached values to Postgres; data_inconsistency use_a rewrites the "
+        "file backup, use_b writes the file's values to Postgres; lock_collision releases the "
+        "abandoned lock; merge/custom apply resolvedValue = {taskId: {changes}}. Task changes "
+        "are versioned saves naming the conflict and obey the task lock rule (pass sessionId "
+        "if you hold the lock). E1642 unknown id, E1643 already resolved or ignored (also to "
+        "the loser of two simultaneous resolutions), E1644 a side effect failed (nothing "
+        "changed). " + LOCK_RULE
+    ),
+    input_schema=obj({
+        "conflictId": CONFLICT_ID,
+        "resolution": RESOLUTION,
+        "resolvedBy": string("Resolver identifier", max_length=255),
+        "sessionId": safe_id("Session making the task changes (needed for locked tasks)"),
+    }, ["conflictId", "resolution"]),
+    output_schema=obj({
+        "success": boolean(), "conflictId": string(),
+        "previousStatus": string(enum=RESOLUTION_STATUSES),
+        "newStatus": string(enum=RESOLUTION_STATUSES),
+        "resolution": obj({"action": string(), "notes": string()}, ["action"]),
+        "effects": array(string(), "What the resolution changed"),
+        "resolvedBy": string(nullable=True),
+        "timestamp": TIMESTAMP,
+    }, ["success", "conflictId", "previousStatus", "newStatus", "resolution", "timestamp"]),
+    handler=_resolve,
+))
+
+
+def _update_status(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
+    return resolution.set_status(args["conflictId"], args["status"],
+                                 by=args.get("by") or ctx.actor or None, notes=args.get("notes"))
+
+
+register(Tool(
+    name="update_conflict_status",
+    description=(
+        "Take a conflict to 'investigating' (from unresolved or escalated) or 'escalated' "
+        "(from unresolved or investigating) without resolving it. E1642 unknown id, E1643 "
+        "when the conflict is already resolved, ignored or in that status."
+    ),
+    input_schema=obj({
+        "conflictId": CONFLICT_ID,
+        "status": string(enum=("investigating", "escalated")),
+        "by": string("Who takes the step", max_length=255),
+        "notes": string(max_length=5000),
+    }, ["conflictId", "status"]),
+    output_schema=obj({"success": boolean(), "conflictId": string(),
+                       "previousStatus": string(enum=RESOLUTION_STATUSES),
+                       "newStatus": string(enum=RESOLUTION_STATUSES), "timestamp": TIMESTAMP},
+                      ["success", "conflictId", "previousStatus", "newStatus", "timestamp"]),
+    handler=_update_status,
+))
+
+
+def _report(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
+    return reporting.report_conflict(args, detected_by=args.get("detectedBy", "agent"))
+
+
+register(Tool(
+    name="report_conflict",
+    description=(
+        "Record a conflict seen by an agent or a person (detectedBy 'agent' or 'manual'), "
+        "typically a spec_contradiction between two tasks. Put task A's value in "
+        "evidence.expectedValue and task B's in evidence.actualValue; when evidence.field is a "
+        "task field (e.g. currentPhase), resolving with use_a / use_b copies that value to the "
+        "other task. conflictType is one of " + ", ".join(CONFLICT_TYPES) + " (E1641 "
+        "otherwise). The same open conflict (tasks, type, evidence) is stored once: reporting "
+        "it again answers created: false with the stored record. Unknown task: E1610."
+    ),
+    input_schema=obj({
+        "taskAId": safe_id("First task"),
+        "taskBId": safe_id("Second task, if the conflict is between two"),
+        "conflictType": string("Default spec_contradiction", max_length=50),
+        "severity": string(enum=SEVERITIES),
+        "strength": number("0.0-1.0 confidence", minimum=0, maximum=1),
+        "description": string(min_length=1, max_length=10000),
+        "evidence": EVIDENCE,
+        "detectedBy": string(enum=("agent", "manual")),
+        "detectionMethod": string(max_length=255),
+    }, ["taskAId", "description"]),
+    output_schema=obj({"success": boolean(), "created": boolean(),
+                       "conflict": {"type": ["object", "null"]}},
+                      ["success", "created", "conflict"]),
+    handler=_report,
+))
