@@ -70,8 +70,12 @@ def append_event(session_id: str, event_type: str, role: str, content: str,
 
 
 def event_data(row: dict[str, Any]) -> dict[str, Any]:
+    parts = row["parts"]
+    # Django's psycopg setup hands raw jsonb back as text; the ORM would decode it.
+    if isinstance(parts, str):
+        parts = json.loads(parts)
     return {"sequence": row["sequence"], "type": row["event_type"], "role": row["role"],
-            "content": row["content"], "parts": row["parts"],
+            "content": row["content"], "parts": parts,
             "createdAt": iso(row["created_at"])}
 
 
