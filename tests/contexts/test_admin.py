@@ -1,0 +1,90 @@
+"""The rollback console through Django's test client as a logged-in staff user."""
+
+from __future__ import annotations
+
+import pytest
+from django.urls import reverse
+
+from contexts.models import Checkpoint, ContextVersion, TaskContext
+
+pytestmark = pytest.mark.django_db
+
+
+def test_task_list_shows_columns_and_active_marker(admin_client, tools, make_task):
+    make_task("adm-1", currentPhase="design")
+    tools.ok("switch_task", {"toTaskId": "adm-1"})
+    page = admin_client.get(reverse("admin:contexts_taskcontext_changelist"))
+    html = page.content.decode()
+    assert page.status_code == 200
+    assert "adm-1" in html and "design" in html and "● active" in html
+
+
+def test_version_rollback_flow_with_diff_and_confirmation(admin_client, tools, make_task):
+    make_task("adm-2", currentPhase="one")
+    tools.ok("save_context_snapshot", {"taskId": "adm-2", "updates": {"currentPhase": "two"}})
+    task = TaskContext.objects.get(task_id="adm-2")
+    change_url = reverse("admin:contexts_taskcontext_change", args=[task.pk])
+    page = admin_client.get(change_url, {"diff": 1})
+    html = page.content.decode()
+    assert page.status_code == 200
+    assert 'id="version-history"' in html and 'id="version-diff"' in html
+    assert "currentPhase" in html and "roll back to this version" in html
+
+    rollback_url = reverse("admin:contexts_taskcontext_rollback", args=[task.pk])
+    confirm = admin_client.get(rollback_url, {"type": "version", "version": 1})
+    html = confirm.content.decode()
+    assert confirm.status_code == 200
+    assert "backup checkpoint" in html and "two" in html and "one" in html
+    # Showing the confirmation changed nothing.
+    assert TaskContext.objects.get(task_id="adm-2").version == 2
+
+    done = admin_client.post(rollback_url, {"type": "version", "version": 1,
+                                            "create_backup": "on"})
+    assert done.status_code == 302 and done.url == change_url
+    task.refresh_from_db()
+    assert (task.current_phase, task.version) == ("one", 3)
+    latest = ContextVersion.objects.get(task_id="adm-2", version=3)
+    assert latest.change_summary == "Rollback to version 1"
+    assert latest.created_by == "admin:admin"
+    assert Checkpoint.objects.filter(task_id="adm-2", checkpoint_type="auto").count() == 1
+    assert "Rolled back" in admin_client.get(change_url).content.decode()
+
+
+def test_checkpoint_rollback_and_checkpoint_pages(admin_client, tools, make_task):
+    make_task("adm-3", currentPhase="saved")
+    checkpoint = tools.ok("create_checkpoint", {"label": "before", "taskId": "adm-3"})
+    tools.ok("save_context_snapshot", {"taskId": "adm-3", "updates": {"currentPhase": "later"}})
+    task = TaskContext.objects.get(task_id="adm-3")
+    page = admin_client.get(reverse("admin:contexts_taskcontext_change", args=[task.pk]))
+    assert checkpoint["checkpointId"] in page.content.decode()
+    rollback_url = reverse("admin:contexts_taskcontext_rollback", args=[task.pk])
+    admin_client.post(rollback_url, {"type": "checkpoint",
+                                     "checkpoint": checkpoint["checkpointId"]})
+    task.refresh_from_db()
+    assert task.current_phase == "saved"
+    assert ContextVersion.objects.get(task_id="adm-3", version=task.version).change_type == \
+        "recovery"
+    stored = Checkpoint.objects.get(checkpoint_id=checkpoint["checkpointId"])
+    listing = admin_client.get(reverse("admin:contexts_checkpoint_changelist"))
+    assert checkpoint["checkpointId"] in listing.content.decode()
+    detail = admin_client.get(reverse("admin:contexts_checkpoint_change", args=[stored.pk]))
+    assert detail.status_code == 200 and "sha256:" in detail.content.decode()
+
+
+def test_bad_rollback_target_shows_an_error_not_a_500(admin_client, make_task):
+    make_task("adm-4")
+    task = TaskContext.objects.get(task_id="adm-4")
+    url = reverse("admin:contexts_taskcontext_rollback", args=[task.pk])
+    response = admin_client.get(url, {"type": "version", "version": 42}, follow=True)
+    assert response.status_code == 200 and "E1623" in response.content.decode()
+
+
+def test_versions_are_read_only(admin_client, make_task):
+    make_task("adm-5")
+    version = ContextVersion.objects.get(task_id="adm-5")
+    assert admin_client.get(reverse("admin:contexts_contextversion_add")).status_code == 403
+    url = reverse("admin:contexts_contextversion_change", args=[version.pk])
+    assert admin_client.get(url).status_code == 200
+    assert admin_client.post(url, {"change_summary": "edited"}).status_code == 403
+    delete = reverse("admin:contexts_contextversion_delete", args=[version.pk])
+    assert admin_client.post(delete, {"post": "yes"}).status_code == 403
