@@ -1,0 +1,33 @@
+"""Periodic sync of the Redis cache and file backups from Postgres (spec 4.1.10).
+
+Repairs whatever a Redis or file failure on the write path left behind.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from django.conf import settings
+
+from orchestrator.celery import app
+from orchestrator.errors import OrchestratorError
+from orchestrator.tools import ToolContext, call_tool
+
+logger = logging.getLogger("orchestrator.contexts")
+
+
+@app.task(name="contexts.sync_hot_context")
+def sync_hot_context_task() -> dict[str, Any]:
+    try:
+        return call_tool("sync_hot_context", {}, ToolContext("task", actor="celery-beat"))
+    except OrchestratorError as exc:
+        # A partial sync is retried by the next beat; report it, do not crash the worker.
+        logger.warning("periodic hot sync: %s", exc)
+        return exc.to_dict()
+
+
+@app.on_after_configure.connect
+def setup_periodic(sender, **kwargs) -> None:
+    sender.add_periodic_task(settings.HOT_SYNC_INTERVAL_SECONDS, sync_hot_context_task.s(),
+                             name="sync hot context")
