@@ -1,0 +1,55 @@
+"""Read-only browsing of context_conflicts: /api/v1/conflicts/ (filters type, severity,
+status, task); changes go through the tools (resolve_conflict, update_conflict_status)."""
+
+from __future__ import annotations
+
+import django_filters
+from django.db.models import Q
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers, viewsets
+
+from conflicts.models import ContextConflict
+from conflicts.services import representation
+from conflicts.services.resolution import parse_conflict_id
+from orchestrator.errors import OrchestratorError
+from orchestrator.tools.schema import CONFLICT_TYPES, RESOLUTION_STATUSES, SEVERITIES
+
+
+@extend_schema_field({"type": "object"})
+class ConflictSerializer(serializers.BaseSerializer):
+    """The camelCase record of representation.conflict_dict."""
+
+    def to_representation(self, instance: ContextConflict) -> dict:
+        return representation.conflict_dict(instance)
+
+
+class ConflictFilter(django_filters.FilterSet):
+    type = django_filters.ChoiceFilter(field_name="conflict_type",
+                                       choices=[(t, t) for t in CONFLICT_TYPES])
+    severity = django_filters.ChoiceFilter(choices=[(s, s) for s in SEVERITIES])
+    status = django_filters.ChoiceFilter(field_name="resolution_status",
+                                         choices=[(s, s) for s in RESOLUTION_STATUSES])
+    task = django_filters.CharFilter(method="filter_task", label="Task A or task B")
+
+    class Meta:
+        model = ContextConflict
+        fields = ["type", "severity", "status", "task"]
+
+    def filter_task(self, queryset, name, value):
+        return queryset.filter(Q(task_a_id=value) | Q(task_b_id=value))
+
+
+class ConflictViewSet(viewsets.ReadOnlyModelViewSet):
+    queryset = ContextConflict.objects.all()
+    serializer_class = ConflictSerializer
+    filterset_class = ConflictFilter
+    ordering_fields = ["detected_at", "resolved_at", "severity"]
+    ordering = ["-detected_at"]
+
+    def get_object(self) -> ContextConflict:
+        pk = parse_conflict_id(self.kwargs["pk"])
+        conflict = ContextConflict.objects.filter(pk=pk).first()
+        if conflict is None:
+            raise OrchestratorError("E1642", f"Conflict {pk} does not exist",
+                                    {"conflictId": str(pk)})
+        return conflict
