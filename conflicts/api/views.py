@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import django_filters
 from django.db.models import Q
-from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers, viewsets
 
 from conflicts.models import ContextConflict
@@ -15,9 +14,25 @@ from orchestrator.errors import OrchestratorError
 from orchestrator.tools.schema import CONFLICT_TYPES, RESOLUTION_STATUSES, SEVERITIES
 
 
-@extend_schema_field({"type": "object"})
-class ConflictSerializer(serializers.BaseSerializer):
-    """The camelCase record of representation.conflict_dict."""
+class ConflictSerializer(serializers.Serializer):
+    """The camelCase record of representation.conflict_dict (fields declared for OpenAPI)."""
+
+    id = serializers.UUIDField()
+    taskAId = serializers.CharField(source="task_a_id")
+    taskBId = serializers.CharField(source="task_b_id", allow_null=True)
+    conflictType = serializers.ChoiceField(source="conflict_type", choices=CONFLICT_TYPES)
+    description = serializers.CharField()
+    severity = serializers.ChoiceField(choices=SEVERITIES)
+    strength = serializers.FloatField(allow_null=True)
+    evidence = serializers.JSONField(allow_null=True)
+    resolutionStatus = serializers.ChoiceField(source="resolution_status",
+                                               choices=RESOLUTION_STATUSES)
+    resolution = serializers.JSONField(allow_null=True)
+    resolvedBy = serializers.CharField(source="resolved_by", allow_null=True)
+    detectedAt = serializers.DateTimeField(source="detected_at")
+    resolvedAt = serializers.DateTimeField(source="resolved_at", allow_null=True)
+    detectedBy = serializers.CharField(source="detected_by", allow_null=True)
+    detectionMethod = serializers.CharField(source="detection_method", allow_null=True)
 
     def to_representation(self, instance: ContextConflict) -> dict:
         return representation.conflict_dict(instance)
