@@ -1,0 +1,38 @@
+"""Automatic tool history over REST and MCP, mirrored to RECOVERY_DIR/.tool-history.json."""
+
+from __future__ import annotations
+
+import httpx
+
+from orchestrator.backends import files
+from sessions.models import ToolInvocation
+from tests import mcp_client
+
+
+def test_tool_calls_with_a_session_id_are_recorded_over_rest_and_mcp(live_api, settings):
+    url, token = live_api
+    headers = {"Authorization": f"Bearer {token}"}
+
+    def rest(tool, payload):
+        return httpx.post(f"{url}/api/v1/tools/{tool}/", json=payload, headers=headers,
+                          timeout=30)
+
+    assert rest("start_session", {"sessionId": "s-h"}).status_code == 200
+    assert rest("heartbeat", {"sessionId": "s-h"}).status_code == 200
+    assert rest("append_session_event", {"sessionId": "s-h", "type": "bogus", "role": "user",
+                                         "content": "x"}).status_code == 400
+    via_mcp = mcp_client.call_tool(url, token, "append_session_event", {
+        "sessionId": "s-h", "type": "user_message", "role": "user", "content": "hi"})
+    assert not via_mcp.is_error
+    rest("get_session_scratchpad", {"sessionId": "unknown-session"})
+    rows = list(ToolInvocation.objects.order_by("id").values_list("tool", "success",
+                                                                  "transport", "session_id"))
+    assert rows == [("start_session", True, "rest", "s-h"),
+                    ("append_session_event", False, "rest", "s-h"),
+                    ("append_session_event", True, "mcp", "s-h")]
+    mirror = files.read_json(files.recovery_dir() / ".tool-history.json")
+    assert [(e["tool"], e["success"]) for e in mirror["entries"]] == \
+        [("start_session", True), ("append_session_event", False),
+         ("append_session_event", True)]
+    report = rest("check_recovery", {"includeHistory": True}).json()
+    assert report["needsRecovery"] is False
