@@ -1,0 +1,1 @@
+"""Benchmarks (not tests): run as ``python -m bench.<name>`` against a dedicated database."""
