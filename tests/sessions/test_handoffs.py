@@ -1,0 +1,135 @@
+"""Handoffs between sessions (seed 001) and Slack notifications against real HTTP servers."""
+
+from __future__ import annotations
+
+import http.server
+import json
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+from django.db import connection
+
+from sessions.models import SessionHandoff
+from sessions.services import lifecycle
+
+
+@pytest.mark.django_db
+def test_handoff_round_trip_start_end_start(tools):
+    first = tools.ok("start_session", {"sessionId": "a", "projectDir": "/repo", "agentId": "opus"})
+    assert first["handoff"] is None
+    ended = tools.ok("end_session", {"sessionId": "a", "summary": "Parser done",
+                                     "openItems": ["write docs", "bench"]})
+    assert ended["handoff"]["summary"] == "Parser done" and ended["handoff"]["active"] is True
+    assert ended["handoff"]["fromAgent"] == "opus"
+    nxt = tools.ok("start_session", {"sessionId": "b", "projectDir": "/repo"})
+    assert nxt["handoff"]["summary"] == "Parser done"
+    assert nxt["handoff"]["openItems"] == ["write docs", "bench"]
+    assert nxt["handoff"]["active"] is False and nxt["handoff"]["consumedAt"]
+    assert tools.ok("start_session", {"sessionId": "c", "projectDir": "/repo"})["handoff"] is None
+    other = tools.ok("start_session", {"sessionId": "d", "projectDir": "/elsewhere"})
+    assert other["handoff"] is None
+
+
+@pytest.mark.django_db
+def test_a_new_handoff_replaces_the_active_one(tools):
+    for sid in ("a", "b"):
+        tools.ok("start_session", {"sessionId": sid, "projectDir": "/repo"})
+    tools.ok("end_session", {"sessionId": "a", "summary": "first"})
+    tools.ok("end_session", {"sessionId": "b", "summary": "second"})
+    assert list(SessionHandoff.objects.filter(active=True).values_list("summary", flat=True)) \
+        == ["second"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_end_sessions_leave_exactly_one_active_handoff(tools):
+    for n in range(6):
+        tools.ok("start_session", {"sessionId": f"s{n}", "projectDir": "/repo"})
+    barrier = threading.Barrier(6)
+    errors: list[BaseException] = []
+
+    def end(n: int) -> None:
+        barrier.wait()
+        try:
+            lifecycle.end_session({"sessionId": f"s{n}", "summary": f"from {n}"})
+        except BaseException as exc:  # noqa: BLE001 - asserted below
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=end, args=(n,)) for n in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert SessionHandoff.objects.filter(project_key="/repo").count() == 6
+    assert SessionHandoff.objects.filter(project_key="/repo", active=True).count() == 1
+
+
+class _Handler(http.server.BaseHTTPRequestHandler):
+    mode = "ok"
+    received: list[dict] = []
+
+    def do_POST(self):  # noqa: N802 - http.server's naming
+        body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        type(self).received.append(json.loads(body))
+        if self.mode == "hang":
+            time.sleep(5)
+        self.send_response(500 if self.mode == "error" else 200)
+        self.send_header("Content-Length", "2")
+        self.end_headers()
+        self.wfile.write(b"ok")
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def webhook(request) -> Iterator[tuple[str, type]]:
+    handler = type("Handler", (_Handler,), {"mode": request.param, "received": []})
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/hook", handler
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("webhook", ["ok"], indirect=True)
+def test_slack_notification_sent(tools, settings, webhook):
+    url, handler = webhook
+    settings.SLACK_WEBHOOK_URL = url
+    assert tools.ok("start_session", {"sessionId": "s1", "projectDir": "/repo",
+                                      "agentId": "opus"})["notificationStatus"] == "sent"
+    assert tools.ok("end_session", {"sessionId": "s1", "summary": "done"}
+                    )["notificationStatus"] == "sent"
+    assert handler.received == [{"text": "/repo session open - opus"},
+                                {"text": "/repo session closed - opus - done"}]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("webhook", ["error", "hang"], indirect=True)
+def test_slack_failure_or_timeout_never_fails_the_call(tools, settings, webhook):
+    url, handler = webhook
+    settings.SLACK_WEBHOOK_URL = url
+    started = time.monotonic()
+    body = tools.ok("start_session", {"sessionId": "s1"})
+    assert body["notificationStatus"] == "failed" and body["status"] == "active"
+    assert time.monotonic() - started < 2.5
+    ended = tools.ok("end_session", {"sessionId": "s1", "summary": "bye"})
+    assert ended["notificationStatus"] == "failed" and ended["handoff"]["summary"] == "bye"
+    assert len(handler.received) == 2
+
+
+@pytest.mark.django_db
+def test_slack_unreachable_is_failed(tools, settings):
+    from tests.conftest import free_port
+
+    settings.SLACK_WEBHOOK_URL = f"http://127.0.0.1:{free_port()}/hook"
+    assert tools.ok("start_session", {"sessionId": "s1"})["notificationStatus"] == "failed"
