@@ -2,20 +2,24 @@
 
 The graph is a mirror of task_relationships (Postgres stays the source of truth), so a
 graph outage must never fail a request: callers check ``available()`` and fall back.
+Only connection failures trip the breaker; a bad query is a bug and is re-raised as is.
 """
 
 from __future__ import annotations
 
 import contextlib
+import io
 import logging
 import threading
 import time
+from typing import Any
 
 from django.conf import settings
 
 logger = logging.getLogger("orchestrator.graph")
 
 _configured_url: str | None = None
+_schema_url: str | None = None
 _lock = threading.Lock()
 _open_until = 0.0
 CIRCUIT_OPEN_SECONDS = 5.0
@@ -30,11 +34,12 @@ def configure() -> None:
     with _lock:
         if _configured_url == url:
             return
-        from neomodel import config, db
+        from neomodel import db, get_config
 
-        config.DATABASE_URL = url
-        config.CONNECTION_TIMEOUT = 2.0
-        config.MAX_TRANSACTION_RETRY_TIME = 1.0
+        config = get_config()
+        config.database_url = url
+        config.connection_timeout = 2.0
+        config.max_transaction_retry_time = 1.0
         with contextlib.suppress(Exception):
             db.close_connection()
         db.set_connection(url=url)
@@ -46,27 +51,81 @@ def trip() -> None:
     _open_until = time.monotonic() + CIRCUIT_OPEN_SECONDS
 
 
+def reset() -> None:
+    """Close the breaker (tests, and health once the server answers again)."""
+    global _open_until
+    _open_until = 0.0
+
+
 def available() -> bool:
     return settings.ENABLE_NEO4J and time.monotonic() >= _open_until
 
 
-def cypher(query: str, params: dict | None = None):
-    """Run a Cypher query; trips the breaker and re-raises on a connection failure."""
+def _is_connection_error(exc: BaseException) -> bool:
+    from neo4j.exceptions import DriverError, ServiceUnavailable, SessionExpired
+
+    return isinstance(exc, ServiceUnavailable | SessionExpired | DriverError | OSError)
+
+
+def cypher(query: str, params: dict[str, Any] | None = None) -> list[list[Any]]:
+    """Run one Cypher statement and return its rows; a connection failure trips the breaker."""
     configure()
     from neomodel import db
 
     try:
-        return db.cypher_query(query, params or {})
-    except Exception:
-        trip()
+        rows, _ = db.cypher_query(query, params or {})
+    except Exception as exc:
+        if _is_connection_error(exc):
+            trip()
+        raise
+    return rows
+
+
+def write(statements: list[tuple[str, dict[str, Any]]]) -> None:
+    """Run several Cypher statements in one transaction (ArcadeDB needs it for atomicity)."""
+    configure()
+    from neomodel import db
+
+    try:
+        with db.transaction:
+            for query, params in statements:
+                db.cypher_query(query, params)
+    except Exception as exc:
+        if _is_connection_error(exc):
+            trip()
         raise
 
 
+def ensure_schema() -> None:
+    """Install the unique indexes of graph.nodes once per server URL.
+
+    ArcadeDB refuses to re-create an existing constraint, so labels are removed first;
+    on Neo4j 5 this is merely redundant work.
+    """
+    global _schema_url
+    configure()
+    if _schema_url == _configured_url:
+        return
+    from neomodel import db
+
+    from graph.nodes import NODE_CLASSES
+
+    quiet = io.StringIO()  # neomodel narrates every index it drops or creates
+    try:
+        db.remove_all_labels(stdout=quiet)
+        for cls in NODE_CLASSES:
+            db.install_labels(cls, quiet=True, stdout=quiet)
+    except Exception as exc:
+        if _is_connection_error(exc):
+            trip()
+        raise
+    _schema_url = _configured_url
+
+
 def health() -> str:
-    global _open_until
     try:
         cypher("RETURN 1")
     except Exception as exc:
         return f"error: {str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__}"
-    _open_until = 0.0
+    reset()
     return "ok"

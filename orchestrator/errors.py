@@ -35,6 +35,7 @@ _CODES = [
     ErrorCode("E1613", "TASK_LOCKED", 409, "Task is locked by another session"),
     ErrorCode("E1614", "TASK_ALREADY_EXISTS", 409, "Task ID already in use"),
     ErrorCode("E1615", "TOOL_NOT_FOUND", 404, "No tool with this name"),
+    ErrorCode("E1616", "RELATIONSHIP_CYCLE", 409, "Relationship would close a cycle"),
     # Checkpoint errors (E1620-E1629)
     ErrorCode("E1620", "CHECKPOINT_CREATION_FAILED", 500, "Could not create checkpoint"),
     ErrorCode("E1621", "INVALID_CHECKPOINT_SCOPE", 400, "Invalid scope configuration"),

@@ -1,0 +1,138 @@
+"""Graph answers from Postgres: task_contexts plus recursive CTEs over task_relationships.
+
+Used when ENABLE_NEO4J is off (spec 14.2.2) and as the fallback while the graph server is
+down. Semantics match graph.readers.cypher exactly (see tests/graph).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import connection
+
+from graph.readers import Edge, Node, edge_order, iso, make_edge, make_node, node_order
+from graph.services.types import GRAPH_LABELS
+from orchestrator.db import qualified
+
+_NODE_COLUMNS = "t.task_id, t.name, t.status, t.current_phase, t.priority, t.score"
+_TASK_KINDS = list(GRAPH_LABELS)
+
+
+def _rows(sql: str, params: list[Any] | dict[str, Any]) -> list[tuple]:
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchall()
+
+
+def _node(row: tuple) -> Node:
+    return make_node(row[0], row[1], row[2], row[3], row[4], row[5])
+
+
+def _scope(alias: str, task_ids: set[str] | None) -> tuple[str, list[Any]]:
+    if task_ids is None:
+        return "", []
+    return f" AND {alias}.task_id = ANY(%s)", [sorted(task_ids)]
+
+
+def _unfinished_blocker_exists(alias: str) -> str:
+    # The spec's ready-task rule (6.3.4): a blocker counts until it is 'completed'.
+    return (f"EXISTS (SELECT 1 FROM {qualified('task_relationships')} r "
+            f"JOIN {qualified('task_contexts')} o ON o.task_id = r.source_task_id "
+            f"WHERE r.target_task_id = {alias}.task_id AND r.relationship_type = 'blocks' "
+            "AND COALESCE(o.status, 'pending') <> 'completed')")
+
+
+class PostgresReader:
+    name = "postgres"
+
+    def existing(self, task_ids: set[str]) -> set[str]:
+        rows = _rows(f"SELECT task_id FROM {qualified('task_contexts')} WHERE task_id = ANY(%s)",
+                     [sorted(task_ids)])
+        return {r[0] for r in rows}
+
+    def nodes(self, task_ids: set[str] | None) -> list[Node]:
+        where, params = _scope("t", task_ids)
+        rows = _rows(f"SELECT {_NODE_COLUMNS} FROM {qualified('task_contexts')} t "
+                     f"WHERE true{where}", params)
+        return sorted((_node(r) for r in rows), key=node_order)
+
+    def neighborhood(self, task_id: str, depth: int) -> set[str]:
+        # Walk edges of every task type in both directions; UNION drops repeated
+        # (task, depth) pairs so the walk stays bounded by the number of tasks per level.
+        rels = qualified("task_relationships")
+        rows = _rows(
+            f"""WITH RECURSIVE walk(task_id, depth) AS (
+                    SELECT %s::varchar, 0
+                  UNION
+                    SELECT n.task_id, w.depth + 1
+                    FROM walk w
+                    CROSS JOIN LATERAL (
+                        SELECT r.target_task_id AS task_id FROM {rels} r
+                        WHERE r.source_task_id = w.task_id AND r.relationship_type = ANY(%s)
+                      UNION ALL
+                        SELECT r.source_task_id FROM {rels} r
+                        WHERE r.target_task_id = w.task_id AND r.relationship_type = ANY(%s)
+                    ) n
+                    WHERE w.depth < %s
+                )
+                SELECT DISTINCT task_id FROM walk""",
+            [task_id, _TASK_KINDS, _TASK_KINDS, depth])
+        return {r[0] for r in rows}
+
+    def _edges(self, where: str, params: list[Any]) -> list[Edge]:
+        rows = _rows(
+            f"SELECT r.source_task_id, r.target_task_id, r.relationship_type, "
+            f"r.metadata->>'reason', r.strength FROM {qualified('task_relationships')} r "
+            f"JOIN {qualified('task_contexts')} a ON a.task_id = r.source_task_id "
+            f"JOIN {qualified('task_contexts')} b ON b.task_id = r.target_task_id "
+            f"WHERE r.relationship_type = ANY(%s){where}", [_TASK_KINDS, *params])
+        return sorted((make_edge(s, t, k, reason if k == "blocks" else None,
+                                 strength if k == "depends_on" else None)
+                       for s, t, k, reason, strength in rows), key=edge_order)
+
+    def edges(self, task_ids: set[str] | None) -> list[Edge]:
+        if task_ids is None:
+            return self._edges("", [])
+        ids = sorted(task_ids)
+        return self._edges(" AND r.source_task_id = ANY(%s) AND r.target_task_id = ANY(%s)",
+                           [ids, ids])
+
+    def edges_touching(self, task_id: str) -> list[Edge]:
+        return self._edges(" AND (r.source_task_id = %s OR r.target_task_id = %s)",
+                           [task_id, task_id])
+
+    def ready(self, task_ids: set[str] | None) -> list[Node]:
+        where, params = _scope("t", task_ids)
+        rows = _rows(f"SELECT {_NODE_COLUMNS} FROM {qualified('task_contexts')} t "
+                     f"WHERE COALESCE(t.status, 'pending') = 'pending'{where} "
+                     f"AND NOT {_unfinished_blocker_exists('t')}", params)
+        return sorted((_node(r) for r in rows), key=node_order)
+
+    def blocked(self, task_ids: set[str] | None) -> list[Node]:
+        where, params = _scope("t", task_ids)
+        rows = _rows(f"SELECT {_NODE_COLUMNS} FROM {qualified('task_contexts')} t "
+                     f"WHERE COALESCE(t.status, 'pending') NOT IN ('completed', 'archived'){where} "
+                     f"AND (t.status = 'blocked' OR {_unfinished_blocker_exists('t')})", params)
+        return sorted((_node(r) for r in rows), key=node_order)
+
+    def unfinished_blockers(self, task_id: str) -> list[Node]:
+        rows = _rows(f"SELECT {_NODE_COLUMNS} FROM {qualified('task_contexts')} t "
+                     f"JOIN {qualified('task_relationships')} r ON r.source_task_id = t.task_id "
+                     "WHERE r.target_task_id = %s AND r.relationship_type = 'blocks' "
+                     "AND COALESCE(t.status, 'pending') <> 'completed'", [task_id])
+        return sorted((_node(r) for r in rows), key=lambda n: n["taskId"])
+
+    def agents(self, task_id: str) -> list[dict[str, str]]:
+        # Postgres knows a task's agent_type; which agent ran a session lives in the graph only.
+        rows = _rows(f"SELECT agent_type FROM {qualified('task_contexts')} "
+                     "WHERE task_id = %s AND COALESCE(agent_type, '') <> ''", [task_id])
+        return [{"agentId": r[0], "type": r[0]} for r in rows]
+
+    def recent_sessions(self, task_id: str, limit: int) -> list[dict[str, str]]:
+        rows = _rows(f"SELECT session_id, started_at FROM {qualified('active_sessions')} "
+                     "WHERE task_id = %s AND started_at IS NOT NULL "
+                     "ORDER BY started_at DESC, session_id LIMIT %s", [task_id, limit])
+        return [{"sessionId": s, "startedAt": iso(started)} for s, started in rows]
+
+
+POSTGRES_READER = PostgresReader()

@@ -1,0 +1,71 @@
+"""Keep the graph mirror in step with task, switch and session changes.
+
+The senders fire after their transaction commits. A receiver must never raise into
+them: a graph failure is logged and left for sync_graph to repair.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from datetime import datetime
+from functools import wraps
+from typing import Any
+
+from graph.services import mirror
+
+logger = logging.getLogger("orchestrator.graph")
+
+
+def _never_raises(receiver: Callable[..., None]) -> Callable[..., None]:
+    @wraps(receiver)
+    def guarded(*args: Any, **kwargs: Any) -> None:
+        try:
+            receiver(*args, **kwargs)
+        except Exception:
+            logger.exception("graph receiver %s failed; sync_graph will repair",
+                             receiver.__name__)
+    return guarded
+
+
+@_never_raises
+def on_task_changed(sender: Any, task_id: str, change_type: str | None = None,
+                    **kwargs: Any) -> None:
+    mirror.run(mirror.task_statements(task_id))
+
+
+@_never_raises
+def on_task_switched(sender: Any, to_task_id: str, session_id: str | None = None,
+                     from_task_id: str | None = None, **kwargs: Any) -> None:
+    statements = []
+    if from_task_id:
+        statements += mirror.task_statements(from_task_id)
+    if session_id:
+        statements += mirror.session_statements(session_id, task_id=to_task_id)
+    else:
+        statements += mirror.task_statements(to_task_id)
+    mirror.run(statements)
+
+
+@_never_raises
+def on_session_started(sender: Any, session_id: str, task_id: str | None = None,
+                       agent_id: str | None = None, started_at: datetime | None = None,
+                       **kwargs: Any) -> None:
+    mirror.run(mirror.session_statements(session_id, status="active", started_at=started_at,
+                                         task_id=task_id, agent_id=agent_id))
+
+
+@_never_raises
+def on_session_ended(sender: Any, session_id: str, status: str = "ended",
+                     **kwargs: Any) -> None:
+    mirror.run(mirror.session_statements(session_id, status=status))
+
+
+def connect() -> None:
+    from contexts.signals import task_changed, task_switched
+    from sessions.signals import session_ended, session_started
+
+    task_changed.connect(on_task_changed, dispatch_uid="graph.task_changed")
+    task_switched.connect(on_task_switched, dispatch_uid="graph.task_switched")
+    session_started.connect(on_session_started, dispatch_uid="graph.session_started")
+    session_ended.connect(on_session_ended, dispatch_uid="graph.session_ended")

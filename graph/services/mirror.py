@@ -1,0 +1,124 @@
+"""Writes to the graph mirror: one item at a time after each change, or everything at once.
+
+Every write is best effort: Postgres already holds the truth, so a failure is logged,
+reported to the caller ("failed") and repaired by ``sync_graph`` (beat task and command).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from datetime import datetime
+from typing import Any
+
+from django.conf import settings
+
+from contexts.models import TaskContext
+from graph import backend
+from graph.models import TaskRelationship
+from graph.readers import iso
+from graph.services.types import GRAPH_LABELS, StoredEdge
+
+logger = logging.getLogger("orchestrator.graph")
+
+Statements = list[tuple[str, dict[str, Any]]]
+
+
+def run(statements: Statements) -> str:
+    """"synced", "disabled" (ENABLE_NEO4J off) or "failed" (reported, repaired later)."""
+    if not settings.ENABLE_NEO4J:
+        return "disabled"
+    if not backend.available():
+        return "failed"
+    try:
+        backend.write(statements)
+    except Exception as exc:
+        logger.warning("graph write failed (sync_graph will repair it): %s",
+                       (str(exc).splitlines() or [type(exc).__name__])[0][:200])
+        return "failed"
+    return "synced"
+
+
+def task_props(task: TaskContext) -> dict[str, Any]:
+    return {"taskId": task.task_id, "name": task.name, "status": task.status or "pending",
+            "phase": task.current_phase, "priority": task.priority if task.priority is not None
+            else 50, "score": None if task.score is None else float(task.score)}
+
+
+def task_statements(task_id: str) -> Statements:
+    """Bring one Task node (and its agentType HANDLES edge) in step with task_contexts."""
+    task = TaskContext.objects.filter(task_id=task_id).first()
+    if task is None:
+        return [("MATCH (t:Task {taskId: $id}) DETACH DELETE t", {"id": task_id})]
+    props = task_props(task)
+    statements: Statements = [
+        ("MERGE (t:Task {taskId: $p.taskId}) SET t.name = $p.name, t.status = $p.status, "
+         "t.phase = $p.phase, t.priority = $p.priority, t.score = $p.score", {"p": props}),
+        ("MATCH (:Agent)-[h:HANDLES {via: 'agentType'}]->(:Task {taskId: $id}) DELETE h",
+         {"id": task_id}),
+    ]
+    if task.agent_type:
+        statements.append(
+            ("MERGE (a:Agent {agentId: $agent}) ON CREATE SET a.type = $agent "
+             "WITH a MATCH (t:Task {taskId: $id}) MERGE (a)-[:HANDLES {via: 'agentType'}]->(t)",
+             {"agent": task.agent_type, "id": task_id}))
+    return statements
+
+
+def edge_props(row: TaskRelationship) -> dict[str, Any]:
+    return {"s": row.source_task_id, "t": row.target_task_id,
+            "reason": (row.metadata or {}).get("reason") if row.relationship_type == "blocks"
+            else None,
+            "strength": None if row.strength is None or row.relationship_type != "depends_on"
+            else float(row.strength)}
+
+
+def edge_statements(row: TaskRelationship) -> Statements:
+    label = GRAPH_LABELS[row.relationship_type]
+    statements = task_statements(row.source_task_id) + task_statements(row.target_task_id)
+    statements.append(
+        (f"MATCH (a:Task {{taskId: $e.s}}) MATCH (b:Task {{taskId: $e.t}}) "
+         f"MERGE (a)-[r:{label}]->(b) SET r.reason = $e.reason, r.strength = $e.strength",
+         {"e": edge_props(row)}))
+    return statements
+
+
+def edge_delete_statements(edge: StoredEdge) -> Statements:
+    return [(f"MATCH (:Task {{taskId: $s}})-[r:{edge.label}]->(:Task {{taskId: $t}}) DELETE r",
+             {"s": edge.source, "t": edge.target})]
+
+
+def session_statements(session_id: str, *, status: str | None = None,
+                       started_at: datetime | None = None, task_id: str | None = None,
+                       agent_id: str | None = None) -> Statements:
+    """Session node, Session-WORKS_ON->Task and Agent-HANDLES->Task (spec 4.1.5 step 2)."""
+    started = iso(started_at) if started_at else None
+    statements: Statements = [
+        ("MERGE (s:Session {sessionId: $id}) "
+         "SET s.status = coalesce($status, s.status, 'active'), "
+         "s.startedAt = coalesce(s.startedAt, $started)",
+         {"id": session_id, "status": status, "started": started})]
+    if task_id:
+        statements += task_statements(task_id)
+        statements.append(
+            ("MATCH (s:Session {sessionId: $id}) MATCH (t:Task {taskId: $task}) "
+             "MERGE (s)-[w:WORKS_ON]->(t) SET w.startedAt = coalesce(w.startedAt, $started)",
+             {"id": session_id, "task": task_id, "started": started or iso(_now())}))
+        if agent_id:
+            statements.append(
+                ("MERGE (a:Agent {agentId: $agent}) ON CREATE SET a.type = $agent "
+                 "WITH a MATCH (t:Task {taskId: $task}) "
+                 "MERGE (a)-[:HANDLES {via: 'session'}]->(t)",
+                 {"agent": agent_id, "task": task_id}))
+    return statements
+
+
+def _now() -> datetime:
+    from django.utils import timezone
+
+    return timezone.now()
+
+
+def chunks(items: list[Any], size: int = 500) -> Iterable[list[Any]]:
+    for start in range(0, len(items), size):
+        yield items[start:start + size]

@@ -1,0 +1,145 @@
+"""Adding and removing task relationships: Postgres first, then the graph mirror.
+
+A BLOCKS, DEPENDS_ON or PARENT_OF edge that would close a cycle is refused (E1616) with
+the cycle spelled out. The check and the insert run under a transaction-level advisory
+lock per stored type, so two concurrent requests cannot close a cycle between them.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections import deque
+from decimal import Decimal
+from typing import Any
+
+from django.db import connection, transaction
+
+from graph.models import TaskRelationship
+from graph.readers import iso
+from graph.readers.postgres import POSTGRES_READER
+from graph.services import mirror
+from graph.services.types import ACYCLIC, StoredEdge, canonical
+from orchestrator.db import qualified
+from orchestrator.errors import OrchestratorError
+
+logger = logging.getLogger("orchestrator.graph")
+
+
+def _require_tasks(*task_ids: str) -> None:
+    missing = sorted(set(task_ids) - POSTGRES_READER.existing(set(task_ids)))
+    if missing:
+        raise OrchestratorError("E1610", f"Task {missing[0]!r} does not exist",
+                                {"taskIds": missing})
+
+
+def find_cycle(edge: StoredEdge) -> list[str] | None:
+    """The path target -> ... -> source along ``edge.kind`` edges, closed by ``edge``."""
+    rels = qualified("task_relationships")
+    with connection.cursor() as cursor:
+        # Reachable set first (UNION keeps it linear), then the edges inside it.
+        cursor.execute(
+            f"""WITH RECURSIVE reach(task_id) AS (
+                    SELECT %s::varchar
+                  UNION
+                    SELECT r.target_task_id FROM reach JOIN {rels} r
+                      ON r.source_task_id = reach.task_id AND r.relationship_type = %s
+                )
+                SELECT r.source_task_id, r.target_task_id FROM {rels} r
+                WHERE r.relationship_type = %s
+                  AND r.source_task_id IN (SELECT task_id FROM reach)""",
+            [edge.target, edge.kind, edge.kind])
+        pairs = cursor.fetchall()
+    successors: dict[str, list[str]] = {}
+    for source, target in pairs:
+        successors.setdefault(source, []).append(target)
+    parents: dict[str, str | None] = {edge.target: None}
+    queue = deque([edge.target])
+    while queue:
+        current = queue.popleft()
+        if current == edge.source:
+            path = [current]
+            while parents[path[-1]] is not None:
+                path.append(parents[path[-1]])  # type: ignore[arg-type]
+            return [edge.source, *reversed(path)]
+        for nxt in sorted(successors.get(current, [])):
+            if nxt not in parents:
+                parents[nxt] = current
+                queue.append(nxt)
+    return None
+
+
+def describe(row: TaskRelationship) -> dict[str, Any]:
+    metadata = row.metadata or {}
+    return {
+        "id": str(row.id),
+        "sourceTaskId": row.source_task_id,
+        "targetTaskId": row.target_task_id,
+        "relationshipType": row.relationship_type,
+        "reason": metadata.get("reason"),
+        "strength": None if row.strength is None else float(row.strength),
+        "metadata": metadata,
+        "createdBy": row.created_by,
+        "createdAt": iso(row.created_at) if row.created_at else None,
+    }
+
+
+def add_relationship(source: str, target: str, relationship_type: str, *,
+                     reason: str | None = None, strength: float | None = None,
+                     metadata: dict[str, Any] | None = None,
+                     created_by: str | None = None) -> dict[str, Any]:
+    """Store the relationship (idempotent on source, target, type), then mirror it."""
+    if source == target:
+        raise OrchestratorError("E1612", "A task cannot be related to itself",
+                                {"taskId": source})
+    edge = canonical(source, target, relationship_type)
+    _require_tasks(edge.source, edge.target)
+    extra = dict(metadata or {})
+    if reason is not None:
+        extra["reason"] = reason
+    with transaction.atomic():
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(hashtext(%s))",
+                           [f"task_relationships:{edge.kind}"])
+        if edge.kind in ACYCLIC:
+            cycle = find_cycle(edge)
+            if cycle:
+                raise OrchestratorError(
+                    "E1616", f"{relationship_type} would close a cycle: {' -> '.join(cycle)}",
+                    {"cycle": cycle, "relationshipType": edge.kind})
+        with connection.cursor() as cursor:
+            # xmax = 0 only for a freshly inserted row: tells "created" from "already there".
+            cursor.execute(
+                f"""INSERT INTO {qualified('task_relationships')}
+                        (source_task_id, target_task_id, relationship_type, metadata, strength,
+                         created_by)
+                    VALUES (%s, %s, %s, %s::jsonb, %s, %s)
+                    ON CONFLICT (source_task_id, target_task_id, relationship_type) DO UPDATE
+                    SET metadata = COALESCE({qualified('task_relationships')}.metadata, '{{}}')
+                                   || EXCLUDED.metadata,
+                        strength = COALESCE(EXCLUDED.strength,
+                                            {qualified('task_relationships')}.strength)
+                    RETURNING id, (xmax = 0)""",
+                [edge.source, edge.target, edge.kind, json.dumps(extra),
+                 None if strength is None else Decimal(str(strength)), created_by])
+            row_id, created = cursor.fetchone()
+    row = TaskRelationship.objects.get(pk=row_id)
+    graph = mirror.run(mirror.edge_statements(row))
+    logger.info("relationship %s", "added" if created else "updated",
+                extra={"relationship": str(row), "graph": graph})
+    return {"success": True, "created": created, "relationship": describe(row),
+            "requestedType": relationship_type, "graph": graph,
+            "graphSynced": graph == "synced"}
+
+
+def remove_relationship(source: str, target: str, relationship_type: str) -> dict[str, Any]:
+    """Delete the stored row (nothing to delete is not an error), then the graph edge."""
+    edge = canonical(source, target, relationship_type)
+    removed, _ = TaskRelationship.objects.filter(
+        source_task_id=edge.source, target_task_id=edge.target,
+        relationship_type=edge.kind).delete()
+    graph = mirror.run(mirror.edge_delete_statements(edge))
+    return {"success": True, "removed": bool(removed), "graph": graph,
+            "graphSynced": graph == "synced",
+            "relationship": {"sourceTaskId": edge.source, "targetTaskId": edge.target,
+                             "relationshipType": edge.kind}}

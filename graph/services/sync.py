@@ -1,0 +1,140 @@
+"""sync_graph: make the Bolt mirror match Postgres (beat task and management command).
+
+Diff-based so a healthy mirror costs two reads, and the report says what was repaired:
+missing or stale Task nodes and task edges are written, ones Postgres no longer has are
+removed, and sessions get their Session node and WORKS_ON edge.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from django.conf import settings
+
+from contexts.models import TaskContext
+from graph import backend
+from graph.models import TaskRelationship
+from graph.readers import iso
+from graph.services.mirror import Statements, chunks, edge_props, task_props
+from graph.services.types import GRAPH_LABELS, LABEL_TYPES
+from orchestrator.errors import now_iso
+from sessions.models import ActiveSession
+
+logger = logging.getLogger("orchestrator.graph")
+
+_TASK_FIELDS = ("taskId", "name", "status", "phase", "priority", "score")
+_SET_TASK = "t.name = p.name, t.status = p.status, t.phase = p.phase, " \
+            "t.priority = p.priority, t.score = p.score"
+
+
+def _write(batches: list[Statements]) -> None:
+    for statements in batches:
+        backend.write(statements)
+
+
+def _sync_tasks() -> tuple[dict[str, int], set[str]]:
+    wanted = {t.task_id: task_props(t) for t in TaskContext.objects.only(
+        "task_id", "name", "status", "current_phase", "priority", "score")}
+    present = {row[0]: dict(zip(_TASK_FIELDS, row, strict=True)) for row in backend.cypher(
+        "MATCH (t:Task) RETURN t.taskId, t.name, t.status, t.phase, t.priority, t.score")}
+    missing = [p for k, p in wanted.items() if k not in present]
+    stale = [p for k, p in wanted.items() if k in present and present[k] != p]
+    extra = sorted(set(present) - set(wanted))
+    _write([[(f"UNWIND $rows AS p CREATE (t:Task) SET t.taskId = p.taskId, {_SET_TASK}",
+              {"rows": rows})] for rows in chunks(missing)])
+    _write([[(f"UNWIND $rows AS p MATCH (t:Task {{taskId: p.taskId}}) SET {_SET_TASK}",
+              {"rows": rows})] for rows in chunks(stale)])
+    _write([[("UNWIND $ids AS id MATCH (t:Task {taskId: id}) DETACH DELETE t", {"ids": ids})]
+            for ids in chunks(extra)])
+    return {"created": len(missing), "updated": len(stale), "deleted": len(extra)}, set(wanted)
+
+
+def _sync_agent_types() -> dict[str, int]:
+    wanted = set(TaskContext.objects.exclude(agent_type__isnull=True).exclude(agent_type="")
+                 .values_list("agent_type", "task_id"))
+    present = {tuple(r) for r in backend.cypher(
+        "MATCH (a:Agent)-[:HANDLES {via: 'agentType'}]->(t:Task) RETURN a.agentId, t.taskId")}
+    missing = [{"agent": a, "task": t} for a, t in sorted(wanted - present)]
+    extra = [{"agent": a, "task": t} for a, t in sorted(present - wanted)]
+    _write([[("UNWIND $rows AS r MERGE (a:Agent {agentId: r.agent}) ON CREATE SET a.type = r.agent "
+              "WITH a, r MATCH (t:Task {taskId: r.task}) "
+              "MERGE (a)-[:HANDLES {via: 'agentType'}]->(t)", {"rows": rows})]
+            for rows in chunks(missing)])
+    _write([[("UNWIND $rows AS r MATCH (:Agent {agentId: r.agent})-[h:HANDLES {via: 'agentType'}]"
+              "->(:Task {taskId: r.task}) DELETE h", {"rows": rows})] for rows in chunks(extra)])
+    return {"created": len(missing), "deleted": len(extra)}
+
+
+def _sync_edges(task_ids: set[str]) -> dict[str, int]:
+    wanted: dict[tuple[str, str, str], dict[str, Any]] = {}
+    for row in TaskRelationship.objects.filter(relationship_type__in=list(GRAPH_LABELS)):
+        if row.source_task_id in task_ids and row.target_task_id in task_ids:
+            wanted[(row.source_task_id, row.target_task_id, row.relationship_type)] = \
+                edge_props(row)
+    labels = "|".join(GRAPH_LABELS.values())
+    present = {(s, t, LABEL_TYPES[label]): {"s": s, "t": t, "reason": reason,
+                                           "strength": strength}
+               for s, t, label, reason, strength in backend.cypher(
+                   f"MATCH (a:Task)-[e:{labels}]->(b:Task) "
+                   "RETURN a.taskId, b.taskId, type(e), e.reason, e.strength")}
+    counts = {"created": 0, "updated": 0, "deleted": 0}
+    for kind, label in GRAPH_LABELS.items():
+        missing = [p for k, p in wanted.items() if k[2] == kind and k not in present]
+        stale = [p for k, p in wanted.items()
+                 if k[2] == kind and k in present and present[k] != p]
+        extra = [p for k, p in present.items() if k[2] == kind and k not in wanted]
+        match = "UNWIND $rows AS e MATCH (a:Task {taskId: e.s}) MATCH (b:Task {taskId: e.t}) "
+        _write([[(f"{match}CREATE (a)-[r:{label}]->(b) SET r.reason = e.reason, "
+                  "r.strength = e.strength", {"rows": rows})] for rows in chunks(missing)])
+        _write([[(f"{match}MATCH (a)-[r:{label}]->(b) SET r.reason = e.reason, "
+                  "r.strength = e.strength", {"rows": rows})] for rows in chunks(stale)])
+        _write([[(f"{match}MATCH (a)-[r:{label}]->(b) DELETE r", {"rows": rows})]
+                for rows in chunks(extra)])
+        counts["created"] += len(missing)
+        counts["updated"] += len(stale)
+        counts["deleted"] += len(extra)
+    return counts
+
+
+def _sync_sessions(task_ids: set[str]) -> dict[str, int]:
+    present = {tuple(r) for r in backend.cypher(
+        "MATCH (s:Session)-[:WORKS_ON]->(t:Task) RETURN s.sessionId, t.taskId")}
+    statuses = dict(tuple(r) for r in backend.cypher(
+        "MATCH (s:Session) RETURN s.sessionId, s.status"))
+    rows = []
+    for session in ActiveSession.objects.only("session_id", "task_id", "status", "started_at"):
+        on_task = session.task_id in task_ids
+        if statuses.get(session.session_id, "") != session.status or (
+                on_task and (session.session_id, session.task_id) not in present):
+            rows.append({"id": session.session_id, "status": session.status,
+                         "started": iso(session.started_at) if session.started_at else None,
+                         "task": session.task_id if on_task else None})
+    _write([[("UNWIND $rows AS r MERGE (s:Session {sessionId: r.id}) SET s.status = r.status, "
+              "s.startedAt = coalesce(s.startedAt, r.started)", {"rows": batch}),
+             ("UNWIND $rows AS r MATCH (s:Session {sessionId: r.id}) "
+              "MATCH (t:Task {taskId: r.task}) MERGE (s)-[w:WORKS_ON]->(t) "
+              "SET w.startedAt = coalesce(w.startedAt, r.started)",
+              {"rows": [r for r in batch if r["task"]]})] for batch in chunks(rows)])
+    return {"repaired": len(rows)}
+
+
+def sync_graph() -> dict[str, Any]:
+    """Repair the mirror from Postgres; a report of what changed (never raises)."""
+    if not settings.ENABLE_NEO4J:
+        return {"success": True, "graph": "disabled", "syncedAt": now_iso()}
+    try:
+        backend.ensure_schema()
+        tasks, task_ids = _sync_tasks()
+        report = {"tasks": tasks, "agents": _sync_agent_types(), "edges": _sync_edges(task_ids),
+                  "sessions": _sync_sessions(task_ids)}
+    except Exception as exc:
+        reason = (str(exc).splitlines() or [type(exc).__name__])[0][:200]
+        logger.error("sync_graph failed: %s", reason)
+        return {"success": False, "graph": "failed", "error": reason, "syncedAt": now_iso()}
+    backend.reset()
+    logger.info("sync_graph done", extra={"report": report})
+    return {"success": True, "graph": "synced", **report, "syncedAt": now_iso()}
+
+
+

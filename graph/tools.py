@@ -1,0 +1,135 @@
+"""Graph tools: get_task_graph (spec 4.1.9) and adding / removing task relationships (4.2.5)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from graph.services import get_task_graph
+from graph.services.relationships import add_relationship, remove_relationship
+from orchestrator.tools import Tool, ToolContext, register
+from orchestrator.tools.schema import (
+    RELATIONSHIP_TYPES,
+    TASK_STATUSES,
+    TIMESTAMP,
+    array,
+    boolean,
+    integer,
+    number,
+    obj,
+    safe_id,
+    string,
+)
+
+MAX_DEPTH = 10
+EDGE_TYPES = ("blocks", "depends_on", "related_to", "parent_of")
+
+NODE = obj({"taskId": string(), "name": string(), "status": string(enum=TASK_STATUSES),
+            "phase": string(), "priority": integer(), "score": number()},
+           ["taskId", "name", "status", "priority"], description="TaskGraphNode")
+NODES = array(NODE)
+EDGE = obj({"from": string(), "to": string(), "type": string(enum=EDGE_TYPES),
+            "reason": string(), "strength": number()}, ["from", "to", "type"])
+GRAPH_STATE = string("Mirror write: synced, disabled (ENABLE_NEO4J off) or failed (repaired "
+                     "later by sync_graph)", enum=("synced", "disabled", "failed"))
+
+
+def _get_task_graph(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
+    return get_task_graph(args.get("taskId"), args.get("depth", 2),
+                          args.get("includeCompleted", False))
+
+
+register(Tool(
+    name="get_task_graph",
+    description=(
+        "Task relationship graph (spec 4.1.9). With taskId: tasks within `depth` edges of it "
+        "(any direction) and its focus lists; without: the whole graph. readyTasks are pending "
+        "tasks with no unfinished blocker; blockedTasks are open tasks with one (or status "
+        "blocked). Answered by the graph server when enabled, else (or while it is down) by "
+        "Postgres; metadata.source and metadata.fallback say which."
+    ),
+    input_schema=obj({
+        "taskId": safe_id("Focus task; omit for the whole graph"),
+        "depth": integer("Edges from the focus task", minimum=0, maximum=MAX_DEPTH, default=2),
+        "includeCompleted": boolean(default=False),
+    }),
+    output_schema=obj({
+        "nodes": NODES,
+        "edges": array(EDGE),
+        "focus": obj({
+            "task": NODE, "blockedBy": NODES, "blocks": NODES, "dependsOn": NODES,
+            "dependencyOf": NODES, "relatedTo": NODES, "parentOf": NODES, "childOf": NODES,
+            "agents": array(obj({"agentId": string(), "type": string()})),
+            "recentSessions": array(obj({"sessionId": string(), "startedAt": TIMESTAMP})),
+        }),
+        "readyTasks": NODES,
+        "blockedTasks": NODES,
+        "summary": obj({k: integer() for k in
+                        ("totalTasks", "inProgress", "blocked", "completed", "pending")}),
+        "metadata": obj({"source": string(enum=("neo4j", "postgres")), "fallback": boolean(),
+                         "reason": string(), "depth": integer(), "includeCompleted": boolean(),
+                         "generatedAt": TIMESTAMP}, additional=True),
+    }, ["nodes", "edges", "readyTasks", "blockedTasks", "summary", "metadata"]),
+    handler=_get_task_graph,
+    validation_code="E1612",
+    read_only=True,
+))
+
+RELATIONSHIP_KEY = {
+    "sourceTaskId": safe_id("Task the relationship goes from"),
+    "targetTaskId": safe_id("Task the relationship goes to"),
+    "relationshipType": string("blocked_by, dependency_of and child_of are stored as the "
+                               "inverse blocks, depends_on and parent_of",
+                               enum=RELATIONSHIP_TYPES),
+}
+STORED = obj({"id": string(), "sourceTaskId": string(), "targetTaskId": string(),
+              "relationshipType": string(enum=EDGE_TYPES),
+              "reason": string(nullable=True), "strength": number(nullable=True),
+              "metadata": {"type": "object"}, "createdBy": string(nullable=True),
+              "createdAt": string(nullable=True)}, additional=True)
+
+
+def _add(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
+    return add_relationship(args["sourceTaskId"], args["targetTaskId"], args["relationshipType"],
+                            reason=args.get("reason"), strength=args.get("strength"),
+                            metadata=args.get("metadata"), created_by=ctx.actor or None)
+
+
+register(Tool(
+    name="add_task_relationship",
+    description=(
+        "Relate two tasks (RelationshipType, spec 4.2.5). Idempotent: an existing "
+        "relationship is updated (created=false). A blocks / depends_on / parent_of edge "
+        "(or an inverse) that would close a cycle is refused with E1616 and the cycle in "
+        "error.details.cycle. Unknown tasks: E1610. Stored in Postgres, then mirrored to "
+        "the graph (graphSynced=false: repaired by sync_graph)."
+    ),
+    input_schema=obj({**RELATIONSHIP_KEY,
+                      "reason": string("Why (blocks)", max_length=2000),
+                      "strength": number("0.0-1.0 (depends_on)", minimum=0, maximum=1),
+                      "metadata": {"type": "object", "description": "Extra JSON stored with it"}},
+                     ["sourceTaskId", "targetTaskId", "relationshipType"]),
+    output_schema=obj({"success": boolean(), "created": boolean(), "relationship": STORED,
+                       "requestedType": string(enum=RELATIONSHIP_TYPES), "graph": GRAPH_STATE,
+                       "graphSynced": boolean()},
+                      ["success", "created", "relationship", "graph", "graphSynced"]),
+    handler=_add,
+))
+
+
+def _remove(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
+    return remove_relationship(args["sourceTaskId"], args["targetTaskId"],
+                               args["relationshipType"])
+
+
+register(Tool(
+    name="remove_task_relationship",
+    description=(
+        "Remove a relationship (any RelationshipType; inverses name the stored edge the "
+        "other way round). Removing one that does not exist is not an error (removed=false)."
+    ),
+    input_schema=obj(RELATIONSHIP_KEY, ["sourceTaskId", "targetTaskId", "relationshipType"]),
+    output_schema=obj({"success": boolean(), "removed": boolean(), "relationship": STORED,
+                       "graph": GRAPH_STATE, "graphSynced": boolean()},
+                      ["success", "removed", "graph", "graphSynced"]),
+    handler=_remove,
+))
