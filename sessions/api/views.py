@@ -1,0 +1,128 @@
+"""Read-only browsing: /api/v1/sessions/ (limit/offset, filters), a session's events and
+tool history (cursor pagination: append-only logs), /api/v1/handoffs/. Changes go through
+the tools."""
+
+from __future__ import annotations
+
+import django_filters
+from django.db.models import QuerySet
+from rest_framework import serializers, viewsets
+from rest_framework.decorators import action
+from rest_framework.pagination import CursorPagination
+
+from orchestrator.tools.schema import SAFE_ID_PATTERN, SESSION_STATUSES
+from sessions.models import ActiveSession, SessionEvent, SessionHandoff, ToolInvocation
+
+
+class SessionSerializer(serializers.ModelSerializer):
+    sessionId = serializers.CharField(source="session_id")
+    taskId = serializers.CharField(source="task_id", allow_null=True)
+    startedAt = serializers.DateTimeField(source="started_at")
+    lastHeartbeat = serializers.DateTimeField(source="last_heartbeat")
+    endedAt = serializers.DateTimeField(source="ended_at", allow_null=True)
+    recoveryNeeded = serializers.BooleanField(source="recovery_needed")
+    recoveryType = serializers.CharField(source="recovery_type", allow_null=True)
+    conversationSummary = serializers.CharField(source="conversation_summary", allow_null=True)
+    unsavedChanges = serializers.JSONField(source="unsaved_changes", allow_null=True)
+    projectDir = serializers.CharField(source="project_dir", allow_null=True)
+    gitBranch = serializers.CharField(source="git_branch", allow_null=True)
+    contextSnapshot = serializers.JSONField(source="context_snapshot", allow_null=True)
+
+    class Meta:
+        model = ActiveSession
+        fields = ["sessionId", "taskId", "status", "startedAt", "lastHeartbeat", "endedAt",
+                  "recoveryNeeded", "recoveryType", "conversationSummary", "unsavedChanges",
+                  "projectDir", "gitBranch", "contextSnapshot"]
+
+
+class EventSerializer(serializers.ModelSerializer):
+    sessionId = serializers.CharField(source="session_id")
+    type = serializers.CharField(source="event_type")
+    createdAt = serializers.DateTimeField(source="created_at")
+
+    class Meta:
+        model = SessionEvent
+        fields = ["sessionId", "sequence", "type", "role", "content", "parts", "createdAt"]
+
+
+class ToolUseSerializer(serializers.ModelSerializer):
+    errorCode = serializers.CharField(source="error_code", allow_null=True)
+    durationMs = serializers.FloatField(source="duration_ms")
+
+    class Meta:
+        model = ToolInvocation
+        fields = ["timestamp", "tool", "success", "errorCode", "transport", "durationMs"]
+
+
+class HandoffSerializer(serializers.ModelSerializer):
+    handoffId = serializers.UUIDField(source="id")
+    projectDir = serializers.CharField(source="project_key")
+    fromSessionId = serializers.CharField(source="from_session_id")
+    fromAgent = serializers.CharField(source="from_agent", allow_null=True)
+    openItems = serializers.JSONField(source="open_items")
+    createdAt = serializers.DateTimeField(source="created_at")
+    consumedAt = serializers.DateTimeField(source="consumed_at", allow_null=True)
+    consumedBySessionId = serializers.CharField(source="consumed_by_session_id",
+                                                allow_null=True)
+
+    class Meta:
+        model = SessionHandoff
+        fields = ["handoffId", "projectDir", "fromSessionId", "fromAgent", "summary",
+                  "openItems", "active", "createdAt", "consumedAt", "consumedBySessionId"]
+
+
+class SequenceCursor(CursorPagination):
+    ordering = "sequence"
+    page_size = 100
+    page_size_query_param = "limit"
+    max_page_size = 1000
+
+
+class NewestFirstCursor(CursorPagination):
+    ordering = "-id"
+    page_size = 100
+    page_size_query_param = "limit"
+    max_page_size = 1000
+
+
+class SessionFilter(django_filters.FilterSet):
+    status = django_filters.ChoiceFilter(choices=[(s, s) for s in SESSION_STATUSES])
+    task = django_filters.CharFilter(field_name="task_id")
+    project = django_filters.CharFilter(field_name="project_dir")
+    recoveryNeeded = django_filters.BooleanFilter(field_name="recovery_needed")
+
+    class Meta:
+        model = ActiveSession
+        fields = ["status", "task", "project", "recoveryNeeded"]
+
+
+class SessionViewSet(viewsets.ReadOnlyModelViewSet):
+    queryset = ActiveSession.objects.all()
+    serializer_class = SessionSerializer
+    lookup_field = "session_id"
+    lookup_value_regex = SAFE_ID_PATTERN.strip("^$")
+    filterset_class = SessionFilter
+    ordering_fields = ["started_at", "last_heartbeat"]
+
+    @action(detail=True, pagination_class=SequenceCursor, serializer_class=EventSerializer,
+            filterset_class=None, ordering_fields=None)
+    def events(self, request, session_id: str | None = None):
+        self.get_object()
+        return self._page(SessionEvent.objects.filter(session_id=session_id))
+
+    @action(detail=True, url_path="tool-history", pagination_class=NewestFirstCursor,
+            serializer_class=ToolUseSerializer, filterset_class=None, ordering_fields=None)
+    def tool_history(self, request, session_id: str | None = None):
+        self.get_object()
+        return self._page(ToolInvocation.objects.filter(session_id=session_id))
+
+    def _page(self, queryset: QuerySet):
+        page = self.paginate_queryset(queryset)
+        return self.get_paginated_response(self.get_serializer(page, many=True).data)
+
+
+class HandoffViewSet(viewsets.ReadOnlyModelViewSet):
+    queryset = SessionHandoff.objects.all()
+    serializer_class = HandoffSerializer
+    filterset_fields = ["active", "project_key"]
+    ordering_fields = ["created_at"]
