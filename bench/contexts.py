@@ -63,7 +63,7 @@ def load(tasks: int, versions: int, force: bool) -> None:
             f"INSERT INTO {table} (task_id, name, status, priority, current_phase, "
             "key_files, technical_decisions, keywords, immediate_context) "
             "SELECT 'bench-' || lpad(g::text, 5, '0'), 'Bench task ' || g, "
-            "(ARRAY['pending','in_progress','blocked','completed'])[1 + g % 4], g % 100, "
+            "(ARRAY['pending','in_progress','blocked','completed'])[1 + g %% 4], g %% 100, "
             "'phase 0', jsonb_build_array('src/mod' || g || '.py'), '[]'::jsonb, "
             "jsonb_build_array('bench'), jsonb_build_object('workingOn', 'task ' || g, "
             "'lastAction', null, 'nextStep', null, 'blockers', '[]'::jsonb) "
@@ -171,19 +171,24 @@ def hit_rate(tasks: int, calls: int) -> float:
     return hits / max(1, hits + misses)
 
 
+def close_connection() -> None:
+    from django.db import connection
+
+    # Resolved in the calling bench thread: each thread closes its own connection.
+    connection.close()
+
+
 def main() -> None:
     args = parse_args()
     setup_django()
-    from django.db import connection
-
     from orchestrator.models import ApiToken
 
     load(args.tasks, args.versions, args.force)
-    results = run_suite("service", service_call, args.tasks, args.requests, connection.close)
+    results = run_suite("service", service_call, args.tasks, args.requests, close_connection)
     _, token = ApiToken.issue(f"bench-{random.randrange(10**9)}")
     with LiveServer(free_port()) as server:
         http = HttpClients(server.url, token)
-        results += run_suite("http", http.call, args.tasks, args.requests, connection.close)
+        results += run_suite("http", http.call, args.tasks, args.requests, close_connection)
     rate = hit_rate(args.tasks, args.mix)
     rows = [r.row() for r in results]
     rows.append(["cache hit rate, read-mostly mix (90/10)", "service", "1", str(args.mix),
