@@ -28,3 +28,9 @@ def write_lock(task_id: str, session_id: str, *, expires_in: int) -> dict:
                 "+00:00", "Z")}
     redis_store.set_json(locks.lock_key(task_id), lock, 3600)
     return lock
+
+
+@pytest.fixture(autouse=True)
+def fast_password_hasher(settings):
+    # admin_client creates a user; the default PBKDF2 costs ~2 s per hash on this machine.
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
