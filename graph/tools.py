@@ -104,8 +104,9 @@ register(Tool(
         "the graph (graphSynced=false: repaired by sync_graph)."
     ),
     input_schema=obj({**RELATIONSHIP_KEY,
-                      "reason": string("Why (blocks)", max_length=2000),
-                      "strength": number("0.0-1.0 (depends_on)", minimum=0, maximum=1),
+                      "reason": string("Why (blocks)", max_length=2000, nullable=True),
+                      "strength": number("0.0-1.0 (depends_on)", minimum=0, maximum=1,
+                                         nullable=True),
                       "metadata": {"type": "object", "description": "Extra JSON stored with it"}},
                      ["sourceTaskId", "targetTaskId", "relationshipType"]),
     output_schema=obj({"success": boolean(), "created": boolean(), "relationship": STORED,
