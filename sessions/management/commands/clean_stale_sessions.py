@@ -1,0 +1,16 @@
+"""Run the stale-session cleanup once (for cron or hooks without Celery)."""
+
+from django.core.management.base import BaseCommand
+
+from sessions.services import recovery
+
+
+class Command(BaseCommand):
+    help = ("Delete ended or recovered sessions older than STALE_SESSION_HOURS with their "
+            "events and tool history; sessions needing recovery are kept.")
+
+    def handle(self, *args, **options) -> None:
+        removed = recovery.clean_stale_sessions()
+        for session_id in removed:
+            self.stdout.write(session_id)
+        self.stdout.write(f"{len(removed)} stale session(s) removed")

@@ -1,0 +1,15 @@
+"""Run the crash sweep once (for cron or hooks without Celery)."""
+
+from django.core.management.base import BaseCommand
+
+from sessions.services import recovery
+
+
+class Command(BaseCommand):
+    help = "Mark live sessions whose heartbeat is older than CRASH_THRESHOLD_MINUTES as crashed."
+
+    def handle(self, *args, **options) -> None:
+        crashed = recovery.detect_crashed_sessions()
+        for session_id in crashed:
+            self.stdout.write(session_id)
+        self.stdout.write(f"{len(crashed)} session(s) marked crashed")
