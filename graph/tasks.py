@@ -1,0 +1,23 @@
+"""Celery beat job: repair the graph mirror every GRAPH_SYNC_INTERVAL_SECONDS."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from celery import shared_task
+from django.conf import settings
+
+from orchestrator.celery import app
+
+
+@shared_task(name="graph.sync_graph")
+def sync_graph_task() -> dict[str, Any]:
+    from graph.services.sync import sync_graph
+
+    return sync_graph()
+
+
+@app.on_after_finalize.connect
+def schedule(sender, **kwargs) -> None:
+    sender.add_periodic_task(settings.GRAPH_SYNC_INTERVAL_SECONDS, sync_graph_task.s(),
+                             name="graph.sync_graph")

@@ -1,0 +1,102 @@
+"""Keeping the mirror in step: signals, switch_task's WORKS_ON, an outage and its repair."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from graph import backend
+from tests.conftest import free_port
+from tests.graph.conftest import Graph, ids
+
+
+@pytest.fixture
+def live_graph(tools, graph_server, db) -> Graph:
+    return Graph(tools, "neo4j")
+
+
+def task_node(task_id: str) -> list:
+    return backend.cypher("MATCH (t:Task {taskId: $id}) "
+                          "RETURN t.name, t.status, t.phase, t.priority, t.score", {"id": task_id})
+
+
+def test_task_nodes_follow_saves(live_graph, tools, django_capture_on_commit_callbacks):
+    live_graph.task("a", priority=5)
+    assert task_node("a") == [["Task a", "pending", None, 5, None]]
+    with django_capture_on_commit_callbacks(execute=True):
+        tools.ok("save_context_snapshot", {"taskId": "a", "updates": {
+            "status": "in_progress", "currentPhase": "build", "score": 42.5}})
+    assert task_node("a") == [["Task a", "in_progress", "build", 5, 42.5]]
+
+
+def test_switch_task_records_works_on(live_graph, tools, django_capture_on_commit_callbacks):
+    live_graph.task("from")
+    live_graph.task("to")
+    with django_capture_on_commit_callbacks(execute=True):
+        tools.ok("start_session", {"sessionId": "s-1", "taskId": "from", "agentId": "claude-1"})
+    with django_capture_on_commit_callbacks(execute=True):
+        tools.ok("switch_task", {"fromTaskId": "from", "toTaskId": "to", "sessionId": "s-1"})
+    works_on = backend.cypher("MATCH (s:Session {sessionId: 's-1'})-[w:WORKS_ON]->(t:Task) "
+                              "RETURN t.taskId, w.startedAt IS NOT NULL")
+    assert sorted(works_on) == [["from", True], ["to", True]]
+    assert live_graph.read(taskId="to")["focus"]["recentSessions"][0]["sessionId"] == "s-1"
+    handles = backend.cypher("MATCH (a:Agent)-[:HANDLES]->(t:Task) RETURN a.agentId, t.taskId")
+    assert handles == [["claude-1", "from"]]
+    with django_capture_on_commit_callbacks(execute=True):
+        tools.ok("end_session", {"sessionId": "s-1"})
+    assert backend.cypher("MATCH (s:Session {sessionId: 's-1'}) RETURN s.status") == [["ended"]]
+
+
+def test_outage_falls_back_then_sync_graph_repairs(live_graph, settings, tools):
+    live_graph.task("a")
+    live_graph.task("b")
+    live_url = settings.NEOMODEL_DATABASE_URL
+    settings.NEOMODEL_DATABASE_URL = f"bolt://root:x@127.0.0.1:{free_port()}"  # nothing listens
+    backend.reset()
+
+    read = tools.ok("get_task_graph", {"taskId": "a"})
+    assert read["metadata"]["source"] == "postgres" and read["metadata"]["fallback"] is True
+    assert read["metadata"]["reason"]
+    written = tools.ok("add_task_relationship", {
+        "sourceTaskId": "a", "targetTaskId": "b", "relationshipType": "blocks"})
+    assert written["created"] is True
+    assert written["graphSynced"] is False and written["graph"] == "failed"
+    # The breaker is open now: later reads skip the dead server at once.
+    assert not backend.available()
+    assert ids(tools.ok("get_task_graph", {})["blockedTasks"]) == ["b"]
+    failed = io.StringIO()
+    with pytest.raises(CommandError):
+        call_command("sync_graph", stdout=failed)
+    assert "sync_graph failed" in failed.getvalue()
+
+    settings.NEOMODEL_DATABASE_URL = live_url
+    backend.reset()
+    assert backend.cypher("MATCH ()-[e:BLOCKS]->() RETURN count(e)") == [[0]]
+    out = io.StringIO()
+    call_command("sync_graph", stdout=out)
+    assert "edges: created 1" in out.getvalue()
+    assert live_graph.read(taskId="a")["edges"] == [{"from": "a", "to": "b", "type": "blocks"}]
+
+
+def test_sync_graph_removes_what_postgres_no_longer_has(live_graph):
+    from graph.services.sync import sync_graph
+
+    live_graph.task("a")
+    backend.cypher("CREATE (:Task {taskId: 'ghost', name: 'g', status: 'pending'})")
+    backend.cypher("MATCH (t:Task {taskId: 'a'}) SET t.status = 'completed'")
+    report = sync_graph()
+    assert report["tasks"] == {"created": 0, "updated": 1, "deleted": 1}
+    assert sync_graph()["tasks"] == {"created": 0, "updated": 0, "deleted": 0}
+    assert backend.cypher("MATCH (t:Task) RETURN t.taskId, t.status") == [["a", "pending"]]
+
+
+def test_receivers_never_raise(live_graph, settings):
+    from contexts.signals import task_changed
+    from sessions.signals import session_started
+
+    settings.NEOMODEL_DATABASE_URL = f"bolt://root:x@127.0.0.1:{free_port()}"
+    backend.reset()
+    task_changed.send(sender=None, task_id="a", change_type="manual")
+    session_started.send(sender=None, session_id="s", task_id="a", agent_id="x", started_at=None)
