@@ -1,0 +1,67 @@
+"""REST browsing of relationships and the admin task-graph page."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from django.contrib.staticfiles import finders
+from django.urls import reverse
+
+from contexts.models import TaskContext
+
+
+def test_relationships_api(graph, tools):
+    for t in "abc":
+        graph.task(t)
+    graph.relate("a", "b", "blocks", reason="r")
+    graph.relate("c", "b", "related_to")
+    listing = tools.get("/api/v1/relationships/")
+    assert listing.status == 200 and listing.body["count"] == 2
+    first = listing.body["results"][0]
+    assert {k: first[k] for k in ("sourceTaskId", "targetTaskId", "relationshipType")} == {
+        "sourceTaskId": "a", "targetTaskId": "b", "relationshipType": "blocks"}
+    assert first["metadata"] == {"reason": "r"}
+    assert tools.get("/api/v1/relationships/", type="related_to").body["count"] == 1
+    assert tools.get("/api/v1/relationships/", task="c").body["count"] == 1
+    assert tools.get("/api/v1/relationships/", source="b").body["count"] == 1
+    one = tools.get(f"/api/v1/relationships/{first['id']}/")
+    assert one.status == 200 and one.body["id"] == first["id"]
+
+
+def test_relationships_api_needs_a_token(client, db):
+    assert client.get("/api/v1/relationships/").status_code == 401
+
+
+def test_admin_task_graph_page(graph, admin_client):
+    graph.task("a")
+    graph.task("b")
+    graph.task("c", status="completed")
+    graph.relate("a", "b", "blocks")
+    url = reverse("admin:graph_task_graph")
+    page = admin_client.get(url, {"taskId": "b", "depth": 1})
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert "graph/vendor/cytoscape.min.js" in html and "task-graph-data" in html
+    assert "cdn" not in html.lower()
+    a_pk = TaskContext.objects.get(task_id="a").pk
+    b_pk = TaskContext.objects.get(task_id="b").pk
+    ready = html.split('id="ready-tasks"')[1].split("</ul>")[0]
+    blocked = html.split('id="blocked-tasks"')[1].split("</ul>")[0]
+    assert reverse("admin:contexts_taskcontext_change", args=[a_pk]) in ready
+    assert reverse("admin:contexts_taskcontext_change", args=[b_pk]) in blocked
+    assert page.context["graph"]["metadata"]["source"] == graph.backend
+    whole = admin_client.get(url, {"includeCompleted": "on"})
+    assert [n["taskId"] for n in whole.context["graph"]["nodes"]] == ["a", "b", "c"]
+    missing = admin_client.get(url, {"taskId": "nope"})
+    assert missing.status_code == 200 and "does not exist" in missing.content.decode()
+
+
+def test_admin_page_needs_staff(client, db):
+    response = client.get(reverse("admin:graph_task_graph"))
+    assert response.status_code == 302 and "/login/" in response["Location"]
+
+
+def test_graph_library_is_shipped():
+    library = finders.find("graph/vendor/cytoscape.min.js")
+    assert library and Path(library).stat().st_size > 100_000
+    assert finders.find("graph/task_graph.js")
