@@ -111,14 +111,19 @@ def ensure_schema() -> None:
     from graph.nodes import NODE_CLASSES
 
     quiet = io.StringIO()  # neomodel narrates every index it drops or creates
-    try:
-        db.remove_all_labels(stdout=quiet)
-        for cls in NODE_CLASSES:
-            db.install_labels(cls, quiet=True, stdout=quiet)
-    except Exception as exc:
-        if _is_connection_error(exc):
-            trip()
-        raise
+    # ArcadeDB lists constraints it will not drop (property types) and refuses to create an
+    # index twice, so each step is tried on its own; only a lost connection is fatal.
+    steps = [lambda: db.remove_all_labels(stdout=quiet)]
+    steps += [lambda cls=cls: db.install_labels(cls, quiet=True, stdout=quiet)
+              for cls in NODE_CLASSES]
+    for step in steps:
+        try:
+            step()
+        except Exception as exc:
+            if _is_connection_error(exc):
+                trip()
+                raise
+            logger.info("graph schema step skipped: %s", str(exc).splitlines()[0][:200])
     _schema_url = _configured_url
 
 
