@@ -26,6 +26,15 @@ from contexts.models import TaskContext
 from orchestrator.backends import redis_store
 from orchestrator.errors import OrchestratorError
 
+# The rule in words, for tool descriptions and docs (save_context_snapshot, rollback_to, ...).
+LOCK_RULE = (
+    "Lock rule (E1613): while a session holds a task's lock, a save, rollback or conflict "
+    "resolution of that task from any other session is refused with E1613. Independently, "
+    "a change to one of the task's lockedElements (a field name such as 'keyFiles', or a "
+    "key file path) is refused with E1613 unless it comes from the session holding the "
+    "task lock. A lock whose expiresAt is past is not held: any session may take it over, "
+    "and detect_conflicts reports it as a lock_collision."
+)
 # How long a lock key outlives its expiresAt, so an abandoned lock can still be detected.
 LOCK_GRACE_SECONDS = 3600
 _WATCH_ATTEMPTS = 5

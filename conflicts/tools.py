@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from conflicts import locks
+from conflicts.locks import LOCK_RULE
 from conflicts.services import detection, reporting, resolution
 from orchestrator.errors import now_iso
 from orchestrator.tools import Tool, ToolContext, register
@@ -24,14 +25,6 @@ from orchestrator.tools.schema import (
     string,
 )
 
-LOCK_RULE = (
-    "Lock rule (E1613): while a session holds a task's lock, a save, rollback or conflict "
-    "resolution of that task from any other session is refused with E1613. Independently, "
-    "a change to one of the task's lockedElements (a field name such as 'keyFiles', or a "
-    "key file path) is refused with E1613 unless it comes from the session holding the "
-    "task lock. A lock whose expiresAt is past is not held: any session may take it over, "
-    "and detect_conflicts reports it as a lock_collision."
-)
 TASK_LOCK = obj({"taskId": string(), "sessionId": string(), "lockedAt": TIMESTAMP,
                  "expiresAt": TIMESTAMP}, ["taskId", "sessionId", "lockedAt", "expiresAt"],
                 description="TaskLock (spec 8.2.1), stored as JSON at context:lock:{taskId}")
