@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from conflicts.locks import LOCK_RULE
 from contexts.services import checkpoints, rollback, save, switch, sync, tasks, unified
 from orchestrator.tools import Tool, ToolContext, register
 from orchestrator.tools.schema import (
@@ -133,7 +134,7 @@ register(Tool(
         "Apply updates to a task and persist it to Postgres (versioned by the trigger), the "
         "Redis cache and the file backup (spec 4.1.2). savedTo says which backends really "
         "took the write; a Redis or file failure does not fail the save. E1610, E1612, "
-        "E1613 (locked)."
+        "E1613 (locked). " + LOCK_RULE
     ),
     input_schema=obj({
         "taskId": safe_id("Task to save"),
@@ -201,7 +202,7 @@ register(Tool(
         "Restore every content field of a task from a version or a checkpoint (spec "
         "4.1.4). A backup checkpoint is made first (createBackup, default true). The "
         "restore is itself a new version, so it can be rolled back too. E1610, E1622, "
-        "E1623, E1624 (corrupt checkpoint or checkpoint without this task)."
+        "E1623, E1624 (corrupt checkpoint or checkpoint without this task). " + LOCK_RULE
     ),
     input_schema=obj({
         "taskId": safe_id("Task to roll back"),

@@ -35,13 +35,42 @@ def isolated_backends(settings, tmp_path, request):
     names = request.fixturenames
     uses_db = ("db" in names or "transactional_db" in names
                or request.node.get_closest_marker("django_db") is not None)
+    # The default hasher costs seconds per hash on these machines (admin_client logs in).
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
     if uses_db:
         # Set the database up first (pytest-django picks plain or transactional from the
         # test's fixtures and marks), then restore what a transactional flush removed.
         request.getfixturevalue("_django_db_helper")
+        if _is_transactional(request):
+            truncate_spec_tables()
         ensure_project_row()
     yield
     redis_store.breaker.reset()
+
+
+def _is_transactional(request) -> bool:
+    marker = request.node.get_closest_marker("django_db")
+    return ("transactional_db" in request.fixturenames or "live_api" in request.fixturenames
+            or bool(marker and marker.kwargs.get("transaction")))
+
+
+SPEC_TABLES = ("task_contexts", "context_versions", "active_sessions", "checkpoints",
+               "global_context", "context_conflicts", "task_relationships")
+
+
+def truncate_spec_tables() -> None:
+    """Empty the spec tables before a transactional test.
+
+    Django's flush only sees tables on the search_path, so it leaves the MCP_SCHEMA
+    tables full between transactional tests. TRUNCATE fires no row triggers, so the
+    immutability guard on context_versions does not object.
+    """
+    from django.db import connection
+
+    from orchestrator.db import qualified
+
+    with connection.cursor() as cursor:
+        cursor.execute("TRUNCATE " + ", ".join(qualified(t) for t in SPEC_TABLES))
 
 
 def ensure_project_row() -> None:

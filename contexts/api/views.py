@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import django_filters
 from django.db.models import Q
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, serializers, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
@@ -22,13 +24,44 @@ from orchestrator.tools.schema import SAFE_ID_PATTERN
 LOOKUP_REGEX = SAFE_ID_PATTERN.strip("^$")
 
 
-class TaskSerializer(serializers.BaseSerializer):
+# The serializers build camelCase answers by hand (the tools' shapes); their declared
+# read-only fields exist so the OpenAPI document describes those answers.
+class TaskSerializer(serializers.Serializer):
+    taskId = serializers.CharField(read_only=True)
+    name = serializers.CharField(read_only=True)
+    description = serializers.CharField(read_only=True, allow_null=True)
+    agentType = serializers.CharField(read_only=True, allow_null=True)
+    status = serializers.CharField(read_only=True)
+    priority = serializers.IntegerField(read_only=True)
+    currentPhase = serializers.CharField(read_only=True, allow_null=True)
+    iteration = serializers.IntegerField(read_only=True)
+    score = serializers.FloatField(read_only=True, allow_null=True)
+    lockedElements = serializers.ListField(child=serializers.CharField(), read_only=True)
+    immediateContext = serializers.DictField(read_only=True)
+    keyFiles = serializers.ListField(child=serializers.CharField(), read_only=True)
+    technicalDecisions = serializers.ListField(child=serializers.CharField(), read_only=True)
+    resumePrompt = serializers.CharField(read_only=True, allow_null=True)
+    keywords = serializers.ListField(child=serializers.CharField(), read_only=True)
+    version = serializers.IntegerField(read_only=True)
+    updatedAt = serializers.DateTimeField(read_only=True)
+    lastSessionAt = serializers.DateTimeField(read_only=True, allow_null=True)
+    createdAt = serializers.DateTimeField(read_only=True)
+
     def to_representation(self, instance: TaskContext) -> dict:
         return {**representation.task_part(instance),
                 "createdAt": representation.iso(instance.created_at)}
 
 
-class VersionSerializer(serializers.BaseSerializer):
+class VersionSerializer(serializers.Serializer):
+    taskId = serializers.CharField(read_only=True)
+    version = serializers.IntegerField(read_only=True)
+    createdAt = serializers.DateTimeField(read_only=True)
+    changeType = serializers.CharField(read_only=True, allow_null=True)
+    changeSummary = serializers.CharField(read_only=True, allow_null=True)
+    createdBy = serializers.CharField(read_only=True, allow_null=True)
+    sessionId = serializers.CharField(read_only=True, allow_null=True)
+    snapshot = serializers.DictField(read_only=True)
+
     def to_representation(self, instance: ContextVersion) -> dict:
         return {"taskId": instance.task_id, "version": instance.version,
                 "createdAt": representation.iso(instance.created_at),
@@ -37,7 +70,20 @@ class VersionSerializer(serializers.BaseSerializer):
                 "snapshot": instance.snapshot}
 
 
-class CheckpointSerializer(serializers.BaseSerializer):
+class CheckpointSerializer(serializers.Serializer):
+    checkpointId = serializers.CharField(read_only=True)
+    label = serializers.CharField(read_only=True)
+    description = serializers.CharField(read_only=True, allow_null=True)
+    checkpointType = serializers.CharField(read_only=True)
+    taskId = serializers.CharField(read_only=True, allow_null=True)
+    scope = serializers.CharField(read_only=True)
+    includedTasks = serializers.ListField(child=serializers.CharField(), read_only=True)
+    createdBy = serializers.CharField(read_only=True, allow_null=True)
+    sessionId = serializers.CharField(read_only=True, allow_null=True)
+    createdAt = serializers.DateTimeField(read_only=True)
+    snapshot = serializers.DictField(read_only=True, required=False,
+                                     help_text="Only in the detail view")
+
     def to_representation(self, instance: Checkpoint) -> dict:
         data = {"checkpointId": instance.checkpoint_id, "label": instance.label,
                 "description": instance.description, "checkpointType": instance.checkpoint_type,
@@ -121,7 +167,9 @@ class GlobalContextViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
 
     pagination_class = None
     filter_backends: list = []
+    serializer_class = None
 
+    @extend_schema(responses={200: OpenApiTypes.OBJECT})
     def list(self, request):
         project = get_global_context()
         return Response({

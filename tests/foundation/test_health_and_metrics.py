@@ -76,3 +76,12 @@ def test_unsafe_task_ids_write_nothing(tools, settings):
         response = tools.call("create_task", {"taskId": bad, "name": "bad"})
         assert response.status == 400 and response.error_code == "E1612", bad
     assert not (settings.CONTEXT_DIR / "task-agents").exists()
+
+
+def test_openapi_document_generates_without_warnings(db, tmp_path):
+    from django.core.management import call_command
+
+    target = tmp_path / "schema.yaml"
+    call_command("spectacular", "--validate", "--fail-on-warn", "--file", str(target))
+    text = target.read_text()
+    assert "/api/v1/tools/create_task/" in text and "bearerAuth" in text
