@@ -30,6 +30,11 @@ from sessions.services.common import (
 )
 
 HEARTBEAT_FILE = ".session-heartbeat.json"
+# The file marker is read at a resolution of CRASH_THRESHOLD_MINUTES; rewriting it (with
+# an fsync, ~8 ms on this disk) more than once a second per process buys nothing, and at
+# heartbeat rates the fsyncs would queue behind each other.
+FILE_MARKER_MIN_INTERVAL = 1.0
+_marker_written: dict[str, float] = {}  # marker path -> monotonic time of the last write
 
 
 def new_session_id() -> str:
@@ -80,7 +85,8 @@ def start_session(args: dict[str, Any]) -> dict[str, Any]:
     metrics.sessions_total.labels("active").inc()
     logger.info("session started", extra={"sessionId": session_id, "taskId": task_id,
                                           "projectDir": project_dir, "agentId": agent_id})
-    saved_to = {"database": True, **_mark_alive(session_id, task_id, project_dir, row[1])}
+    saved_to = {"database": True, **_mark_alive(session_id, task_id, project_dir, row[1],
+                                                force_file=True)}
     result: dict[str, Any] = {
         "success": True,
         "sessionId": session_id,
@@ -189,7 +195,7 @@ def end_session(args: dict[str, Any]) -> dict[str, Any]:
 
 
 def _mark_alive(session_id: str, task_id: str | None, project_dir: str | None,
-                at: Any) -> dict[str, bool]:
+                at: Any, *, force_file: bool = False) -> dict[str, bool]:
     """Redis key and file marker of a live session (11.4.1); failures are reported only."""
     redis_ok = file_ok = True
     try:
@@ -198,7 +204,10 @@ def _mark_alive(session_id: str, task_id: str | None, project_dir: str | None,
     except redis_store.RedisUnavailable:
         metrics.backend_failures_total.labels("redis", "heartbeat").inc()
         redis_ok = False
-    if settings.ENABLE_FILE_SYNC:
+    now, marker = time.monotonic(), str(files.recovery_dir() / HEARTBEAT_FILE)
+    if settings.ENABLE_FILE_SYNC and (
+            force_file or now - _marker_written.get(marker, 0.0) >= FILE_MARKER_MIN_INTERVAL):
+        _marker_written[marker] = now
         file_ok = write_heartbeat_file({"sessionId": session_id, "timestamp": iso(at),
                                         "taskId": task_id, "projectDir": project_dir,
                                         "status": "active"})

@@ -1,0 +1,158 @@
+"""Benchmark of the session operations (issue 4). Not a test: it prints one table.
+
+    DATABASE_URL=postgresql://.../orch_bench REDIS_URL=redis://127.0.0.1:6379/9 \
+        python -m bench.sessions [--url http://127.0.0.1:8000]
+
+Heartbeats over HTTP with 8 clients (throughput and p50/p99) against ``--url`` (start
+``uvicorn orchestrator.asgi:application --workers 2`` with the same environment) or, without
+it, a uvicorn in this process; append_event and recent events (30 turns) at the service
+level; one crash sweep over ``--sweep`` stale sessions. Bench sessions are named
+``bench-...`` and removed afterwards.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import threading
+import time
+
+from bench.common import LiveServer, free_port, measure, percentile, print_table, setup_django
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--url", help="base URL of a running server (default: in-process)")
+    parser.add_argument("--clients", type=int, default=8)
+    parser.add_argument("--heartbeats", type=int, default=8000)
+    parser.add_argument("--requests", type=int, default=1000,
+                        help="timed calls of append_event and recent events")
+    parser.add_argument("--sweep", type=int, default=10000)
+    return parser.parse_args()
+
+
+def cleanup() -> None:
+    from django.db import connection
+
+    from orchestrator.db import qualified
+    from sessions.models import SessionDetail, SessionEvent, ToolInvocation
+
+    with connection.cursor() as cursor:
+        cursor.execute(f"DELETE FROM {qualified('active_sessions')} "
+                       "WHERE session_id LIKE 'bench-%%'")
+        cursor.execute("SELECT set_config('orchestrator.allow_version_pruning', 'on', false)")
+        for model in (SessionEvent, ToolInvocation, SessionDetail):
+            cursor.execute(f"DELETE FROM {model._meta.db_table} WHERE session_id LIKE 'bench-%%'")
+        cursor.execute("SELECT set_config('orchestrator.allow_version_pruning', '', false)")
+
+
+def bench_heartbeats(url: str, token: str, clients: int, total: int) -> list[str]:
+    import httpx
+
+    from sessions.services import lifecycle
+
+    for c in range(clients):
+        lifecycle.start_session({"sessionId": f"bench-hb-{c}"})
+    local = threading.local()
+
+    def beat(client: int, i: int) -> None:
+        if not hasattr(local, "http"):
+            local.http = httpx.Client(headers={"Authorization": f"Bearer {token}"}, timeout=30)
+        response = local.http.post(f"{url}/api/v1/tools/heartbeat/",
+                                   json={"sessionId": f"bench-hb-{client}"})
+        if response.status_code != 200:
+            raise RuntimeError(response.text)
+
+    measure(beat, clients=clients, requests=clients * 20)  # warm-up: connections, caches
+    started = time.perf_counter()
+    samples = measure(beat, clients=clients, requests=total)
+    elapsed = time.perf_counter() - started
+    return row("heartbeat (HTTP)", clients, samples, f"{len(samples) / elapsed:,.0f}/s",
+               "≥1,500/s, p99 ≤ 10")
+
+
+def row(name: str, clients: int, samples: list[float], throughput: str, target: str):
+    ms = [s * 1000 for s in samples]
+    return [name, str(clients), str(len(ms)), f"{percentile(ms, 0.5):.2f}",
+            f"{percentile(ms, 0.99):.2f}", throughput, target]
+
+
+def bench_events(requests: int) -> list[list[str]]:
+    from django.db import connection
+
+    from sessions.services import events, lifecycle
+
+    lifecycle.start_session({"sessionId": "bench-ev"})
+    kinds = [("user_message", "user"), ("model_message", "assistant"),
+             ("tool_call", "tool"), ("tool_result", "tool")]
+
+    def append(client: int, i: int) -> None:
+        kind, role = kinds[i % 4]
+        events.append_event("bench-ev", kind, role, f"event {i} " + "x" * 200, {"i": i})
+
+    started = time.perf_counter()
+    appends = measure(append, clients=1, requests=requests)
+    rate = f"{requests / (time.perf_counter() - started):,.0f}/s"
+    concurrent = measure(append, clients=8, requests=requests,
+                         per_thread_close=lambda: connection.close())
+
+    def recent(client: int, i: int) -> None:
+        window = events.recent_events("bench-ev", max_turns=30)["events"]
+        assert sum(e["type"] == "user_message" for e in window) == 30
+
+    reads = measure(recent, clients=1, requests=requests)
+    return [row("append_event (service)", 1, appends, rate, "p99 ≤ 10"),
+            row("append_event (service)", 8, concurrent, "", "p99 ≤ 10"),
+            row("recent events, 30 turns (service)", 1, reads, "", "p99 ≤ 20")]
+
+
+def bench_sweep(count: int) -> list[str]:
+    from django.db import connection
+
+    from orchestrator.db import qualified
+    from sessions.services import recovery
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO {qualified('active_sessions')} (session_id, last_heartbeat) "
+            "SELECT 'bench-sweep-' || g, now() - interval '1 hour' FROM generate_series(1, %s) g",
+            [count])
+        # Earlier runs leave dead tuples behind; measure the steady state, not the bloat.
+        cursor.execute(f"VACUUM ANALYZE {qualified('active_sessions')}")
+    started = time.perf_counter()
+    flipped = recovery.detect_crashed_sessions()
+    elapsed = time.perf_counter() - started
+    assert len(flipped) >= count, len(flipped)
+    return row(f"crash sweep of {count:,} sessions", 1, [elapsed], "", "≤ 200")
+
+
+def main() -> None:
+    args = parse_args()
+    setup_django()
+    import logging
+
+    from django.core.management import call_command
+
+    from orchestrator.models import ApiToken
+
+    # The sweep logs one WARN line per crashed session; keep the table readable.
+    logging.getLogger("orchestrator.sessions").setLevel(logging.ERROR)
+    call_command("migrate", verbosity=0)
+    cleanup()
+    _, token = ApiToken.issue(f"bench-{time.time_ns()}")
+    rows = []
+    try:
+        server = contextlib.nullcontext() if args.url else LiveServer(free_port())
+        with server as live:
+            url = args.url or live.url
+            rows.append(bench_heartbeats(url, token, args.clients, args.heartbeats))
+        rows.extend(bench_events(args.requests))
+        rows.append(bench_sweep(args.sweep))
+    finally:
+        cleanup()
+    print_table(["operation", "clients", "calls", "p50 ms", "p99 ms", "throughput", "target"],
+                rows)
+
+
+if __name__ == "__main__":
+    main()
