@@ -9,8 +9,6 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from django.conf import settings
-
 from conflicts.services.detection import detect_conflicts
 from orchestrator.celery import app
 from orchestrator.errors import OrchestratorError
@@ -28,9 +26,3 @@ def detect_conflicts_task() -> dict[str, Any]:
         return exc.to_dict()
     return {"summary": result["summary"], "skipped": result.get("skipped", [])}
 
-
-@app.on_after_configure.connect
-def setup_periodic(sender, **kwargs) -> None:
-    if settings.ENABLE_CONFLICT_DETECTION:
-        sender.add_periodic_task(settings.CONFLICT_DETECTION_INTERVAL_SECONDS,
-                                 detect_conflicts_task.s(), name="detect conflicts")

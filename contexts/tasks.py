@@ -8,8 +8,6 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from django.conf import settings
-
 from orchestrator.celery import app
 from orchestrator.errors import OrchestratorError
 from orchestrator.tools import ToolContext, call_tool
@@ -26,8 +24,3 @@ def sync_hot_context_task() -> dict[str, Any]:
         logger.warning("periodic hot sync: %s", exc)
         return exc.to_dict()
 
-
-@app.on_after_configure.connect
-def setup_periodic(sender, **kwargs) -> None:
-    sender.add_periodic_task(settings.HOT_SYNC_INTERVAL_SECONDS, sync_hot_context_task.s(),
-                             name="sync hot context")

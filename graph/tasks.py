@@ -5,9 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from celery import shared_task
-from django.conf import settings
-
-from orchestrator.celery import app
 
 
 @shared_task(name="graph.sync_graph")
@@ -16,8 +13,3 @@ def sync_graph_task() -> dict[str, Any]:
 
     return sync_graph()
 
-
-@app.on_after_finalize.connect
-def schedule(sender, **kwargs) -> None:
-    sender.add_periodic_task(settings.GRAPH_SYNC_INTERVAL_SECONDS, sync_graph_task.s(),
-                             name="graph.sync_graph")

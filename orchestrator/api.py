@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 
+from django.db import InterfaceError, OperationalError
 from django.http import Http404
 from rest_framework import exceptions, status
 from rest_framework.response import Response
@@ -20,6 +21,10 @@ def error_response(exc: OrchestratorError) -> Response:
 def exception_handler(exc, context):
     if isinstance(exc, OrchestratorError):
         return error_response(exc)
+    if isinstance(exc, OperationalError | InterfaceError):
+        # Postgres unreachable outside a tool call (e.g. while checking the token).
+        logger.error("database unavailable: %s", exc)
+        return Response(error_body("E1654", "PostgreSQL is unreachable"), status=503)
     if isinstance(exc, exceptions.NotAuthenticated | exceptions.AuthenticationFailed):
         body = error_body("E1609", str(exc.detail))
         return Response(body, status=status.HTTP_401_UNAUTHORIZED,

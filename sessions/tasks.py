@@ -4,8 +4,6 @@ UPDATE/DELETE statements, so overlapping runs on several workers are harmless.""
 
 from __future__ import annotations
 
-from django.conf import settings
-
 from orchestrator.celery import app
 from sessions.services import recovery
 
@@ -19,17 +17,3 @@ def detect_crashed_sessions_task() -> list[str]:
 def clean_stale_sessions_task() -> list[str]:
     return recovery.clean_stale_sessions()
 
-
-def setup_periodic(sender, **kwargs) -> None:
-    sender.add_periodic_task(settings.HEARTBEAT_INTERVAL_MS / 1000,
-                             detect_crashed_sessions_task.s(), name="detect crashed sessions")
-    sender.add_periodic_task(settings.STALE_SESSION_SWEEP_INTERVAL_SECONDS,
-                             clean_stale_sessions_task.s(), name="clean stale sessions")
-
-
-# Celery's autodiscovery imports this module only after the app is configured (worker
-# and beat start-up), when on_after_configure has already fired: register directly then.
-if app.configured:
-    setup_periodic(app)
-else:
-    app.on_after_configure.connect(setup_periodic)

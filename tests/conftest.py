@@ -44,6 +44,7 @@ def isolated_backends(settings, tmp_path, request):
         if _is_transactional(request):
             truncate_spec_tables()
         ensure_project_row()
+        empty_graph()
     yield
     redis_store.breaker.reset()
 
@@ -71,6 +72,19 @@ def truncate_spec_tables() -> None:
 
     with connection.cursor() as cursor:
         cursor.execute("TRUNCATE " + ", ".join(qualified(t) for t in SPEC_TABLES))
+
+
+def empty_graph() -> None:
+    """Start each database test with an empty graph mirror, as Postgres and Redis are."""
+    if not settings.ENABLE_NEO4J:
+        return
+    from graph import backend
+
+    try:
+        backend.cypher("MATCH (n) DETACH DELETE n")
+    except Exception:
+        # The graph tests assert on the server being up; other tests must not depend on it.
+        backend.reset()
 
 
 def ensure_project_row() -> None:

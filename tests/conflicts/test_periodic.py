@@ -12,30 +12,10 @@ from django.core.management import CommandError, call_command
 from prometheus_client import REGISTRY
 
 from conflicts import tasks
-from orchestrator.celery import app
 
 
 def sample(name: str, **labels) -> float:
     return REGISTRY.get_sample_value(name, labels) or 0.0
-
-
-@pytest.fixture
-def empty_beat_schedule():
-    saved = dict(app.conf.beat_schedule or {})
-    app.conf.beat_schedule = {}
-    yield app.conf.beat_schedule
-    app.conf.beat_schedule = saved
-
-
-def test_beat_schedules_detection_only_when_enabled(settings, empty_beat_schedule):
-    settings.ENABLE_CONFLICT_DETECTION = True
-    settings.CONFLICT_DETECTION_INTERVAL_SECONDS = 123
-    tasks.setup_periodic(app)
-    entry = app.conf.beat_schedule.pop("detect conflicts")
-    assert entry["task"] == "conflicts.detect_conflicts" and entry["schedule"] == 123
-    settings.ENABLE_CONFLICT_DETECTION = False
-    tasks.setup_periodic(app)
-    assert "detect conflicts" not in app.conf.beat_schedule
 
 
 def test_task_detects_logs_and_counts(make_task, caplog):

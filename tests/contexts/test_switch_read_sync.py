@@ -10,7 +10,6 @@ from django.db import connection
 
 from contexts.models import ContextVersion, GlobalContext, TaskContext
 from contexts.services.save import save_task_changes
-from graph.models import TaskRelationship
 from orchestrator.backends import files, redis_store
 
 
@@ -42,8 +41,8 @@ def test_switch_reports_unfinished_blockers(tools, make_task):
     make_task("blk-2", name="Done blocker", status="completed")
     make_task("blk-3")
     for source in ("blk-1", "blk-2"):
-        TaskRelationship.objects.create(source_task_id=source, target_task_id="blk-3",
-                                        relationship_type="blocks")
+        tools.ok("add_task_relationship", {"sourceTaskId": source, "targetTaskId": "blk-3",
+                                           "relationshipType": "blocks"})
     result = tools.ok("switch_task", {"toTaskId": "blk-3"})
     assert result["newTask"]["blockedBy"] == [{"taskId": "blk-1", "name": "Blocker"}]
     assert "previousTask" not in result

@@ -85,3 +85,30 @@ def test_openapi_document_generates_without_warnings(db, tmp_path):
     call_command("spectacular", "--validate", "--fail-on-warn", "--file", str(target))
     text = target.read_text()
     assert "/api/v1/tools/create_task/" in text and "bearerAuth" in text
+
+
+def test_postgres_down_is_503_e1654_not_500(django_db_blocker):
+    """Postgres stopped (a closed port): the API answers 503 with E1654, healthz 503 too."""
+    from django.db import connections
+
+    # connections caches the DATABASES dict itself, so point it elsewhere in place and
+    # put it back in place.
+    databases = connections.settings
+    original = databases["default"]
+    databases["default"] = {**original, "HOST": "127.0.0.1", "PORT": str(free_port()),
+                            "CONN_MAX_AGE": 0}
+    connections.close_all()
+    del connections["default"]
+    try:
+        with django_db_blocker.unblock():
+            client = Client(HTTP_AUTHORIZATION="Bearer whatever")
+            response = client.post("/api/v1/tools/get_unified_context/", {},
+                                   content_type="application/json")
+            assert response.status_code == 503
+            assert response.json()["error"]["code"] == "E1654"
+            health = client.get("/healthz")
+            assert health.status_code == 503
+            assert health.json()["backends"]["postgres"].startswith("error")
+    finally:
+        databases["default"] = original
+        del connections["default"]
