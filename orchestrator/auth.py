@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+import time
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -9,7 +11,7 @@ from django.utils import timezone
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import authentication, exceptions
 
-from orchestrator.models import ApiToken
+from orchestrator.models import ApiToken, hash_token
 
 
 @dataclass(frozen=True)
@@ -24,6 +26,19 @@ class TokenPrincipal:
         return f"token:{self.name}"
 
 
+# Valid tokens seen recently, by hash: saves a query on every request. Kept short so a
+# token revoked in another process stops working within TOKEN_CACHE_SECONDS; a revocation
+# in this process (admin, command) clears the entry at once.
+TOKEN_CACHE_SECONDS = 10.0
+_token_cache: dict[str, tuple[float, TokenPrincipal]] = {}
+_token_cache_lock = threading.Lock()
+
+
+def forget_token(token_hash: str) -> None:
+    with _token_cache_lock:
+        _token_cache.pop(token_hash, None)
+
+
 def authenticate_header(value: str | None) -> TokenPrincipal | None:
     """Return the principal for an ``Authorization`` header value, or None if invalid."""
     if not value:
@@ -31,14 +46,22 @@ def authenticate_header(value: str | None) -> TokenPrincipal | None:
     scheme, _, raw = value.partition(" ")
     if scheme.lower() != "bearer" or not raw.strip():
         return None
-    token = ApiToken.lookup(raw.strip())
+    token_hash = hash_token(raw.strip())
+    cached = _token_cache.get(token_hash)
+    if cached and time.monotonic() - cached[0] < TOKEN_CACHE_SECONDS:
+        return cached[1]
+    token = ApiToken.objects.filter(token_hash=token_hash, revoked=False).first()
     if token is None:
+        forget_token(token_hash)
         return None
     now = timezone.now()
     # Touch last_used_at at most once a minute: a write per request would cost more than it tells.
     if token.last_used_at is None or now - token.last_used_at > timedelta(minutes=1):
         ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
-    return TokenPrincipal(name=token.name)
+    principal = TokenPrincipal(name=token.name)
+    with _token_cache_lock:
+        _token_cache[token_hash] = (time.monotonic(), principal)
+    return principal
 
 
 class BearerTokenAuthentication(authentication.BaseAuthentication):

@@ -28,12 +28,21 @@ class ApiToken(models.Model):
     def __str__(self) -> str:
         return f"{self.name} ({self.prefix}…)"
 
+    def save(self, *args, **kwargs) -> None:
+        super().save(*args, **kwargs)
+        if self.revoked:
+            from orchestrator.auth import forget_token
+
+            forget_token(self.token_hash)
+
+    def delete(self, *args, **kwargs):
+        from orchestrator.auth import forget_token
+
+        forget_token(self.token_hash)
+        return super().delete(*args, **kwargs)
+
     @classmethod
     def issue(cls, name: str) -> tuple[ApiToken, str]:
         raw = "orch_" + secrets.token_urlsafe(32)
         token = cls.objects.create(name=name, token_hash=hash_token(raw), prefix=raw[:12])
         return token, raw
-
-    @classmethod
-    def lookup(cls, raw: str) -> ApiToken | None:
-        return cls.objects.filter(token_hash=hash_token(raw), revoked=False).first()

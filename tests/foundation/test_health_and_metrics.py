@@ -112,3 +112,15 @@ def test_postgres_down_is_503_e1654_not_500(django_db_blocker):
     finally:
         databases["default"] = original
         del connections["default"]
+
+
+def test_a_revoked_token_stops_working(db, client: Client):
+    from orchestrator.models import ApiToken
+
+    token, raw = ApiToken.issue("short-lived")
+    headers = {"HTTP_AUTHORIZATION": f"Bearer {raw}"}
+    url = "/api/v1/tools/get_unified_context/"
+    assert client.post(url, {}, content_type="application/json", **headers).status_code == 200
+    token.revoked = True
+    token.save()
+    assert client.post(url, {}, content_type="application/json", **headers).status_code == 401
