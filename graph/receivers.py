@@ -61,11 +61,18 @@ def on_session_ended(sender: Any, session_id: str, status: str = "ended",
     mirror.run(mirror.session_statements(session_id, status=status))
 
 
+@_never_raises
+def on_sessions_ended(sender: Any, session_ids: list[str], status: str = "ended",
+                      **kwargs: Any) -> None:
+    mirror.run(mirror.sessions_status_statements(session_ids, status))
+
+
 def connect() -> None:
     from contexts.signals import task_changed, task_switched
-    from sessions.signals import session_ended, session_started
+    from sessions.signals import session_ended, session_started, sessions_ended
 
     task_changed.connect(on_task_changed, dispatch_uid="graph.task_changed")
     task_switched.connect(on_task_switched, dispatch_uid="graph.task_switched")
     session_started.connect(on_session_started, dispatch_uid="graph.session_started")
     session_ended.connect(on_session_ended, dispatch_uid="graph.session_ended")
+    sessions_ended.connect(on_sessions_ended, dispatch_uid="graph.sessions_ended")

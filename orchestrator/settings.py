@@ -102,7 +102,12 @@ DATABASES = {
         **ORCH.database,
         "CONN_MAX_AGE": int(os.environ.get("DB_CONN_MAX_AGE", "60")),
         "CONN_HEALTH_CHECKS": True,
-        "OPTIONS": {"connect_timeout": int(os.environ.get("DB_CONNECT_TIMEOUT", "5"))},
+        "OPTIONS": {
+            "connect_timeout": int(os.environ.get("DB_CONNECT_TIMEOUT", "5")),
+            # JIT compilation costs hundreds of ms on the few large queries here (conflict
+            # detection, crash sweep, registry) and never pays back on OLTP work.
+            "options": "-c jit=off",
+        },
         "TEST": {"NAME": os.environ.get("TEST_DATABASE_NAME") or None},
     }
 }

@@ -4,9 +4,12 @@
   started_at: datetime)``: the graph app records Session (and Agent-HANDLES->Task).
 - ``session_ended(sender, session_id: str, status: str)``: status is the session's final
   status (ended, crashed, recovered, compacted).
+- ``sessions_ended(sender, session_ids: list[str], status: str)``: the same for many
+  sessions at once (a crash sweep), so listeners can apply it in one write.
 """
 
 from django.dispatch import Signal
 
 session_started = Signal()
 session_ended = Signal()
+sessions_ended = Signal()

@@ -113,6 +113,12 @@ def session_statements(session_id: str, *, status: str | None = None,
     return statements
 
 
+def sessions_status_statements(session_ids: list[str], status: str) -> Statements:
+    """One statement setting the status of many Session nodes (a crash sweep)."""
+    return [("UNWIND $ids AS id MERGE (s:Session {sessionId: id}) SET s.status = $status",
+             {"ids": list(session_ids), "status": status})]
+
+
 def _now() -> datetime:
     from django.utils import timezone
 

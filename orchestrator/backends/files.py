@@ -29,13 +29,24 @@ def check_safe_id(value: str, field: str = "taskId") -> str:
     return value
 
 
-def write_json_atomic(path: Path, data: Any) -> None:
-    """Write to a temp file in the same directory, fsync, then rename over the target."""
+def write_json_atomic(path: Path, data: Any, *, compact: bool = False) -> None:
+    """Write to a temp file in the same directory, fsync, then rename over the target.
+
+    ``compact`` drops the indentation: CPython only uses its C encoder without indent,
+    which is ~10x faster for large files such as a 10,000-task registry.
+    """
+    text = (json.dumps(data, separators=(",", ":"), default=str) if compact
+            else json.dumps(data, indent=2, default=str))
+    write_text_atomic(path, text)
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """``write_json_atomic`` for JSON text that is already serialised."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "w") as handle:
-            json.dump(data, handle, indent=2, default=str)
+            handle.write(text)
             handle.write("\n")
             handle.flush()
             os.fsync(handle.fileno())

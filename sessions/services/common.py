@@ -75,6 +75,16 @@ def detail_for(session_id: str) -> SessionDetail:
     return detail
 
 
+def announce_ends(session_ids: list[str], status: str) -> None:
+    """``announce_end`` for many sessions: one bulk signal after the commit."""
+    if not session_ids:
+        return
+    metrics.sessions_total.labels(status).inc(len(session_ids))
+    ids = list(session_ids)
+    transaction.on_commit(lambda: signals.sessions_ended.send(
+        sender=ActiveSession, session_ids=ids, status=status))
+
+
 def announce_end(session_id: str, status: str) -> None:
     """Count the final status and tell listeners once the transaction has committed."""
     metrics.sessions_total.labels(status).inc()

@@ -24,6 +24,7 @@ from sessions.services.common import (
     EVENTS_TABLE,
     HISTORY_TABLE,
     announce_end,
+    announce_ends,
     iso,
     logger,
     refuse_for_status,
@@ -34,6 +35,7 @@ from sessions.services.common import (
 from sessions.services.prompts import RecoveryState, resume_prompt, task_from_row
 
 HISTORY_LIMIT = 10
+CRASH_LOG_LINES = 50
 _STAMP = "'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"'"
 
 
@@ -63,11 +65,17 @@ def _flip_to_crashed(where: str, params: list[Any]) -> list[tuple]:
             "RETURNING s.session_id, s.last_heartbeat, s.task_id",
             ["crash", *params])
         rows = cursor.fetchall()
-        for session_id, last_heartbeat, _ in rows:
+        # One WARN line per crashed session (spec 9.2.3), but a mass crash (a host died,
+        # a long outage) must not flood the log: past the cap, one line with the count.
+        for session_id, last_heartbeat, _ in rows[:CRASH_LOG_LINES]:
             logger.warning("session crashed", extra={
                 "sessionId": session_id, "lastHeartbeat": iso(last_heartbeat),
                 "recoveryType": "crash"})
-            announce_end(session_id, "crashed")
+        if len(rows) > CRASH_LOG_LINES:
+            logger.warning("sessions crashed", extra={
+                "count": len(rows), "notListed": len(rows) - CRASH_LOG_LINES,
+                "recoveryType": "crash"})
+        announce_ends([r[0] for r in rows], "crashed")
     return rows
 
 

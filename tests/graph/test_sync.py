@@ -49,6 +49,26 @@ def test_switch_task_records_works_on(live_graph, tools, django_capture_on_commi
     assert backend.cypher("MATCH (s:Session {sessionId: 's-1'}) RETURN s.status") == [["ended"]]
 
 
+def test_a_crash_sweep_marks_its_sessions_in_one_write(live_graph, tools,
+                                                       django_capture_on_commit_callbacks):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from sessions.models import ActiveSession
+    from sessions.services.recovery import detect_crashed_sessions
+
+    for n in range(3):
+        with django_capture_on_commit_callbacks(execute=True):
+            tools.ok("start_session", {"sessionId": f"sweep-{n}"})
+    ActiveSession.objects.filter(session_id__startswith="sweep-").update(
+        last_heartbeat=timezone.now() - timedelta(hours=1))
+    with django_capture_on_commit_callbacks(execute=True):
+        assert sorted(detect_crashed_sessions()) == ["sweep-0", "sweep-1", "sweep-2"]
+    statuses = backend.cypher("MATCH (s:Session) RETURN s.sessionId, s.status ORDER BY s.sessionId")
+    assert statuses == [[f"sweep-{n}", "crashed"] for n in range(3)]
+
+
 def test_outage_falls_back_then_sync_graph_repairs(live_graph, settings, tools):
     live_graph.task("a")
     live_graph.task("b")
