@@ -85,9 +85,8 @@ class Serve:
 
         port = os.environ.get("PORT", "8000")
         data_dir = Path(os.environ.get("ORCHESTRATOR_DATA_DIR") or tempfile.gettempdir())
-        self.start("web", [PY, "-m", "uvicorn", "orchestrator.asgi:application",
-                           "--host", "127.0.0.1", "--port", port,
-                           "--workers", os.environ.get("WEB_WORKERS", "2")])
+        self.start("web", [PY, "-m", "orchestrator.webserver", "--host", "127.0.0.1",
+                           "--port", port, "--workers", os.environ.get("WEB_WORKERS", "2")])
         self.start("worker", [PY, "-m", "celery", "-A", "orchestrator", "worker",
                               "--loglevel=INFO", "--concurrency=2"])
         self.start("beat", [PY, "-m", "celery", "-A", "orchestrator", "beat", "--loglevel=INFO",
