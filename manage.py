@@ -1,10 +1,14 @@
 #!/usr/bin/env python
 import os
 import sys
+from pathlib import Path
 
 
 def main() -> None:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "orchestrator.settings")
+    from orchestrator.localservers import adopt_running_launcher
+
+    adopt_running_launcher(Path(__file__).resolve().parent / ".data")
     from django.core.management import execute_from_command_line
 
     execute_from_command_line(sys.argv)

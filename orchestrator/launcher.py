@@ -379,6 +379,16 @@ class Bolt(Server):
                 "NEOMODEL_DATABASE_URL": f"bolt://{self.user}:{self.password}@127.0.0.1:{self.port}"}
 
 
+SERVERS_ENV = "servers.env"
+
+
+def write_private(path: Path, text: str) -> None:
+    """Write a file only its owner can read (it holds server passwords)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        handle.write(text)
+
+
 class Launcher:
     def __init__(self, root: Path, temp: bool) -> None:
         self.root, self.temp = root, temp
@@ -445,8 +455,15 @@ class Launcher:
 
     def run_child(self, cmd: list[str]) -> int:
         env = dict(os.environ, ORCHESTRATOR_DATA_DIR=str(self.root))
+        served: dict[str, str] = {}
         for server in self.servers:
-            env.update(server.env())
+            served.update(server.env())
+        env.update(served)
+        if not self.temp and served:
+            # So `manage.py createsuperuser` / `create_api_token` in another terminal reach
+            # the servers this launcher runs (read by orchestrator.localservers).
+            write_private(self.root / SERVERS_ENV,
+                          "".join(f"{key}={value}\n" for key, value in served.items()))
         # Own process group, so that a forwarded signal reaches all the command started.
         self.child = subprocess.Popen(cmd, env=env, process_group=0,
                                       preexec_fn=die_with_parent(signal.SIGTERM))
@@ -476,6 +493,7 @@ class Launcher:
         list(self.pool.map(Server.stop, self.servers))
         self.pool.shutdown(wait=True)
         self.registry.path.unlink(missing_ok=True)
+        (self.root / SERVERS_ENV).unlink(missing_ok=True)
         (self.root / "launcher.pid").unlink(missing_ok=True)
 
     def run(self, cmd: list[str]) -> int:

@@ -58,3 +58,22 @@ def test_mcp_stdio_serves_the_same_tools(transactional_db):
     assert {"create_task", "get_unified_context"} <= {t.name for t in listed.tools}
     assert not created.is_error and created.structured_content["version"] == 1
     assert duplicate.is_error and duplicate.content[0].text.startswith("E1614: ")
+
+
+def test_manage_py_adopts_the_running_launchers_servers(tmp_path, monkeypatch):
+    from orchestrator.localservers import adopt_running_launcher
+
+    for name in ("DATABASE_URL", "POSTGRES_HOST", "REDIS_URL", "NEO4J_URI"):
+        monkeypatch.delenv(name, raising=False)
+    (tmp_path / "servers.env").write_text(
+        "DATABASE_URL=postgresql://u@127.0.0.1:5999/orchestrator\nREDIS_URL=redis://x:1/0\n"
+        "EVIL=1\n")
+    (tmp_path / "launcher.pid").write_text("999999999\n")  # no such process
+    assert adopt_running_launcher(tmp_path) == []
+    (tmp_path / "launcher.pid").write_text(f"{os.getpid()}\n")
+    assert adopt_running_launcher(tmp_path) == ["DATABASE_URL", "REDIS_URL"]
+    assert os.environ["DATABASE_URL"] == "postgresql://u@127.0.0.1:5999/orchestrator"
+    assert "EVIL" not in os.environ
+    # A configured database always wins.
+    monkeypatch.setenv("DATABASE_URL", "postgresql://mine@h/db")
+    assert adopt_running_launcher(tmp_path) == []
