@@ -16,11 +16,13 @@ import time
 from functools import partial
 from typing import Any
 
+from django.conf import settings
 from django.db import transaction
+from django.db.models import Exists, OuterRef
 
 from conflicts import locks
 from contexts import signals
-from contexts.models import TaskContext
+from contexts.models import GlobalContext, TaskContext
 from contexts.services import backends, cache
 from contexts.services.validation import validate_changes
 from orchestrator import metrics
@@ -36,9 +38,16 @@ REGISTRY_COLUMNS = {"name", "status"}
 
 
 def lock_task(task_id: str, *, code: str = "E1610") -> TaskContext:
-    """The task row, locked FOR UPDATE until the surrounding transaction ends."""
+    """The task row, locked FOR UPDATE until the surrounding transaction ends.
+
+    ``is_active`` (is it global_context.active_task_id?) comes along in the same query,
+    so publishing the save needs no second round trip.
+    """
+    active = GlobalContext.objects.filter(project_id=settings.MCP_PROJECT_ID,
+                                          active_task_id=OuterRef("task_id"))
     try:
-        return TaskContext.objects.select_for_update().get(task_id=task_id)
+        return (TaskContext.objects.select_for_update()
+                .annotate(is_active=Exists(active)).get(task_id=task_id))
     except TaskContext.DoesNotExist:
         raise OrchestratorError(code, f"Task {task_id!r} does not exist",
                                 {"taskId": task_id}) from None
@@ -69,7 +78,9 @@ def notify_changed(task_id: str, change_type: str) -> None:
 def publish_committed(task: TaskContext, *, to_file: bool = True,
                       registry: bool = False) -> dict[str, bool]:
     """Redis then files for a committed task state: {database, redis, file}."""
-    active = cache.active_task_id() == task.task_id
+    active = getattr(task, "is_active", None)
+    if active is None:
+        active = cache.active_task_id() == task.task_id
     return {"database": True,
             **backends.publish_task(task, active=active, to_file=to_file, registry=registry)}
 

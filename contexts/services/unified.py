@@ -13,13 +13,14 @@ import math
 from typing import Any
 
 from django.conf import settings
+from django.db import connection
 
-from conflicts import selectors
 from contexts.models import ContextVersion
 from contexts.services import cache, representation
 from contexts.services.tasks import get_global_context
 from graph import services as graph
 from orchestrator.backends.files import check_safe_id
+from orchestrator.db import qualified
 from orchestrator.errors import now_iso
 
 TIERS = ("hot", "warm", "cold")
@@ -39,11 +40,38 @@ def version_history(task_id: str, limit: int) -> list[dict[str, Any]]:
             for r in rows]
 
 
-def unresolved_conflicts(task_id: str) -> list[dict[str, Any]]:
-    rows = selectors.unresolved_for_task(task_id).values(
-        "id", "conflict_type", "severity", "description")
-    return [{"id": str(r["id"]), "type": r["conflict_type"], "severity": r["severity"],
-             "description": r["description"]} for r in rows]
+# The hot read path's Postgres part in one round trip: the global context and, for a task,
+# its unresolved conflicts (what selectors.unresolved_for_task selects, newest first).
+# Raw SQL because building these two ORM queries cost more than running them.
+_GLOBAL_AND_CONFLICTS_SQL = """
+SELECT g.project_id,
+       json_build_object('hardRules', COALESCE(g.hard_rules, '[]'),
+                         'techStack', COALESCE(g.tech_stack, '[]'),
+                         'keyPaths', COALESCE(g.key_paths, '{{}}'),
+                         'services', COALESCE(g.services, '{{}}'))::text,
+       CASE WHEN %s::text IS NULL THEN NULL ELSE (
+         SELECT COALESCE(json_agg(json_build_object(
+                  'id', c.id::text, 'type', c.conflict_type, 'severity', c.severity,
+                  'description', c.description) ORDER BY c.detected_at DESC), '[]')::text
+         FROM {conflicts} c
+         WHERE c.resolution_status = 'unresolved' AND (c.task_a_id = %s OR c.task_b_id = %s))
+       END
+FROM {global_context} g WHERE g.project_id = %s
+"""
+
+
+def global_and_conflicts(task_id: str | None) -> tuple[str, dict[str, Any], list[dict] | None]:
+    """(projectId, global part, the task's unresolved conflicts or None); E1611 if missing."""
+    sql = _GLOBAL_AND_CONFLICTS_SQL.format(conflicts=qualified("context_conflicts"),
+                                           global_context=qualified("global_context"))
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [task_id, task_id, task_id, settings.MCP_PROJECT_ID])
+        row = cursor.fetchone()
+    if row is None:
+        get_global_context()  # raises E1611 with the usual message
+    project_id, global_json, conflicts_json = row
+    return (project_id, json.loads(global_json),
+            None if conflicts_json is None else json.loads(conflicts_json))
 
 
 def _apply_budget(bundle: dict[str, Any], max_tokens: int | None) -> list[str]:
@@ -68,9 +96,8 @@ def get_unified_context(task_id: str | None = None, *, include_relationships: bo
     if task_id is not None:
         check_safe_id(task_id)
     tier = TIERS.index(depth) if depth else len(TIERS) - 1
-    project = get_global_context()
-    bundle: dict[str, Any] = {"projectId": project.project_id,
-                              "global": representation.global_part(project)}
+    project_id, global_part, conflicts = global_and_conflicts(task_id)
+    bundle: dict[str, Any] = {"projectId": project_id, "global": global_part}
     cache_hit = False
     database_parts = False
     if task_id is not None:
@@ -79,7 +106,7 @@ def get_unified_context(task_id: str | None = None, *, include_relationships: bo
             if include_relationships:
                 bundle["relationships"] = graph.relationships_for(task_id)
                 database_parts = True
-            bundle["conflicts"] = unresolved_conflicts(task_id)
+            bundle["conflicts"] = conflicts
         if tier >= 2 and include_version_history:
             limit = min(max_versions or settings.MAX_VERSIONS_DEFAULT,
                         settings.MAX_VERSIONS_LIMIT)
