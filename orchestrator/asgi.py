@@ -23,6 +23,7 @@ django_app = WSGIMiddleware(get_wsgi_application(),
 
 from orchestrator.auth import authenticate_header  # noqa: E402
 from orchestrator.errors import error_body  # noqa: E402
+from orchestrator.tools import fastlane  # noqa: E402
 from orchestrator.tools.mcp import build_http_app  # noqa: E402
 
 mcp_app = build_http_app()
@@ -60,4 +61,12 @@ async def application(scope, receive, send):
             return await _unauthorized(send)
         scope = {**scope, "path": "/mcp", "orchestrator.principal": principal}
         return await mcp_app(scope, receive, send)
+    name = fastlane.tool_name(scope)
+    if name is not None:
+        headers = dict(scope.get("headers") or [])
+        raw = headers.get(b"authorization")
+        body = await fastlane.read_body(receive)
+        status, payload, extra = await sync_to_async(fastlane.handle, thread_sensitive=False)(
+            name, raw.decode("latin-1") if raw else None, body)
+        return await fastlane.send_json(send, status, payload, extra)
     return await django_app(scope, receive, send)

@@ -101,7 +101,10 @@ DATABASES = {
         "ENGINE": "django_prometheus.db.backends.postgresql",
         **ORCH.database,
         "CONN_MAX_AGE": int(os.environ.get("DB_CONN_MAX_AGE", "60")),
-        "CONN_HEALTH_CHECKS": True,
+        # No per-request "SELECT 1": it was a whole extra round trip on every tool call.
+        # After a Postgres restart each pooled thread answers one request with E1654 (503,
+        # retryable) and then reconnects, since Django drops a connection that errored.
+        "CONN_HEALTH_CHECKS": False,
         "OPTIONS": {
             "connect_timeout": int(os.environ.get("DB_CONNECT_TIMEOUT", "5")),
             # JIT compilation costs hundreds of ms on the few large queries here (conflict

@@ -118,14 +118,19 @@ def heartbeat(args: dict[str, Any]) -> dict[str, Any]:
     changes = args.get("unsavedChanges")
     table = sessions_table()
     # The self-join reads the row as the statement's snapshot saw it: the previous
-    # heartbeat, for the heartbeat-age histogram, in the same round trip.
+    # heartbeat, for the heartbeat-age histogram, in the same round trip. The one-row
+    # set_config join makes this statement's commit asynchronous: a liveness timestamp
+    # lost in a database crash costs nothing, and not waiting for the WAL flush is what
+    # lets heartbeats from many agents through at once.
     with connection.cursor() as cursor:
         cursor.execute(
             f"UPDATE {table} s SET last_heartbeat = now(), "
             "task_id = COALESCE(%s, s.task_id), "
             "conversation_summary = COALESCE(%s, s.conversation_summary), "
             "unsaved_changes = COALESCE(%s::jsonb, s.unsaved_changes) "
-            f"FROM {table} prev WHERE prev.id = s.id AND s.session_id = %s "
+            f"FROM {table} prev, "
+            "(SELECT set_config('synchronous_commit', 'off', true)) AS async_commit "
+            "WHERE prev.id = s.id AND s.session_id = %s "
             "AND s.status IN ('active', 'compacted') "
             f"AND (%s::text IS NULL OR EXISTS (SELECT 1 FROM {tasks_table()} t "
             "WHERE t.task_id = %s)) "

@@ -84,3 +84,30 @@ def test_malformed_json_is_a_400_in_spec_format(tools):
     assert response.status == 400
     assert response.error_code == "E1612"
     assert response.body["success"] is False and "timestamp" in response.body
+
+
+def test_rest_tool_calls_answer_errors_like_the_drf_view(live_api, tools):
+    """The ASGI tool lane and the DRF view give the same statuses and error objects."""
+    url, token = live_api
+    auth = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+    cases = [
+        ("create_task", "{not json", 400, "E1612"),
+        ("create_task", '["a list"]', 400, "E1612"),
+        ("create_task", '{"taskId": "x"}', 400, "E1612"),
+        ("no_such_tool", "{}", 404, "E1615"),
+        ("get_unified_context", '{"taskId": "missing"}', 404, "E1610"),
+    ]
+    for tool, body, status, code in cases:
+        live = httpx.post(f"{url}/api/v1/tools/{tool}/", content=body, headers=auth)
+        assert (live.status_code, live.json()["error"]["code"]) == (status, code), (tool, body)
+        assert live.json()["success"] is False and "timestamp" in live.json()
+        if tool != "no_such_tool":  # the DRF view exists only for registered tools
+            local = tools.call(tool, raw=body)
+            assert (local.status, local.error_code) == (status, code), (tool, body)
+    empty = httpx.post(f"{url}/api/v1/tools/get_unified_context/", headers=auth)
+    assert empty.status_code == 200 and empty.json()["projectId"] == "story-portal-app"
+    huge = httpx.post(f"{url}/api/v1/tools/create_task/", headers=auth,
+                      content=b'{"taskId": "big", "name": "' + b"x" * 3_000_000 + b'"}')
+    assert huge.status_code == 413 and huge.json()["error"]["code"] == "E1612"
+    # Other methods on a tool URL still reach Django (405), not the tool lane.
+    assert httpx.get(f"{url}/api/v1/tools/create_task/", headers=auth).status_code == 405
