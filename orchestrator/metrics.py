@@ -34,6 +34,12 @@ task_switch_duration_seconds = Histogram(
 cache_hits_total = Counter(P + "cache_hits_total", "Redis cache hits")
 cache_misses_total = Counter(P + "cache_misses_total", "Redis cache misses")
 cache_sync_duration_seconds = Histogram(P + "cache_sync_duration_seconds", "Hot sync duration")
+tool_calls_total = Counter(
+    P + "tool_calls_total", "Tool calls by tool, transport and outcome (ok or the E16xx code)",
+    ["tool", "transport", "outcome"])
+tool_call_duration_seconds = Histogram(
+    P + "tool_call_duration_seconds", "Tool call duration, whatever the transport", ["tool"],
+    buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5))
 backend_failures_total = Counter(
     P + "backend_failures_total", "Secondary backend write failures (repaired by sync)",
     ["backend", "operation"])

@@ -18,6 +18,7 @@ from typing import Any
 import jsonschema
 from django.db import DatabaseError, InterfaceError, OperationalError
 
+from orchestrator import metrics
 from orchestrator.errors import OrchestratorError
 
 logger = logging.getLogger("orchestrator.tools")
@@ -132,6 +133,10 @@ def call_tool(name: str, arguments: Any, context: ToolContext) -> dict[str, Any]
         raise error from exc
     finally:
         duration = time.perf_counter() - started
+        failure = outcome.get("error") if outcome.get("success") is False else None
+        code = failure.get("code", "error") if isinstance(failure, dict) else "ok"
+        metrics.tool_calls_total.labels(tool.name, context.transport, code).inc()
+        metrics.tool_call_duration_seconds.labels(tool.name).observe(duration)
         for hook in _AFTER_CALL:
             try:
                 hook(tool, arguments if isinstance(arguments, dict) else {}, outcome, context,

@@ -34,6 +34,7 @@ def test_healthz_reports_unwritable_files(db, client: Client, settings, tmp_path
 
 def test_metrics_expose_spec_names(db, client: Client, tools):
     tools.ok("create_task", {"taskId": "m1", "name": "metrics"})
+    tools.call("create_task", {"taskId": "m1", "name": "again"})
     text = client.get("/metrics").content.decode()
     for name in ("session_orchestration_context_saves_total",
                  "session_orchestration_sessions_active",
@@ -42,6 +43,8 @@ def test_metrics_expose_spec_names(db, client: Client, tools):
                  "django_http_requests_total_by_method_total",
                  "django_db_execute_total"):
         assert name in text, name
+    assert ('session_orchestration_tool_calls_total{outcome="E1614",tool="create_task",'
+            'transport="rest"}') in text
 
 
 def test_browsing_api_requires_a_token(db, client: Client):
