@@ -17,17 +17,16 @@ from functools import partial
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
-from django.db.models import Exists, OuterRef
+from django.db import connection, transaction
 
 from conflicts import locks
 from contexts import signals
-from contexts.models import GlobalContext, TaskContext
+from contexts.models import TaskContext
 from contexts.services import backends, cache
 from contexts.services.validation import validate_changes
 from orchestrator import metrics
 from orchestrator.backends.files import check_safe_id
-from orchestrator.db import set_change_context
+from orchestrator.db import qualified, set_change_context
 from orchestrator.errors import OrchestratorError, now_iso
 
 logger = logging.getLogger("orchestrator.contexts")
@@ -43,14 +42,15 @@ def lock_task(task_id: str, *, code: str = "E1610") -> TaskContext:
     ``is_active`` (is it global_context.active_task_id?) comes along in the same query,
     so publishing the save needs no second round trip.
     """
-    active = GlobalContext.objects.filter(project_id=settings.MCP_PROJECT_ID,
-                                          active_task_id=OuterRef("task_id"))
-    try:
-        return (TaskContext.objects.select_for_update()
-                .annotate(is_active=Exists(active)).get(task_id=task_id))
-    except TaskContext.DoesNotExist:
-        raise OrchestratorError(code, f"Task {task_id!r} does not exist",
-                                {"taskId": task_id}) from None
+    # Raw SQL: on this hot path building the equivalent ORM query cost more than running it.
+    rows = list(TaskContext.objects.raw(
+        f"SELECT t.*, EXISTS (SELECT 1 FROM {qualified('global_context')} g "
+        "WHERE g.project_id = %s AND g.active_task_id = t.task_id) AS is_active "
+        f"FROM {qualified('task_contexts')} t WHERE t.task_id = %s FOR UPDATE OF t",
+        [settings.MCP_PROJECT_ID, task_id]))
+    if not rows:
+        raise OrchestratorError(code, f"Task {task_id!r} does not exist", {"taskId": task_id})
+    return rows[0]
 
 
 def apply_changes(task: TaskContext, values: dict[str, Any], *, change_type: str,
@@ -63,9 +63,19 @@ def apply_changes(task: TaskContext, values: dict[str, Any], *, change_type: str
     """
     set_change_context(change_type=change_type, change_summary=change_summary,
                        session_id=session_id, created_by=actor or session_id)
-    if values:
-        TaskContext.objects.filter(pk=task.pk).update(**values)
-        task.refresh_from_db()
+    if not values:
+        return task
+    # UPDATE ... RETURNING: the row as the triggers left it (version, updated_at) comes
+    # back in the same round trip. Values are adapted by their model fields, as the ORM
+    # would (JSON as jsonb, scores as numeric).
+    fields = [TaskContext._meta.get_field(column) for column in values]
+    assignments = ", ".join(f"{connection.ops.quote_name(f.column)} = %s" for f in fields)
+    params = [f.get_db_prep_save(values[f.name], connection) for f in fields]
+    updated = list(TaskContext.objects.raw(
+        f"UPDATE {qualified('task_contexts')} SET {assignments} WHERE id = %s RETURNING *",
+        [*params, task.pk]))[0]
+    for field in TaskContext._meta.concrete_fields:
+        setattr(task, field.attname, getattr(updated, field.attname))
     return task
 
 
