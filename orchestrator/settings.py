@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import sys
@@ -146,6 +147,10 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATIC_ROOT = BASE_DIR / "staticfiles"
+# whitenoise serves STATIC_ROOT and warns on every start when it does not exist yet
+# (a fresh clone before collectstatic); WHITENOISE_USE_FINDERS serves the files meanwhile.
+with contextlib.suppress(OSError):
+    STATIC_ROOT.mkdir(exist_ok=True)
 STATICFILES_DIRS = [p for p in [BASE_DIR / "static"] if p.exists()]
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
