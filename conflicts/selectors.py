@@ -11,6 +11,3 @@ def conflicts_for_task(task_id: str) -> QuerySet[ContextConflict]:
     return ContextConflict.objects.filter(
         Q(task_a_id=task_id) | Q(task_b_id=task_id)).order_by("-detected_at")
 
-
-def unresolved_for_task(task_id: str) -> QuerySet[ContextConflict]:
-    return conflicts_for_task(task_id).filter(resolution_status="unresolved")

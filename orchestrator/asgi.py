@@ -9,7 +9,6 @@ overhead several times over.
 
 from __future__ import annotations
 
-import json
 import os
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "orchestrator.settings")
@@ -21,31 +20,15 @@ from django.core.wsgi import get_wsgi_application  # noqa: E402
 django_app = WSGIMiddleware(get_wsgi_application(),
                             workers=int(os.environ.get("WEB_THREADS", "8")))
 
-from orchestrator.auth import authenticate_header  # noqa: E402
-from orchestrator.errors import error_body  # noqa: E402
 from orchestrator.tools import fastlane  # noqa: E402
 from orchestrator.tools.mcp import build_http_app  # noqa: E402
 
 mcp_app = build_http_app()
 
 
-async def _unauthorized(send) -> None:
-    body = json.dumps(error_body("E1609", "A valid bearer token is required")).encode()
-    await send({"type": "http.response.start", "status": 401, "headers": [
-        (b"content-type", b"application/json"),
-        (b"www-authenticate", b'Bearer realm="orchestrator"'),
-    ]})
-    await send({"type": "http.response.body", "body": body})
-
-
-def _check_token(header: str | None):
-    from django.db import close_old_connections
-
-    close_old_connections()
-    try:
-        return authenticate_header(header)
-    finally:
-        close_old_connections()
+def _authorization(scope) -> str | None:
+    raw = dict(scope.get("headers") or []).get(b"authorization")
+    return raw.decode("latin-1") if raw else None
 
 
 async def application(scope, receive, send):
@@ -53,20 +36,16 @@ async def application(scope, receive, send):
         # Django has no lifespan; the MCP session manager needs one to start its task group.
         return await mcp_app(scope, receive, send)
     if scope["type"] == "http" and scope["path"].rstrip("/") == "/mcp":
-        headers = dict(scope.get("headers") or [])
-        raw = headers.get(b"authorization")
-        principal = await sync_to_async(_check_token, thread_sensitive=False)(
-            raw.decode("latin-1") if raw else None)
-        if principal is None:
-            return await _unauthorized(send)
+        principal, refusal = await sync_to_async(fastlane.check_token, thread_sensitive=False)(
+            _authorization(scope))
+        if refusal is not None:
+            return await fastlane.send_json(send, *refusal)
         scope = {**scope, "path": "/mcp", "orchestrator.principal": principal}
         return await mcp_app(scope, receive, send)
     name = fastlane.tool_name(scope)
     if name is not None:
-        headers = dict(scope.get("headers") or [])
-        raw = headers.get(b"authorization")
         body = await fastlane.read_body(receive)
-        status, payload, extra = await sync_to_async(fastlane.handle, thread_sensitive=False)(
-            name, raw.decode("latin-1") if raw else None, body)
-        return await fastlane.send_json(send, status, payload, extra)
+        answer = await sync_to_async(fastlane.handle, thread_sensitive=False)(
+            name, _authorization(scope), body)
+        return await fastlane.send_json(send, *answer)
     return await django_app(scope, receive, send)

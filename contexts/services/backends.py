@@ -10,11 +10,12 @@ from __future__ import annotations
 import json
 import logging
 import time
+from collections.abc import Callable
 
 from django.conf import settings
 from django.db import connection
 
-from contexts.models import GlobalContext, TaskContext
+from contexts.models import TaskContext
 from contexts.services import cache, representation
 from orchestrator import metrics
 from orchestrator.backends import files, redis_store
@@ -41,52 +42,55 @@ def cache_task(task: TaskContext, *, hot: bool) -> bool:
     return True
 
 
-def write_task_file(task: TaskContext) -> bool:
+def _file_backup(operation: str, write: Callable[[], None], task_id: str | None = None) -> bool:
+    """Run one file write of the write path; an OSError is reported (log, metric), not raised."""
     if not settings.ENABLE_FILE_SYNC:
         return False
-    started = time.perf_counter()
     try:
+        write()
+    except OSError as exc:
+        metrics.backend_failures_total.labels("file", operation).inc()
+        logger.warning("file backup %s failed: %s", operation, exc,
+                       extra={"taskId": task_id} if task_id else {})
+        return False
+    return True
+
+
+def write_task_file(task: TaskContext) -> bool:
+    def write() -> None:
         path = files.task_file(task.task_id)
         existing = files.read_json(path)
         # A concurrent save of a newer version may have written the file first.
         if not (isinstance(existing, dict) and isinstance(existing.get("version"), int)
                 and existing["version"] > (task.version or 0)):
             files.write_json_atomic(path, representation.task_file(task))
-    except OSError as exc:
-        metrics.backend_failures_total.labels("file", "task_file").inc()
-        logger.warning("file backup of task %s failed: %s", task.task_id, exc,
-                       extra={"taskId": task.task_id})
-        return False
-    finally:
-        metrics.context_save_duration_seconds.labels("file").observe(
-            time.perf_counter() - started)
-    metrics.context_saves_total.labels("file").inc()
-    return True
+
+    started = time.perf_counter()
+    ok = _file_backup("task_file", write, task.task_id)
+    metrics.context_save_duration_seconds.labels("file").observe(time.perf_counter() - started)
+    if ok:
+        metrics.context_saves_total.labels("file").inc()
+    return ok
 
 
 def write_hot_file(task: TaskContext) -> bool:
-    if not settings.ENABLE_FILE_SYNC:
-        return False
-    try:
-        files.write_json_atomic(files.context_dir() / "_hot_context.json",
-                                representation.hot_context(task))
-    except OSError as exc:
-        metrics.backend_failures_total.labels("file", "hot_file").inc()
-        logger.warning("hot context file failed: %s", exc)
-        return False
-    return True
+    return _file_backup("hot_file", lambda: files.write_json_atomic(
+        files.context_dir() / "_hot_context.json", representation.hot_context(task)),
+        task.task_id)
 
 
-# Postgres builds the registry's task map as JSON text: at 10,000 tasks this is ~10x
-# faster than loading the rows into Python and encoding them again.
-_REGISTRY_TASKS_SQL = """
+# Postgres builds the registry's task map (and reads the active task) as JSON text in one
+# query: at 10,000 tasks this is ~10x faster than loading the rows into Python and
+# encoding them again.
+_REGISTRY_SQL = """
 SELECT COALESCE(json_object_agg(task_id, json_build_object(
          'name', name, 'status', status,
          'contextFile', 'task-agents/' || task_id || '.json',
          'lastModified', to_char(updated_at AT TIME ZONE 'UTC',
                                  'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'))
-       ORDER BY task_id), '{}')::text
-FROM %s
+       ORDER BY task_id), '{{}}')::text,
+       (SELECT to_json(active_task_id)::text FROM {global_context} WHERE project_id = %s)
+FROM {tasks}
 """
 
 
@@ -94,20 +98,15 @@ def write_registry() -> bool:
     """Rewrite ``_registry.json`` (spec 6.4.2) from Postgres."""
     if not settings.ENABLE_FILE_SYNC:
         return False
-    project = GlobalContext.objects.filter(project_id=settings.MCP_PROJECT_ID).first()
     with connection.cursor() as cursor:
-        cursor.execute(_REGISTRY_TASKS_SQL % qualified("task_contexts"))
-        tasks_json = cursor.fetchone()[0]
+        cursor.execute(_REGISTRY_SQL.format(global_context=qualified("global_context"),
+                                            tasks=qualified("task_contexts")),
+                       [settings.MCP_PROJECT_ID])
+        tasks_json, active = cursor.fetchone()
     header = json.dumps({"version": 1, "updatedAt": now_iso()})[:-1]
-    active = json.dumps(project.active_task_id if project else None)
-    registry = f'{header}, "tasks": {tasks_json}, "activeTask": {active}}}'
-    try:
-        files.write_text_atomic(files.context_dir() / "_registry.json", registry)
-    except OSError as exc:
-        metrics.backend_failures_total.labels("file", "registry").inc()
-        logger.warning("registry file failed: %s", exc)
-        return False
-    return True
+    registry = f'{header}, "tasks": {tasks_json}, "activeTask": {active or "null"}}}'
+    return _file_backup("registry", lambda: files.write_text_atomic(
+        files.context_dir() / "_registry.json", registry))
 
 
 def publish_task(task: TaskContext, *, active: bool, to_file: bool = True,

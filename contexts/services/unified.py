@@ -41,7 +41,7 @@ def version_history(task_id: str, limit: int) -> list[dict[str, Any]]:
 
 
 # The hot read path's Postgres part in one round trip: the global context and, for a task,
-# its unresolved conflicts (what selectors.unresolved_for_task selects, newest first).
+# its unresolved conflicts, newest first.
 # Raw SQL because building these two ORM queries cost more than running them.
 _GLOBAL_AND_CONFLICTS_SQL = """
 SELECT g.project_id,

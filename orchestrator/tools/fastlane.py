@@ -16,7 +16,7 @@ from typing import Any
 
 from django.db import InterfaceError, OperationalError, close_old_connections
 
-from orchestrator.auth import authenticate_header
+from orchestrator.auth import TokenPrincipal, authenticate_header
 from orchestrator.errors import OrchestratorError, error_body
 from orchestrator.tools import registry
 
@@ -36,24 +36,27 @@ def tool_name(scope: dict[str, Any]) -> str | None:
     return match.group(1) if match else None
 
 
-def handle(name: str, authorization: str | None, body: bytes | None) -> Answer:
-    """Run one REST tool call: (HTTP status, JSON body, extra headers). Runs in a thread."""
+def check_token(authorization: str | None) -> tuple[TokenPrincipal | None, Answer | None]:
+    """(principal, None), or (None, the 401 / 503 answer). Runs in a worker thread."""
     close_old_connections()
     try:
-        return _handle(name, authorization, body)
+        principal = authenticate_header(authorization)
     except (OperationalError, InterfaceError):
-        # Postgres unreachable while checking the token (call_tool maps its own).
-        return 503, error_body("E1654", "PostgreSQL is unreachable"), {}
+        return None, (503, error_body("E1654", "PostgreSQL is unreachable"), {})
     finally:
         close_old_connections()
-
-
-def _handle(name: str, authorization: str | None, body: bytes | None) -> Answer:
-    principal = authenticate_header(authorization)
     if principal is None:
         message = ("Authentication credentials were not provided." if not authorization
                    else "Invalid or revoked bearer token")
-        return 401, error_body("E1609", message), AUTH_HEADERS
+        return None, (401, error_body("E1609", message), AUTH_HEADERS)
+    return principal, None
+
+
+def handle(name: str, authorization: str | None, body: bytes | None) -> Answer:
+    """Run one REST tool call: (HTTP status, JSON body, extra headers). Runs in a thread."""
+    principal, refusal = check_token(authorization)
+    if refusal is not None:
+        return refusal
     if body is None:
         return 413, error_body("E1612", f"Request body over {MAX_BODY_BYTES} bytes"), {}
     try:
@@ -65,6 +68,8 @@ def _handle(name: str, authorization: str | None, body: bytes | None) -> Answer:
                                     registry.ToolContext("rest", principal.name))
     except OrchestratorError as exc:
         return exc.http_status, exc.to_dict(), {}
+    finally:
+        close_old_connections()
     return 200, result, {}
 
 
