@@ -233,8 +233,11 @@ class Postgres(Server):
             subprocess.run(["useradd", "--system", "--no-create-home", "-s", "/usr/sbin/nologin",
                             user], check=True, capture_output=True)
             entry = pwd.getpwnam(user)
-        for parent in self.dir.parents:  # it must be able to traverse to its data dir
-            parent.chmod(parent.stat().st_mode | 0o001)
+        # It must be able to traverse to its data dir and to its binaries (which live in the
+        # venv of a checkout that may sit in a 0700 directory, e.g. one made by mktemp -d).
+        for parent in {*self.dir.parents, *bindir.parents}:
+            if parent.stat().st_mode & 0o001 == 0:
+                parent.chmod(parent.stat().st_mode | 0o001)
         if (bindir / "postgres").stat().st_mode & 0o001 == 0:  # wheel unpacked with umask 077
             for path in [bindir, *bindir.iterdir(), *(bindir.parent / "lib").rglob("*")]:
                 path.chmod(path.stat().st_mode | (0o055 if path.is_dir() else 0o044))
