@@ -41,10 +41,13 @@ class Result:
 
 def measure(operation: Callable[[int, int], None], *, clients: int, requests: int,
             prepare: Callable[[int, int], None] | None = None,
-            per_thread_close: Callable[[], None] | None = None) -> list[float]:
+            per_thread_close: Callable[[], None] | None = None,
+            warmup: int = 0) -> list[float]:
     """Run ``operation(client, i)`` ``requests`` times over ``clients`` threads; seconds each.
 
-    ``prepare(client, i)`` runs before each timed call, outside the timing.
+    ``prepare(client, i)`` runs before each timed call, outside the timing. ``warmup``
+    untimed calls per thread come first, so that opening a thread's database connection
+    (what a long-running server does once) is not counted as a call's latency.
     """
     samples: list[float] = []
     lock = threading.Lock()
@@ -52,6 +55,8 @@ def measure(operation: Callable[[int, int], None], *, clients: int, requests: in
     def worker(client: int) -> None:
         local = []
         try:
+            for i in range(-warmup * clients + client, 0, clients):
+                operation(client, i)
             for i in range(client, requests, clients):
                 if prepare:
                     prepare(client, i)
@@ -70,30 +75,47 @@ def measure(operation: Callable[[int, int], None], *, clients: int, requests: in
     return samples
 
 
-class LiveServer:
-    """uvicorn serving orchestrator.asgi in a thread of this process."""
+class ServerProcess:
+    """The production web server (``python -m orchestrator.webserver``, as ``make run``
+    starts it) in its own processes, with this process's environment.
 
-    def __init__(self, port: int) -> None:
-        import uvicorn
+    Why not uvicorn in a thread of the bench: the server would share the bench's GIL with
+    the client threads, and the numbers would describe that contention, not the server.
+    """
 
+    def __init__(self, port: int, workers: int = 2) -> None:
+        self.port, self.workers = port, workers
         self.url = f"http://127.0.0.1:{port}"
-        self.server = uvicorn.Server(uvicorn.Config(
-            "orchestrator.asgi:application", host="127.0.0.1", port=port,
-            log_level="warning", lifespan="on", access_log=False))
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
+        self.process = None
 
-    def __enter__(self) -> LiveServer:
-        self.thread.start()
-        deadline = time.monotonic() + 30
-        while not self.server.started:
-            if time.monotonic() > deadline:
-                raise RuntimeError("bench server did not start")
-            time.sleep(0.05)
-        return self
+    def __enter__(self) -> ServerProcess:
+        import subprocess
+        import sys
+        import urllib.request
+
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "orchestrator.webserver", "--port", str(self.port),
+             "--workers", str(self.workers)])
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with urllib.request.urlopen(f"{self.url}/healthz", timeout=2):
+                    return self
+            except OSError:
+                if self.process.poll() is not None or time.monotonic() > deadline:
+                    self.__exit__()
+                    raise RuntimeError("bench server did not start") from None
+                time.sleep(0.2)
 
     def __exit__(self, *exc) -> None:
-        self.server.should_exit = True
-        self.thread.join(timeout=10)
+        import subprocess
+
+        if self.process and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
 
 
 def free_port() -> int:
@@ -114,3 +136,51 @@ def print_table(header: list[str], rows: list[list[str]]) -> None:
         print("| " + " | ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=True))
               + " |")
     print(f"+{line}+")
+
+
+class RawHttpClient:
+    """A keep-alive HTTP/1.1 client on a bare socket, for load generation.
+
+    Why not httpx: on these 2-core machines the load generator shares the CPU with the
+    server it measures, and httpx spends ~0.4 ms of Python per request, which is more than
+    a heartbeat costs the server. This one formats the request once and parses only the
+    status line and Content-Length (~30 µs), so the numbers describe the server.
+    """
+
+    def __init__(self, url: str, headers: dict[str, str]) -> None:
+        import socket
+        from urllib.parse import urlsplit
+
+        parts = urlsplit(url)
+        self.host, self.port = parts.hostname, parts.port or 80
+        self.sock = socket.create_connection((self.host, self.port))
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.extra = "".join(f"{k}: {v}\r\n" for k, v in headers.items())
+        self.buffer = b""
+
+    def post(self, path: str, body: bytes) -> tuple[int, bytes]:
+        head = (f"POST {path} HTTP/1.1\r\nHost: {self.host}:{self.port}\r\n{self.extra}"
+                f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n")
+        self.sock.sendall(head.encode() + body)
+        while b"\r\n\r\n" not in self.buffer:
+            self._fill()
+        header, _, rest = self.buffer.partition(b"\r\n\r\n")
+        lines = header.split(b"\r\n")
+        status = int(lines[0].split()[1])
+        length = next(int(line.split(b":", 1)[1]) for line in lines[1:]
+                      if line.lower().startswith(b"content-length:"))
+        while len(rest) < length:
+            self.buffer = rest
+            self._fill()
+            rest = self.buffer
+        self.buffer = rest[length:]
+        return status, rest[:length]
+
+    def _fill(self) -> None:
+        chunk = self.sock.recv(65536)
+        if not chunk:
+            raise ConnectionError("server closed the connection")
+        self.buffer += chunk
+
+    def close(self) -> None:
+        self.sock.close()

@@ -15,11 +15,20 @@ working set, cold start included). Refuses a database that already has tasks unl
 from __future__ import annotations
 
 import argparse
+import json
 import random
 import sys
 import threading
 
-from bench.common import LiveServer, Result, free_port, measure, print_table, setup_django
+from bench.common import (
+    RawHttpClient,
+    Result,
+    ServerProcess,
+    free_port,
+    measure,
+    print_table,
+    setup_django,
+)
 
 
 def parse_args() -> argparse.Namespace:
@@ -76,24 +85,21 @@ def load(tasks: int, versions: int, force: bool) -> None:
 
 
 class HttpClients:
-    """One keep-alive httpx client per bench thread."""
+    """One keep-alive connection per bench thread."""
 
     def __init__(self, base: str, token: str) -> None:
         self.base, self.token = base, token
         self.local = threading.local()
 
     def call(self, tool: str, body: dict) -> dict:
-        import httpx
-
         client = getattr(self.local, "client", None)
         if client is None:
-            client = self.local.client = httpx.Client(
-                base_url=self.base, headers={"Authorization": f"Bearer {self.token}"},
-                timeout=30)
-        response = client.post(f"/api/v1/tools/{tool}/", json=body)
-        if response.status_code != 200:
-            raise RuntimeError(f"{tool}: {response.status_code} {response.text[:200]}")
-        return response.json()
+            client = self.local.client = RawHttpClient(
+                self.base, {"Authorization": f"Bearer {self.token}"})
+        status, answer = client.post(f"/api/v1/tools/{tool}/", json.dumps(body).encode())
+        if status != 200:
+            raise RuntimeError(f"{tool}: {status} {answer[:200]!r}")
+        return json.loads(answer)
 
 
 def operations(tasks: int, call) -> dict[str, tuple]:
@@ -186,7 +192,7 @@ def main() -> None:
     load(args.tasks, args.versions, args.force)
     results = run_suite("service", service_call, args.tasks, args.requests, close_connection)
     _, token = ApiToken.issue(f"bench-{random.randrange(10**9)}")
-    with LiveServer(free_port()) as server:
+    with ServerProcess(free_port()) as server:
         http = HttpClients(server.url, token)
         results += run_suite("http", http.call, args.tasks, args.requests, close_connection)
     rate = hit_rate(args.tasks, args.mix)

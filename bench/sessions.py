@@ -3,9 +3,9 @@
     DATABASE_URL=postgresql://.../orch_bench REDIS_URL=redis://127.0.0.1:6379/9 \
         python -m bench.sessions [--url http://127.0.0.1:8000]
 
-Heartbeats over HTTP with 8 clients (throughput and p50/p99) against ``--url`` (start
-``uvicorn orchestrator.asgi:application --workers 2`` with the same environment) or, without
-it, a uvicorn in this process; append_event and recent events (30 turns) at the service
+Heartbeats over HTTP with 8 clients (throughput and p50/p99) against ``--url`` (a server
+started with the same environment) or, without it, against ``python -m
+orchestrator.webserver`` (two workers, as ``make run``) started for the run; append_event and recent events (30 turns) at the service
 level; one crash sweep over ``--sweep`` stale sessions. Bench sessions are named
 ``bench-...`` and removed afterwards.
 """
@@ -14,15 +14,24 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import threading
 import time
 
-from bench.common import LiveServer, free_port, measure, percentile, print_table, setup_django
+from bench.common import (
+    RawHttpClient,
+    ServerProcess,
+    free_port,
+    measure,
+    percentile,
+    print_table,
+    setup_django,
+)
 
 
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--url", help="base URL of a running server (default: in-process)")
+    parser.add_argument("--url", help="base URL of a running server (default: start one)")
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--heartbeats", type=int, default=8000)
     parser.add_argument("--requests", type=int, default=1000,
@@ -47,21 +56,19 @@ def cleanup() -> None:
 
 
 def bench_heartbeats(url: str, token: str, clients: int, total: int) -> list[str]:
-    import httpx
-
     from sessions.services import lifecycle
 
     for c in range(clients):
         lifecycle.start_session({"sessionId": f"bench-hb-{c}"})
     local = threading.local()
+    bodies = [json.dumps({"sessionId": f"bench-hb-{c}"}).encode() for c in range(clients)]
 
     def beat(client: int, i: int) -> None:
         if not hasattr(local, "http"):
-            local.http = httpx.Client(headers={"Authorization": f"Bearer {token}"}, timeout=30)
-        response = local.http.post(f"{url}/api/v1/tools/heartbeat/",
-                                   json={"sessionId": f"bench-hb-{client}"})
-        if response.status_code != 200:
-            raise RuntimeError(response.text)
+            local.http = RawHttpClient(url, {"Authorization": f"Bearer {token}"})
+        status, body = local.http.post("/api/v1/tools/heartbeat/", bodies[client])
+        if status != 200:
+            raise RuntimeError(body.decode())
 
     measure(beat, clients=clients, requests=clients * 20)  # warm-up: connections, caches
     started = time.perf_counter()
@@ -93,7 +100,7 @@ def bench_events(requests: int) -> list[list[str]]:
     started = time.perf_counter()
     appends = measure(append, clients=1, requests=requests)
     rate = f"{requests / (time.perf_counter() - started):,.0f}/s"
-    concurrent = measure(append, clients=8, requests=requests,
+    concurrent = measure(append, clients=8, requests=requests, warmup=5,
                          per_thread_close=lambda: connection.close())
 
     def recent(client: int, i: int) -> None:
@@ -142,7 +149,7 @@ def main() -> None:
     _, token = ApiToken.issue(f"bench-{time.time_ns()}")
     rows = []
     try:
-        server = contextlib.nullcontext() if args.url else LiveServer(free_port())
+        server = contextlib.nullcontext() if args.url else ServerProcess(free_port())
         with server as live:
             url = args.url or live.url
             rows.append(bench_heartbeats(url, token, args.clients, args.heartbeats))
