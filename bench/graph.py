@@ -88,13 +88,19 @@ def main() -> int:
     args = parser.parse_args()
 
     call_command("migrate", verbosity=0)
-    if TaskContext.objects.exists() or TaskRelationship.objects.exists():
-        if not args.force:
-            print("refusing: the database already holds tasks or relationships "
-                  "(use --force to delete them)", file=sys.stderr)
-            return 2
+    if (TaskContext.objects.exists() or TaskRelationship.objects.exists()) and not args.force:
+        print("refusing: the database already holds tasks or relationships "
+              "(use --force to delete them)", file=sys.stderr)
+        return 2
+    if args.force:
         TaskRelationship.objects.all().delete()
         TaskContext.objects.all().delete()
+        with connection.cursor() as cursor:
+            # Versions outlive their task (they are immutable); a reloaded task id would
+            # collide with its old version 1, so prune them with the explicit bypass.
+            cursor.execute("SELECT set_config('orchestrator.allow_version_pruning', 'on', false)")
+            cursor.execute(f"DELETE FROM {qualified('context_versions')}")
+            cursor.execute("SELECT set_config('orchestrator.allow_version_pruning', '', false)")
     rng = random.Random(args.seed)
     started = time.perf_counter()
     load(args.tasks, args.edges, rng)
