@@ -14,7 +14,6 @@ import os
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "orchestrator.settings")
 
 from a2wsgi import WSGIMiddleware  # noqa: E402
-from asgiref.sync import sync_to_async  # noqa: E402
 from django.core.wsgi import get_wsgi_application  # noqa: E402
 
 django_app = WSGIMiddleware(get_wsgi_application(),
@@ -36,8 +35,8 @@ async def application(scope, receive, send):
         # Django has no lifespan; the MCP session manager needs one to start its task group.
         return await mcp_app(scope, receive, send)
     if scope["type"] == "http" and scope["path"].rstrip("/") == "/mcp":
-        principal, refusal = await sync_to_async(fastlane.check_token, thread_sensitive=False)(
-            _authorization(scope))
+        principal, refusal = await fastlane.in_tool_thread(fastlane.check_token,
+                                                           _authorization(scope))
         if refusal is not None:
             return await fastlane.send_json(send, *refusal)
         scope = {**scope, "path": "/mcp", "orchestrator.principal": principal}
@@ -45,7 +44,7 @@ async def application(scope, receive, send):
     name = fastlane.tool_name(scope)
     if name is not None:
         body = await fastlane.read_body(receive)
-        answer = await sync_to_async(fastlane.handle, thread_sensitive=False)(
-            name, _authorization(scope), body)
+        answer = await fastlane.in_tool_thread(fastlane.handle, name, _authorization(scope),
+                                               body)
         return await fastlane.send_json(send, *answer)
     return await django_app(scope, receive, send)

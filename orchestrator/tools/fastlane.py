@@ -10,9 +10,13 @@ in-process callers): same tool, same validation, same error bodies and statuses.
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
 import re
-from typing import Any
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
 
 from django.db import InterfaceError, OperationalError, close_old_connections
 
@@ -26,6 +30,20 @@ MAX_BODY_BYTES = 2_621_440
 AUTH_HEADERS = {"WWW-Authenticate": 'Bearer realm="orchestrator"'}
 
 Answer = tuple[int, dict[str, Any], dict[str, str]]
+T = TypeVar("T")
+
+# The threads that run tool calls (REST and MCP) and token checks, each keeping its own
+# persistent database connection. A small fixed pool rather than asgiref's
+# sync_to_async: that adds a context copy and future chaining per call, and its default
+# executor lets more threads fight over the GIL. Measured on 2 cores, 8 clients,
+# 2 workers: heartbeats 1,600 -> 1,750/s. TOOL_THREADS is per web worker process.
+TOOL_THREADS = ThreadPoolExecutor(int(os.environ.get("TOOL_THREADS") or 4),
+                                  thread_name_prefix="tool")
+
+
+async def in_tool_thread(function: Callable[..., T], *args: Any) -> T:
+    """Run blocking ``function(*args)`` (database, Redis, files) off the event loop."""
+    return await asyncio.get_running_loop().run_in_executor(TOOL_THREADS, function, *args)
 
 
 def tool_name(scope: dict[str, Any]) -> str | None:

@@ -15,13 +15,13 @@ import json
 from typing import Any
 
 import mcp_types as types
-from asgiref.sync import sync_to_async
 from django.db import close_old_connections
 from mcp.server.lowlevel import Server
 from mcp.server.transport_security import TransportSecuritySettings
 
 from orchestrator.errors import OrchestratorError
 from orchestrator.tools import registry
+from orchestrator.tools.fastlane import in_tool_thread
 
 SERVER_NAME = "session-orchestrator"
 
@@ -54,7 +54,7 @@ def _call(name: str, arguments: dict[str, Any], actor: str) -> types.CallToolRes
 
 
 async def _on_list_tools(ctx, params) -> types.ListToolsResult:
-    return types.ListToolsResult(tools=await sync_to_async(_list_tools)())
+    return types.ListToolsResult(tools=await in_tool_thread(_list_tools))
 
 
 async def _on_call_tool(ctx, params: types.CallToolRequestParams) -> types.CallToolResult:
@@ -64,10 +64,9 @@ async def _on_call_tool(ctx, params: types.CallToolRequestParams) -> types.CallT
     principal = scope.get("orchestrator.principal")
     if principal is not None:
         actor = principal.name
-    # thread_sensitive=False: tool calls run in parallel threads, each with its own
-    # database connection, instead of queueing behind one.
-    return await sync_to_async(_call, thread_sensitive=False)(
-        params.name, params.arguments or {}, actor)
+    # Tool calls run in parallel threads, each with its own database connection, instead
+    # of queueing behind one.
+    return await in_tool_thread(_call, params.name, params.arguments or {}, actor)
 
 
 def build_server() -> Server:
