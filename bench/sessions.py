@@ -5,9 +5,10 @@
 
 Heartbeats over HTTP with 8 clients (throughput and p50/p99) against ``--url`` (a server
 started with the same environment) or, without it, against ``python -m
-orchestrator.webserver`` (two workers, as ``make run``) started for the run; append_event and recent events (30 turns) at the service
-level; one crash sweep over ``--sweep`` stale sessions. Bench sessions are named
-``bench-...`` and removed afterwards.
+orchestrator.webserver`` (two workers, as ``make run``) started for the run; append_event
+at the service level and over HTTP with 8 clients (a session each, then all on one
+session); recent events (30 turns); one crash sweep over ``--sweep`` stale sessions.
+Bench sessions are named ``bench-...`` and removed afterwards.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import contextlib
 import json
 import threading
 import time
+from collections.abc import Callable
 
 from bench.common import (
     RawHttpClient,
@@ -84,14 +86,15 @@ def row(name: str, clients: int, samples: list[float], throughput: str, target: 
             f"{percentile(ms, 0.99):.2f}", throughput, target]
 
 
-def bench_events(requests: int) -> list[list[str]]:
+def bench_events(url: str, token: str, requests: int) -> list[list[str]]:
     from django.db import connection
 
     from sessions.services import events, lifecycle
 
-    lifecycle.start_session({"sessionId": "bench-ev"})
     kinds = [("user_message", "user"), ("model_message", "assistant"),
              ("tool_call", "tool"), ("tool_result", "tool")]
+    for name in ["bench-ev", "bench-ev-shared", *(f"bench-ev-{c}" for c in range(8))]:
+        lifecycle.start_session({"sessionId": name})
 
     def append(client: int, i: int) -> None:
         kind, role = kinds[i % 4]
@@ -100,16 +103,39 @@ def bench_events(requests: int) -> list[list[str]]:
     started = time.perf_counter()
     appends = measure(append, clients=1, requests=requests)
     rate = f"{requests / (time.perf_counter() - started):,.0f}/s"
-    concurrent = measure(append, clients=8, requests=requests, warmup=5,
-                         per_thread_close=lambda: connection.close())
+    local = threading.local()
+
+    def append_http(session_of: Callable[[int], str]) -> Callable[[int, int], None]:
+        def call(client: int, i: int) -> None:
+            if not hasattr(local, "http"):
+                local.http = RawHttpClient(url, {"Authorization": f"Bearer {token}"})
+            kind, role = kinds[i % 4]
+            body = json.dumps({"sessionId": session_of(client), "type": kind, "role": role,
+                               "content": f"event {i} " + "x" * 200, "parts": {"i": i}})
+            status, answer = local.http.post("/api/v1/tools/append_session_event/",
+                                             body.encode())
+            if status != 200:
+                raise RuntimeError(answer.decode())
+        return call
+
+    # Each agent appends to its own session: the everyday case.
+    own = append_http(lambda client: f"bench-ev-{client}")
+    started = time.perf_counter()
+    own_samples = measure(own, clients=8, requests=requests, warmup=5)
+    own_rate = f"{requests / (time.perf_counter() - started):,.0f}/s"
+    # Eight writers on one session queue on its row lock: the worst case.
+    shared = measure(append_http(lambda client: "bench-ev-shared"), clients=8,
+                     requests=requests, warmup=5)
 
     def recent(client: int, i: int) -> None:
         window = events.recent_events("bench-ev", max_turns=30)["events"]
         assert sum(e["type"] == "user_message" for e in window) == 30
 
     reads = measure(recent, clients=1, requests=requests)
+    connection.close()
     return [row("append_event (service)", 1, appends, rate, "p99 ≤ 10"),
-            row("append_event (service)", 8, concurrent, "", "p99 ≤ 10"),
+            row("append_event (HTTP), a session each", 8, own_samples, own_rate, "p99 ≤ 10"),
+            row("append_event (HTTP), one shared session", 8, shared, "", ""),
             row("recent events, 30 turns (service)", 1, reads, "", "p99 ≤ 20")]
 
 
@@ -153,7 +179,7 @@ def main() -> None:
         with server as live:
             url = args.url or live.url
             rows.append(bench_heartbeats(url, token, args.clients, args.heartbeats))
-        rows.extend(bench_events(args.requests))
+            rows.extend(bench_events(url, token, args.requests))
         rows.append(bench_sweep(args.sweep))
     finally:
         cleanup()

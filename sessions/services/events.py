@@ -49,21 +49,48 @@ def lock_open_session(session_id: str, *, action: str) -> int:
     return row[0]
 
 
+def _take_next_sequence(cursor, session_id: str) -> int | None:
+    """Bump the session's event counter, taking its row lock; None for an unknown session.
+
+    One statement takes the lock and the number, so concurrent appends of one session
+    wait for each other for as few round trips as possible.
+    """
+    bump = (f"UPDATE {DETAIL_TABLE} SET event_count = event_count + 1 "
+            "WHERE session_id = %s RETURNING event_count")
+    cursor.execute(bump, [session_id])
+    row = cursor.fetchone()
+    if row is None:  # a session started before detail rows existed
+        cursor.execute(
+            f"INSERT INTO {DETAIL_TABLE} (session_id, compaction_count, event_count, scratchpad,"
+            " created_at) SELECT %s, 0, 0, '{}', now() WHERE EXISTS (SELECT 1 FROM "
+            f"{sessions_table()} WHERE session_id = %s) ON CONFLICT (session_id) DO NOTHING",
+            [session_id, session_id])
+        cursor.execute(bump, [session_id])
+        row = cursor.fetchone()
+    return row[0] if row else None
+
+
 def append_event(session_id: str, event_type: str, role: str, content: str,
                  parts: Any = None) -> dict[str, Any]:
-    with transaction.atomic():
-        lock_open_session(session_id, action="appending events")
-        with connection.cursor() as cursor:
-            cursor.execute(f"UPDATE {DETAIL_TABLE} SET event_count = event_count + 1 "
-                           "WHERE session_id = %s RETURNING event_count", [session_id])
-            sequence = cursor.fetchone()[0]
+    with transaction.atomic(), connection.cursor() as cursor:
+        sequence = _take_next_sequence(cursor, session_id)
+        row = None
+        if sequence is not None:
+            # A new statement, so a new snapshot taken once the lock is held: an
+            # end_session that committed while we waited is seen, and nothing is added.
             cursor.execute(
                 f"INSERT INTO {EVENTS_TABLE} (session_id, sequence, event_type, role, content,"
-                " parts, created_at) VALUES (%s, %s, %s, %s, %s, %s::jsonb, now()) "
-                "RETURNING id, created_at",
+                " parts, created_at) SELECT %s, %s, %s, %s, %s, %s::jsonb, now() WHERE EXISTS "
+                f"(SELECT 1 FROM {sessions_table()} WHERE session_id = %s "
+                "AND NOT (status = ANY(%s))) RETURNING id, created_at",
                 [session_id, sequence, event_type, role, content,
-                 None if parts is None else json.dumps(parts)])
-            event_id, created_at = cursor.fetchone()
+                 None if parts is None else json.dumps(parts), session_id,
+                 list(CLOSED_STATUSES)])
+            row = cursor.fetchone()
+        if row is None:  # the rollback also returns the sequence number
+            raise refuse_for_status(session_id, session_status(session_id),
+                                    action="appending events")
+        event_id, created_at = row
     return {"success": True, "sessionId": session_id, "eventId": event_id,
             "sequence": sequence, "type": event_type, "role": role,
             "createdAt": iso(created_at)}

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import time
+
 import httpx
 
 from orchestrator.backends import files
 from sessions.models import ToolInvocation
+from sessions.services import history
 from tests import mcp_client
 
 
@@ -36,3 +39,27 @@ def test_tool_calls_with_a_session_id_are_recorded_over_rest_and_mcp(live_api, s
          ("append_session_event", True)]
     report = rest("check_recovery", {"includeHistory": True}).json()
     assert report["needsRecovery"] is False
+
+
+def test_the_mirror_is_rewritten_by_a_background_writer_after_a_burst(live_api, settings):
+    """With a delay, calls only mark the mirror stale; one rewrite covers the burst."""
+    settings.TOOL_HISTORY_MIRROR_DELAY_MS = 100
+    url, token = live_api
+    headers = {"Authorization": f"Bearer {token}"}
+    mirror_path = files.recovery_dir() / ".tool-history.json"
+    assert httpx.post(f"{url}/api/v1/tools/start_session/", json={"sessionId": "s-burst"},
+                      headers=headers, timeout=30).status_code == 200
+    for i in range(5):
+        response = httpx.post(f"{url}/api/v1/tools/append_session_event/", headers=headers,
+                              timeout=30, json={"sessionId": "s-burst", "type": "user_message",
+                                                "role": "user", "content": f"m{i}"})
+        assert response.status_code == 200
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        mirror = files.read_json(mirror_path) or {"entries": []}
+        if len(mirror["entries"]) == 6:
+            break
+        time.sleep(0.05)
+    assert [e["tool"] for e in mirror["entries"]] == \
+        ["start_session"] + ["append_session_event"] * 5
+    assert not history.mirror_writer.flush()  # nothing left pending
