@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from datetime import datetime
 from functools import wraps
 from typing import Any
 
-from graph.services import mirror
+from graph.services import mirror, work
 
 logger = logging.getLogger("orchestrator.graph")
 
@@ -41,24 +40,25 @@ def on_task_switched(sender: Any, to_task_id: str, session_id: str | None = None
     if from_task_id:
         statements += mirror.task_statements(from_task_id)
     if session_id:
-        statements += mirror.session_statements(session_id, task_id=to_task_id)
-    else:
-        statements += mirror.task_statements(to_task_id)
+        statements += mirror.session_statements(session_id, work_on=[to_task_id])
+    statements += mirror.task_statements(to_task_id)
     mirror.run(statements)
 
 
 @_never_raises
 def on_session_started(sender: Any, session_id: str, task_id: str | None = None,
-                       agent_id: str | None = None, started_at: datetime | None = None,
                        **kwargs: Any) -> None:
-    mirror.run(mirror.session_statements(session_id, status="active", started_at=started_at,
-                                         task_id=task_id, agent_id=agent_id))
+    mirror.run(mirror.session_statements(session_id, work_on=[task_id] if task_id else []))
 
 
 @_never_raises
-def on_session_ended(sender: Any, session_id: str, status: str = "ended",
-                     **kwargs: Any) -> None:
-    mirror.run(mirror.session_statements(session_id, status=status))
+def on_session_task_changed(sender: Any, session_id: str, task_id: str, **kwargs: Any) -> None:
+    mirror.run(mirror.session_statements(session_id, work_on=[task_id]))
+
+
+@_never_raises
+def on_session_ended(sender: Any, session_id: str, **kwargs: Any) -> None:
+    mirror.run(mirror.session_statements(session_id))
 
 
 @_never_raises
@@ -67,12 +67,29 @@ def on_sessions_ended(sender: Any, session_ids: list[str], status: str = "ended"
     mirror.run(mirror.sessions_status_statements(session_ids, status))
 
 
+@_never_raises
+def on_sessions_removed(sender: Any, session_ids: list[str], **kwargs: Any) -> None:
+    # Their work records go too; the tasks they touched lose the agents they brought.
+    touched = work.forget_sessions(session_ids)
+    mirror.run([("UNWIND $ids AS id MATCH (s:Session {sessionId: id}) DETACH DELETE s",
+                 {"ids": list(session_ids)}), *mirror.session_handles_statements(touched)])
+
+
 def connect() -> None:
     from contexts.signals import task_changed, task_switched
-    from sessions.signals import session_ended, session_started, sessions_ended
+    from sessions.signals import (
+        session_ended,
+        session_started,
+        session_task_changed,
+        sessions_ended,
+        sessions_removed,
+    )
 
     task_changed.connect(on_task_changed, dispatch_uid="graph.task_changed")
     task_switched.connect(on_task_switched, dispatch_uid="graph.task_switched")
     session_started.connect(on_session_started, dispatch_uid="graph.session_started")
     session_ended.connect(on_session_ended, dispatch_uid="graph.session_ended")
     sessions_ended.connect(on_sessions_ended, dispatch_uid="graph.sessions_ended")
+    session_task_changed.connect(on_session_task_changed,
+                                 dispatch_uid="graph.session_task_changed")
+    sessions_removed.connect(on_sessions_removed, dispatch_uid="graph.sessions_removed")

@@ -6,6 +6,10 @@
   status (ended, crashed, recovered, compacted).
 - ``sessions_ended(sender, session_ids: list[str], status: str)``: the same for many
   sessions at once (a crash sweep), so listeners can apply it in one write.
+- ``session_task_changed(sender, session_id: str, task_id: str)``: a heartbeat moved the
+  session to another task (its work on it is recorded).
+- ``sessions_removed(sender, session_ids: list[str])``: the stale-session sweep deleted
+  these sessions.
 """
 
 from django.dispatch import Signal
@@ -13,3 +17,5 @@ from django.dispatch import Signal
 session_started = Signal()
 session_ended = Signal()
 sessions_ended = Signal()
+session_task_changed = Signal()
+sessions_removed = Signal()

@@ -59,11 +59,13 @@ def _file_backup(operation: str, write: Callable[[], None], task_id: str | None 
 def write_task_file(task: TaskContext) -> bool:
     def write() -> None:
         path = files.task_file(task.task_id)
-        existing = files.read_json(path)
-        # A concurrent save of a newer version may have written the file first.
-        if not (isinstance(existing, dict) and isinstance(existing.get("version"), int)
-                and existing["version"] > (task.version or 0)):
-            files.write_json_atomic(path, representation.task_file(task))
+        # A concurrent save of a newer version may have written the file first; the lock
+        # keeps its check and our write from interleaving with another writer's.
+        with files.exclusive(path):
+            existing = files.read_json(path)
+            if not (isinstance(existing, dict) and isinstance(existing.get("version"), int)
+                    and existing["version"] > (task.version or 0)):
+                files.write_json_atomic(path, representation.task_file(task))
 
     started = time.perf_counter()
     ok = _file_backup("task_file", write, task.task_id)

@@ -23,6 +23,7 @@ from contexts.services import backends, representation
 from contexts.services.save import apply_changes, notify_changed
 from contexts.services.validation import validate_changes
 from graph import services as graph
+from graph.services.work import record_work
 from orchestrator import metrics
 from orchestrator.backends.files import check_safe_id
 from orchestrator.errors import OrchestratorError, now_iso
@@ -58,6 +59,8 @@ def _switch_in_db(from_task_id: str | None, to_task_id: str, values: dict[str, A
             if source.version != previous_version:
                 notify_changed(source.task_id, "auto_save")
         TaskContext.objects.filter(task_id=to_task_id).update(last_session_at=Now())
+        if session_id:
+            record_work(session_id, to_task_id)  # spec 4.1.5 step 2: record session work
         if not GlobalContext.objects.filter(project_id=settings.MCP_PROJECT_ID).update(
                 active_task_id=to_task_id):
             raise OrchestratorError("E1611", "Global context is missing",

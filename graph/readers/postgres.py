@@ -12,6 +12,7 @@ from django.db import connection
 
 from graph.readers import Edge, Node, edge_order, iso, make_edge, make_node, node_order
 from graph.services.types import GRAPH_LABELS
+from graph.services.work import WORK_TABLE
 from orchestrator.db import qualified
 
 _NODE_COLUMNS = "t.task_id, t.name, t.status, t.current_phase, t.priority, t.score"
@@ -123,15 +124,20 @@ class PostgresReader:
         return sorted((_node(r) for r in rows), key=lambda n: n["taskId"])
 
     def agents(self, task_id: str) -> list[dict[str, str]]:
-        # Postgres knows a task's agent_type; which agent ran a session lives in the graph only.
-        rows = _rows(f"SELECT agent_type FROM {qualified('task_contexts')} "
-                     "WHERE task_id = %s AND COALESCE(agent_type, '') <> ''", [task_id])
-        return [{"agentId": r[0], "type": r[0]} for r in rows]
+        # The task's agentType, and the agents of the live sessions that worked on it.
+        rows = _rows(
+            f"SELECT agent_type FROM {qualified('task_contexts')} "
+            "WHERE task_id = %s AND COALESCE(agent_type, '') <> '' "
+            f"UNION SELECT w.agent_id FROM {WORK_TABLE} w JOIN {qualified('active_sessions')} s "
+            "ON s.session_id = w.session_id WHERE w.task_id = %s AND w.agent_id IS NOT NULL",
+            [task_id, task_id])
+        return [{"agentId": r[0], "type": r[0]} for r in sorted(rows)]
 
     def recent_sessions(self, task_id: str, limit: int) -> list[dict[str, str]]:
-        rows = _rows(f"SELECT session_id, started_at FROM {qualified('active_sessions')} "
-                     "WHERE task_id = %s AND started_at IS NOT NULL "
-                     "ORDER BY started_at DESC, session_id LIMIT %s", [task_id, limit])
+        rows = _rows(f"SELECT w.session_id, w.started_at FROM {WORK_TABLE} w "
+                     f"JOIN {qualified('active_sessions')} s ON s.session_id = w.session_id "
+                     "WHERE w.task_id = %s ORDER BY w.started_at DESC, w.session_id LIMIT %s",
+                     [task_id, limit])
         return [{"sessionId": s, "startedAt": iso(started)} for s, started in rows]
 
 

@@ -8,16 +8,16 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
-from datetime import datetime
 from typing import Any
 
 from django.conf import settings
 
 from contexts.models import TaskContext
 from graph import backend
-from graph.models import TaskRelationship
+from graph.models import SessionWork, TaskRelationship
 from graph.readers import iso
 from graph.services.types import GRAPH_LABELS, StoredEdge
+from sessions.models import ActiveSession
 
 logger = logging.getLogger("orchestrator.graph")
 
@@ -88,41 +88,60 @@ def edge_delete_statements(edge: StoredEdge) -> Statements:
              {"s": edge.source, "t": edge.target})]
 
 
-def session_statements(session_id: str, *, status: str | None = None,
-                       started_at: datetime | None = None, task_id: str | None = None,
-                       agent_id: str | None = None) -> Statements:
-    """Session node, Session-WORKS_ON->Task and Agent-HANDLES->Task (spec 4.1.5 step 2)."""
-    started = iso(started_at) if started_at else None
+def session_statements(session_id: str, work_on: Iterable[str] = ()) -> Statements:
+    """The Session node as Postgres has it and, for each task in ``work_on``, the recorded
+    Session-WORKS_ON->Task (startedAt) and Agent-HANDLES->Task edges (spec 4.1.5 step 2).
+
+    Everything comes from Postgres (active_sessions, graph_session_work), so the edge
+    carries the very start time the Postgres backend answers with.
+    """
+    session = ActiveSession.objects.filter(session_id=session_id).values(
+        "status", "started_at").first()
+    if session is None:
+        return [("MATCH (s:Session {sessionId: $id}) DETACH DELETE s", {"id": session_id})]
     statements: Statements = [
-        ("MERGE (s:Session {sessionId: $id}) "
-         "SET s.status = coalesce($status, s.status, 'active'), "
-         "s.startedAt = coalesce(s.startedAt, $started)",
-         {"id": session_id, "status": status, "started": started})]
-    if task_id:
-        statements += task_statements(task_id)
+        ("MERGE (s:Session {sessionId: $id}) SET s.status = $status, s.startedAt = $started",
+         {"id": session_id, "status": session["status"] or "active",
+          "started": iso(session["started_at"]) if session["started_at"] else None})]
+    tasks = list(work_on)
+    for work in SessionWork.objects.filter(session_id=session_id, task_id__in=tasks):
+        statements += task_statements(work.task_id)
         statements.append(
             ("MATCH (s:Session {sessionId: $id}) MATCH (t:Task {taskId: $task}) "
-             "MERGE (s)-[w:WORKS_ON]->(t) SET w.startedAt = coalesce(w.startedAt, $started)",
-             {"id": session_id, "task": task_id, "started": started or iso(_now())}))
-        if agent_id:
+             "MERGE (s)-[w:WORKS_ON]->(t) SET w.startedAt = $started",
+             {"id": session_id, "task": work.task_id, "started": iso(work.started_at)}))
+        if work.agent_id:
             statements.append(
                 ("MERGE (a:Agent {agentId: $agent}) ON CREATE SET a.type = $agent "
                  "WITH a MATCH (t:Task {taskId: $task}) "
                  "MERGE (a)-[:HANDLES {via: 'session'}]->(t)",
-                 {"agent": agent_id, "task": task_id}))
+                 {"agent": work.agent_id, "task": work.task_id}))
     return statements
+
+
+def session_handles_statements(task_ids: Iterable[str]) -> Statements:
+    """Redo the session Agent-HANDLES->Task edges of these tasks from Postgres."""
+    tasks = sorted(set(task_ids))
+    pairs = [{"agent": a, "task": t} for a, t in sorted(set(
+        live_work().filter(task_id__in=tasks, agent_id__isnull=False)
+        .values_list("agent_id", "task_id")))]
+    return [("UNWIND $tasks AS id MATCH (:Agent)-[h:HANDLES {via: 'session'}]->"
+             "(:Task {taskId: id}) DELETE h", {"tasks": tasks}),
+            ("UNWIND $rows AS r MERGE (a:Agent {agentId: r.agent}) ON CREATE SET a.type = "
+             "r.agent WITH a, r MATCH (t:Task {taskId: r.task}) "
+             "MERGE (a)-[:HANDLES {via: 'session'}]->(t)", {"rows": pairs})]
+
+
+def live_work():
+    """Work records of sessions that still exist (a removed session's rows are stale)."""
+    return SessionWork.objects.filter(session_id__in=ActiveSession.objects.values(
+        "session_id"))
 
 
 def sessions_status_statements(session_ids: list[str], status: str) -> Statements:
     """One statement setting the status of many Session nodes (a crash sweep)."""
     return [("UNWIND $ids AS id MERGE (s:Session {sessionId: id}) SET s.status = $status",
              {"ids": list(session_ids), "status": status})]
-
-
-def _now() -> datetime:
-    from django.utils import timezone
-
-    return timezone.now()
 
 
 def chunks(items: list[Any], size: int = 500) -> Iterable[list[Any]]:

@@ -2,7 +2,8 @@
 
 Diff-based so a healthy mirror costs two reads, and the report says what was repaired:
 missing or stale Task nodes and task edges are written, ones Postgres no longer has are
-removed, and sessions get their Session node and WORKS_ON edge.
+removed, and sessions get their Session node, WORKS_ON edges and session HANDLES edges
+from graph_session_work.
 """
 
 from __future__ import annotations
@@ -14,8 +15,9 @@ from django.conf import settings
 
 from contexts.models import TaskContext
 from graph import backend
-from graph.models import TaskRelationship
+from graph.models import SessionWork, TaskRelationship
 from graph.readers import iso
+from graph.services import mirror
 from graph.services.mirror import Statements, chunks, edge_props, task_props
 from graph.services.types import GRAPH_LABELS, LABEL_TYPES
 from orchestrator.errors import now_iso
@@ -98,25 +100,53 @@ def _sync_edges(task_ids: set[str]) -> dict[str, int]:
 
 
 def _sync_sessions(task_ids: set[str]) -> dict[str, int]:
-    present = {tuple(r) for r in backend.cypher(
-        "MATCH (s:Session)-[:WORKS_ON]->(t:Task) RETURN s.sessionId, t.taskId")}
-    statuses = dict(tuple(r) for r in backend.cypher(
-        "MATCH (s:Session) RETURN s.sessionId, s.status"))
-    rows = []
-    for session in ActiveSession.objects.only("session_id", "task_id", "status", "started_at"):
-        on_task = session.task_id in task_ids
-        if statuses.get(session.session_id, "") != session.status or (
-                on_task and (session.session_id, session.task_id) not in present):
-            rows.append({"id": session.session_id, "status": session.status,
-                         "started": iso(session.started_at) if session.started_at else None,
-                         "task": session.task_id if on_task else None})
+    """Session nodes, WORKS_ON edges and session HANDLES edges as Postgres has them."""
+    counts = {"repaired": 0, "deleted": 0}
+    sessions = {sid: {"id": sid, "status": status or "active",
+                      "started": iso(started) if started else None}
+                for sid, status, started in ActiveSession.objects.values_list(
+                    "session_id", "status", "started_at")}
+    nodes = {r[0]: {"id": r[0], "status": r[1], "started": r[2]} for r in backend.cypher(
+        "MATCH (s:Session) RETURN s.sessionId, s.status, s.startedAt")}
+    stale_nodes = [row for sid, row in sessions.items() if nodes.get(sid) != row]
+    gone = sorted(set(nodes) - set(sessions))
     _write([[("UNWIND $rows AS r MERGE (s:Session {sessionId: r.id}) SET s.status = r.status, "
-              "s.startedAt = coalesce(s.startedAt, r.started)", {"rows": batch}),
-             ("UNWIND $rows AS r MATCH (s:Session {sessionId: r.id}) "
+              "s.startedAt = r.started", {"rows": rows})] for rows in chunks(stale_nodes)])
+    _write([[("UNWIND $ids AS id MATCH (s:Session {sessionId: id}) DETACH DELETE s",
+              {"ids": ids})] for ids in chunks(gone)])
+
+    work = [w for w in mirror.live_work().values_list("session_id", "task_id", "agent_id",
+                                                       "started_at") if w[1] in task_ids]
+    wanted = {(sid, tid): iso(started) for sid, tid, _, started in work}
+    present = {(r[0], r[1]): r[2] for r in backend.cypher(
+        "MATCH (s:Session)-[w:WORKS_ON]->(t:Task) RETURN s.sessionId, t.taskId, w.startedAt")}
+    fix = [{"id": s, "task": t, "started": v} for (s, t), v in wanted.items()
+           if present.get((s, t)) != v]
+    extra = [{"id": s, "task": t} for s, t in present if (s, t) not in wanted]
+    _write([[("UNWIND $rows AS r MATCH (s:Session {sessionId: r.id}) "
               "MATCH (t:Task {taskId: r.task}) MERGE (s)-[w:WORKS_ON]->(t) "
-              "SET w.startedAt = coalesce(w.startedAt, r.started)",
-              {"rows": [r for r in batch if r["task"]]})] for batch in chunks(rows)])
-    return {"repaired": len(rows)}
+              "SET w.startedAt = r.started", {"rows": rows})] for rows in chunks(fix)])
+    _write([[("UNWIND $rows AS r MATCH (:Session {sessionId: r.id})-[w:WORKS_ON]->"
+              "(:Task {taskId: r.task}) DELETE w", {"rows": rows})] for rows in chunks(extra)])
+
+    handles = {(agent, tid) for _, tid, agent, _ in work if agent}
+    present_handles = {tuple(r) for r in backend.cypher(
+        "MATCH (a:Agent)-[:HANDLES {via: 'session'}]->(t:Task) RETURN a.agentId, t.taskId")}
+    add = [{"agent": a, "task": t} for a, t in sorted(handles - present_handles)]
+    drop = [{"agent": a, "task": t} for a, t in sorted(present_handles - handles)]
+    _write([[("UNWIND $rows AS r MERGE (a:Agent {agentId: r.agent}) ON CREATE SET "
+              "a.type = r.agent WITH a, r MATCH (t:Task {taskId: r.task}) "
+              "MERGE (a)-[:HANDLES {via: 'session'}]->(t)", {"rows": rows})]
+            for rows in chunks(add)])
+    _write([[("UNWIND $rows AS r MATCH (:Agent {agentId: r.agent})-[h:HANDLES "
+              "{via: 'session'}]->(:Task {taskId: r.task}) DELETE h", {"rows": rows})]
+            for rows in chunks(drop)])
+    # Work records of removed sessions are no one's truth any more.
+    orphans = SessionWork.objects.exclude(
+        session_id__in=ActiveSession.objects.values("session_id")).delete()[0]
+    counts["repaired"] = len(stale_nodes) + len(fix) + len(add)
+    counts["deleted"] = len(gone) + len(extra) + len(drop) + orphans
+    return counts
 
 
 def sync_graph() -> dict[str, Any]:

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import contextlib
+import fcntl
+import hashlib
 import json
 import os
 import re
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +58,22 @@ def write_text_atomic(path: Path, text: str) -> None:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+@contextlib.contextmanager
+def exclusive(path: Path) -> Iterator[None]:
+    """Hold an advisory lock for ``path`` across threads and processes (flock on a small
+    hidden lock file beside it), so that read-compare-write sequences on it do not
+    interleave. The lock file is named by a hash: ``.<name>.lock`` could exceed NAME_MAX.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    digest = hashlib.sha1(path.name.encode()).hexdigest()[:20]
+    fd = os.open(path.parent / f".{digest}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock
 
 
 def read_json(path: Path) -> Any | None:

@@ -10,6 +10,7 @@ from typing import Any
 from django.conf import settings
 from django.db import connection, transaction
 
+from graph.services.work import record_work
 from orchestrator import metrics
 from orchestrator.backends import files, redis_store
 from orchestrator.db import qualified
@@ -77,8 +78,10 @@ def start_session(args: dict[str, Any]) -> dict[str, Any]:
                 "VALUES (%s, %s, %s, 0, 0, '{}', now()) ON CONFLICT (session_id) DO UPDATE "
                 "SET agent_id = EXCLUDED.agent_id, process_id = EXCLUDED.process_id",
                 [session_id, agent_id, process_id])
-        handoff = handoffs.consume_handoff(project_dir=project_dir, session_id=session_id)
         started_at = row[0]
+        if task_id:
+            record_work(session_id, task_id, agent_id=agent_id, started_at=started_at)
+        handoff = handoffs.consume_handoff(project_dir=project_dir, session_id=session_id)
         transaction.on_commit(lambda: signals.session_started.send(
             sender=ActiveSession, session_id=session_id, task_id=task_id, agent_id=agent_id,
             started_at=started_at))
@@ -134,7 +137,8 @@ def heartbeat(args: dict[str, Any]) -> dict[str, Any]:
             "AND s.status IN ('active', 'compacted') "
             f"AND (%s::text IS NULL OR EXISTS (SELECT 1 FROM {tasks_table()} t "
             "WHERE t.task_id = %s)) "
-            "RETURNING s.last_heartbeat, prev.last_heartbeat, s.task_id, s.project_dir, s.status",
+            "RETURNING s.last_heartbeat, prev.last_heartbeat, s.task_id, s.project_dir, s.status,"
+            " prev.task_id",
             [task_id, summary, None if changes is None else json.dumps(changes), session_id,
              task_id, task_id])
         row = cursor.fetchone()
@@ -144,7 +148,12 @@ def heartbeat(args: dict[str, Any]) -> dict[str, Any]:
             raise OrchestratorError("E1610", f"Task {task_id!r} does not exist",
                                     {"taskId": task_id})
         raise refuse_for_status(session_id, status, action="sending heartbeats")
-    last, previous, current_task, project_dir, status = row
+    last, previous, current_task, project_dir, status, previous_task = row
+    if task_id is not None and task_id != previous_task:
+        # Rare (an agent moving to another task), so it costs a heartbeat nothing usually.
+        record_work(session_id, task_id)
+        signals.session_task_changed.send(sender=ActiveSession, session_id=session_id,
+                                          task_id=task_id)
     if previous is not None:
         metrics.heartbeat_age_seconds.observe(max(0.0, (last - previous).total_seconds()))
     saved_to = {"database": True, **_mark_alive(session_id, current_task, project_dir, last)}

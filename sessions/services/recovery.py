@@ -17,6 +17,7 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from orchestrator.errors import OrchestratorError, now_iso
+from sessions import signals
 from sessions.models import ActiveSession, SessionDetail
 from sessions.services import history, lifecycle
 from sessions.services.common import (
@@ -113,6 +114,7 @@ def clean_stale_sessions() -> list[str]:
                 cursor.execute(f"DELETE FROM {table} WHERE session_id = ANY(%s)", [removed])
     if removed:
         logger.info("stale sessions cleaned", extra={"count": len(removed)})
+        signals.sessions_removed.send(sender=ActiveSession, session_ids=removed)
     return removed
 
 

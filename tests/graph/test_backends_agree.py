@@ -7,7 +7,7 @@ from decimal import Decimal
 import pytest
 
 from contexts.models import TaskContext
-from graph import services
+from graph import backend, services
 from graph.models import TaskRelationship
 from graph.services.sync import sync_graph
 
@@ -68,3 +68,55 @@ def test_same_relationships_and_blockers(settings, mixed):
         settings.ENABLE_NEO4J = False
         assert graph_side == (services.relationships_for(task_id),
                               services.unfinished_blockers(task_id))
+
+
+def test_same_agents_and_recent_sessions(settings, graph_server, tools,
+                                         django_capture_on_commit_callbacks):
+    """Who worked on a task comes from graph_session_work on both backends: starts with a
+    task, switches with a session, a heartbeat moving to another task, and removed
+    sessions dropping out; sync_graph rebuilds the graph's side from it."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from graph.models import SessionWork
+    from sessions.models import ActiveSession
+    from sessions.services.recovery import clean_stale_sessions
+
+    def run(tool, args):
+        with django_capture_on_commit_callbacks(execute=True):
+            return tools.ok(tool, args)
+
+    run("create_task", {"taskId": "w1", "name": "W1", "agentType": "backend"})
+    run("create_task", {"taskId": "w2", "name": "W2"})
+    run("start_session", {"sessionId": "s1", "taskId": "w1", "agentId": "claude-a"})
+    run("start_session", {"sessionId": "s2", "agentId": "claude-b"})
+    run("switch_task", {"fromTaskId": "w1", "toTaskId": "w2", "sessionId": "s2"})
+    run("start_session", {"sessionId": "s3", "taskId": "w2", "agentId": "claude-c"})
+    run("heartbeat", {"sessionId": "s3", "taskId": "w1"})
+    run("end_session", {"sessionId": "s1"})
+    ActiveSession.objects.filter(session_id="s1").update(
+        ended_at=timezone.now() - timedelta(hours=settings.STALE_SESSION_HOURS + 1))
+    assert clean_stale_sessions() == ["s1"]
+
+    def focus(task_id):
+        from_graph, from_postgres = answers(settings, task_id=task_id, depth=0)
+        assert from_graph == from_postgres
+        found = from_graph["focus"]
+        # One test transaction: every start time is the same now(), so compare as sets.
+        return ([a["agentId"] for a in found["agents"]],
+                sorted(s["sessionId"] for s in found["recentSessions"]))
+
+    assert focus("w1") == (["backend", "claude-c"], ["s3"])
+    assert focus("w2") == (["claude-b", "claude-c"], ["s2", "s3"])
+    assert not SessionWork.objects.filter(session_id="s1").exists()
+
+    # A lost graph side is rebuilt from Postgres, start times included.
+    backend.cypher("MATCH (s:Session) DETACH DELETE s")
+    backend.cypher("MATCH (:Agent)-[h:HANDLES {via: 'session'}]->() DELETE h")
+    SessionWork.objects.create(session_id="gone", task_id="w1")  # an orphan is pruned
+    settings.ENABLE_NEO4J = True
+    report = sync_graph()
+    assert report["sessions"]["repaired"] >= 4 and report["sessions"]["deleted"] == 1, report
+    assert focus("w1") == (["backend", "claude-c"], ["s3"])
+    assert focus("w2") == (["claude-b", "claude-c"], ["s2", "s3"])
