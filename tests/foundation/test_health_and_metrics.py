@@ -98,6 +98,9 @@ def test_postgres_down_is_503_e1654_not_500(django_db_blocker):
     # put it back in place.
     databases = connections.settings
     original = databases["default"]
+    # Keep the connection object itself: pytest-django drops the test database through
+    # the object it set up with, and a stand-in left open would block the DROP.
+    original_connection = connections["default"]
     databases["default"] = {**original, "HOST": "127.0.0.1", "PORT": str(free_port()),
                             "CONN_MAX_AGE": 0}
     connections.close_all()
@@ -114,7 +117,8 @@ def test_postgres_down_is_503_e1654_not_500(django_db_blocker):
             assert health.json()["backends"]["postgres"].startswith("error")
     finally:
         databases["default"] = original
-        del connections["default"]
+        connections["default"].close()
+        connections["default"] = original_connection
 
 
 def test_a_revoked_token_stops_working(db, client: Client):
