@@ -8,8 +8,8 @@
   sessions at once (a crash sweep), so listeners can apply it in one write.
 - ``session_task_changed(sender, session_id: str, task_id: str)``: a heartbeat moved the
   session to another task (its work on it is recorded).
-- ``sessions_removed(sender, session_ids: list[str])``: the stale-session sweep deleted
-  these sessions.
+- ``sessions_removed(sender, session_ids: list[str], task_ids: list[str])``: the
+  stale-session sweep deleted these sessions (and their work records on these tasks).
 """
 
 from django.dispatch import Signal

@@ -16,6 +16,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
+from graph.services.work import forget_sessions
 from orchestrator.errors import OrchestratorError, now_iso
 from sessions import signals
 from sessions.models import ActiveSession, SessionDetail
@@ -112,9 +113,11 @@ def clean_stale_sessions() -> list[str]:
             cursor.execute("SELECT set_config('orchestrator.allow_version_pruning', 'on', true)")
             for table in (EVENTS_TABLE, HISTORY_TABLE, DETAIL_TABLE):
                 cursor.execute(f"DELETE FROM {table} WHERE session_id = ANY(%s)", [removed])
+            touched = forget_sessions(removed)
     if removed:
         logger.info("stale sessions cleaned", extra={"count": len(removed)})
-        signals.sessions_removed.send(sender=ActiveSession, session_ids=removed)
+        signals.sessions_removed.send(sender=ActiveSession, session_ids=removed,
+                                      task_ids=sorted(touched))
     return removed
 
 
