@@ -1,8 +1,9 @@
 """The per-session event log and scratchpad (seed 002).
 
 Sequences come from ``SessionDetail.event_count``, bumped with UPDATE ... RETURNING in
-the append's transaction: the row lock serialises concurrent appends of one session, and
-a failed insert rolls the counter back, so sequences are 1..n with no gap or duplicate.
+the append's transaction (one database function call, migration 0004): the row lock
+serialises concurrent appends of one session, and a refused or failed insert gives the
+number back, so sequences are 1..n with no gap or duplicate.
 ``end_session`` takes the same lock, so no event lands after a session's end.
 """
 
@@ -11,10 +12,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
 from orchestrator.errors import OrchestratorError
+from orchestrator.spec_sql import internal_schema
 from sessions.models import SessionDetail
 from sessions.services.common import (
     CLOSED_STATUSES,
@@ -28,6 +31,7 @@ from sessions.services.common import (
 )
 
 DEFAULT_TURNS = 30
+APPEND_FUNCTION = f'"{internal_schema(settings.MCP_SCHEMA)}".append_session_event'
 
 
 def lock_open_session(session_id: str, *, action: str) -> int:
@@ -49,48 +53,17 @@ def lock_open_session(session_id: str, *, action: str) -> int:
     return row[0]
 
 
-def _take_next_sequence(cursor, session_id: str) -> int | None:
-    """Bump the session's event counter, taking its row lock; None for an unknown session.
-
-    One statement takes the lock and the number, so concurrent appends of one session
-    wait for each other for as few round trips as possible.
-    """
-    bump = (f"UPDATE {DETAIL_TABLE} SET event_count = event_count + 1 "
-            "WHERE session_id = %s RETURNING event_count")
-    cursor.execute(bump, [session_id])
-    row = cursor.fetchone()
-    if row is None:  # a session started before detail rows existed
-        cursor.execute(
-            f"INSERT INTO {DETAIL_TABLE} (session_id, compaction_count, event_count, scratchpad,"
-            " created_at) SELECT %s, 0, 0, '{}', now() WHERE EXISTS (SELECT 1 FROM "
-            f"{sessions_table()} WHERE session_id = %s) ON CONFLICT (session_id) DO NOTHING",
-            [session_id, session_id])
-        cursor.execute(bump, [session_id])
-        row = cursor.fetchone()
-    return row[0] if row else None
-
-
 def append_event(session_id: str, event_type: str, role: str, content: str,
                  parts: Any = None) -> dict[str, Any]:
-    with transaction.atomic(), connection.cursor() as cursor:
-        sequence = _take_next_sequence(cursor, session_id)
-        row = None
-        if sequence is not None:
-            # A new statement, so a new snapshot taken once the lock is held: an
-            # end_session that committed while we waited is seen, and nothing is added.
-            cursor.execute(
-                f"INSERT INTO {EVENTS_TABLE} (session_id, sequence, event_type, role, content,"
-                " parts, created_at) SELECT %s, %s, %s, %s, %s, %s::jsonb, now() WHERE EXISTS "
-                f"(SELECT 1 FROM {sessions_table()} WHERE session_id = %s "
-                "AND NOT (status = ANY(%s))) RETURNING id, created_at",
-                [session_id, sequence, event_type, role, content,
-                 None if parts is None else json.dumps(parts), session_id,
-                 list(CLOSED_STATUSES)])
-            row = cursor.fetchone()
-        if row is None:  # the rollback also returns the sequence number
-            raise refuse_for_status(session_id, session_status(session_id),
-                                    action="appending events")
-        event_id, created_at = row
+    """One round trip: the database function of migration 0004 takes the row lock and the
+    next sequence, checks the session is open once the lock is held, and inserts."""
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT * FROM {APPEND_FUNCTION}(%s, %s, %s, %s, %s::jsonb, %s)",
+                       [session_id, event_type, role, content,
+                        None if parts is None else json.dumps(parts), list(CLOSED_STATUSES)])
+        event_id, sequence, created_at, status = cursor.fetchone()
+    if event_id is None:
+        raise refuse_for_status(session_id, status, action="appending events")
     return {"success": True, "sessionId": session_id, "eventId": event_id,
             "sequence": sequence, "type": event_type, "role": role,
             "createdAt": iso(created_at)}

@@ -69,6 +69,49 @@ def test_append_refusals(tools):
     assert (ended.status, ended.error_code) == (409, "E1602")
 
 
+@pytest.mark.django_db(transaction=True)
+def test_an_append_waiting_on_an_ending_session_is_refused_and_leaves_no_gap(tools):
+    """end_session holds the session's row lock; an append that waited for it must see the
+    end (E1602), add nothing, and give its sequence number back."""
+    from django.db import connections
+
+    from orchestrator.errors import OrchestratorError
+    from sessions.models import SessionDetail
+    from sessions.services.common import DETAIL_TABLE, sessions_table
+
+    tools.ok("start_session", {"sessionId": "ending"})
+    events.append_event("ending", "user_message", "user", "first")
+    locked, outcome = threading.Event(), {}
+
+    def ender() -> None:
+        with transaction.atomic(), connection.cursor() as cursor:  # what end_session does
+            cursor.execute(f"SELECT 1 FROM {DETAIL_TABLE} WHERE session_id = 'ending' "
+                           "FOR UPDATE")
+            cursor.execute(f"UPDATE {sessions_table()} SET status = 'ended' "
+                           "WHERE session_id = 'ending'")
+            locked.set()
+            threading.Event().wait(0.5)  # the append is now waiting on the lock
+        connection.close()
+
+    def appender() -> None:
+        locked.wait()
+        try:
+            events.append_event("ending", "user_message", "user", "too late")
+        except OrchestratorError as exc:
+            outcome["code"] = exc.code
+        finally:
+            connections["default"].close()
+
+    threads = [threading.Thread(target=ender), threading.Thread(target=appender)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert outcome == {"code": "E1602"}
+    assert _events_for("ending") == [1]
+    assert SessionDetail.objects.get(session_id="ending").event_count == 1
+
+
 @pytest.mark.django_db
 def test_recent_events_by_turns_and_tokens(tools):
     tools.ok("start_session", {"sessionId": "s1"})
