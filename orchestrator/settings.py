@@ -221,9 +221,9 @@ MAX_VERSIONS_DEFAULT = ORCH.max_versions_default
 MAX_VERSIONS_LIMIT = ORCH.max_versions_limit
 HOT_SYNC_INTERVAL_SECONDS = ORCH.hot_sync_interval_seconds
 SLACK_WEBHOOK_URL = ORCH.slack_webhook_url
-# RECOVERY_DIR/.tool-history.json is rewritten at most this often per process, off the
-# request path (0: by every recorded call, synchronously).
-TOOL_HISTORY_MIRROR_DELAY_MS = int(os.environ.get("TOOL_HISTORY_MIRROR_DELAY_MS", "250"))
+# The index files (_registry.json, .tool-history.json) are rewritten off the request path
+# at most this often per process (orchestrator/backends/coalesce.py); 0: by every call.
+INDEX_FILE_DELAY_MS = int(os.environ.get("INDEX_FILE_DELAY_MS", "250"))
 # Periods of the Celery beat jobs (seconds); crash detection runs every HEARTBEAT_INTERVAL_MS.
 CONFLICT_DETECTION_INTERVAL_SECONDS = int(
     os.environ.get("CONFLICT_DETECTION_INTERVAL_SECONDS", "300"))

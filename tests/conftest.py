@@ -30,9 +30,9 @@ def isolated_backends(settings, tmp_path, request):
     """Per-test file roots, a clean Redis database and, for DB tests, the project's row."""
     settings.CONTEXT_DIR = tmp_path / "contexts"
     settings.RECOVERY_DIR = tmp_path / "recovery"
-    # Tests read the tool-history mirror right after a call: write it synchronously
-    # (test_history checks the background writer on its own).
-    settings.TOOL_HISTORY_MIRROR_DELAY_MS = 0
+    # Tests read the index files right after a call: write them synchronously
+    # (test_history and test_switch_read_sync check the background writer on their own).
+    settings.INDEX_FILE_DELAY_MS = 0
     redis_store.breaker.reset()
     redis_store.run(lambda r: r.flushdb())
     names = request.fixturenames

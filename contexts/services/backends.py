@@ -19,6 +19,7 @@ from contexts.models import TaskContext
 from contexts.services import cache, representation
 from orchestrator import metrics
 from orchestrator.backends import files, redis_store
+from orchestrator.backends.coalesce import CoalescingWriter
 from orchestrator.db import qualified
 from orchestrator.errors import now_iso
 
@@ -97,18 +98,32 @@ FROM {tasks}
 
 
 def write_registry() -> bool:
-    """Rewrite ``_registry.json`` (spec 6.4.2) from Postgres."""
+    """Rewrite ``_registry.json`` (spec 6.4.2) from Postgres, now.
+
+    Reading and writing happen under the file's lock, so of two writers (threads or
+    processes) the one that writes last also read last: the file never goes back to an
+    older state.
+    """
     if not settings.ENABLE_FILE_SYNC:
         return False
-    with connection.cursor() as cursor:
-        cursor.execute(_REGISTRY_SQL.format(global_context=qualified("global_context"),
-                                            tasks=qualified("task_contexts")),
-                       [settings.MCP_PROJECT_ID])
-        tasks_json, active = cursor.fetchone()
-    header = json.dumps({"version": 1, "updatedAt": now_iso()})[:-1]
-    registry = f'{header}, "tasks": {tasks_json}, "activeTask": {active or "null"}}}'
-    return _file_backup("registry", lambda: files.write_text_atomic(
-        files.context_dir() / "_registry.json", registry))
+    path = files.context_dir() / "_registry.json"
+
+    def write() -> None:
+        with files.exclusive(path):
+            with connection.cursor() as cursor:
+                cursor.execute(_REGISTRY_SQL.format(global_context=qualified("global_context"),
+                                                    tasks=qualified("task_contexts")),
+                               [settings.MCP_PROJECT_ID])
+                tasks_json, active = cursor.fetchone()
+            header = json.dumps({"version": 1, "updatedAt": now_iso()})[:-1]
+            files.write_text_atomic(
+                path, f'{header}, "tasks": {tasks_json}, "activeTask": {active or "null"}}}')
+
+    return _file_backup("registry", write)
+
+
+# Saves, switches and task creation ask for a rewrite; it happens off the request path.
+registry_writer = CoalescingWriter("registry", write_registry)
 
 
 def publish_task(task: TaskContext, *, active: bool, to_file: bool = True,
@@ -121,5 +136,6 @@ def publish_task(task: TaskContext, *, active: bool, to_file: bool = True,
         if active:
             file_ok = write_hot_file(task) and file_ok
         if registry:
-            file_ok = write_registry() and file_ok
+            written = registry_writer.request()  # None: scheduled, reported when it runs
+            file_ok = file_ok if written is None else written and file_ok
     return {"redis": redis_ok, "file": file_ok}

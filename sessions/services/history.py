@@ -10,25 +10,20 @@ typos); the INSERT checks that in the same statement.
 Cost matters: this runs on every tool call of every agent. The INSERT commits
 asynchronously (a history row lost in a database crash costs nothing that matters, and
 not waiting for the WAL flush halves the call's latency), and the mirror file is
-rewritten by one background thread per process at most every
-TOOL_HISTORY_MIRROR_DELAY_MS (default 250 ms), not by every call: rewriting it with an
-fsync per call cost ~1.2 ms each and serialised concurrent agents on the disk.
+rewritten off the request path by a ``CoalescingWriter`` (at most every
+INDEX_FILE_DELAY_MS), not by every call.
 """
 
 from __future__ import annotations
 
-import atexit
 import logging
-import os
-import threading
-import time
 from typing import Any
 
-from django.conf import settings
-from django.db import close_old_connections, connection, transaction
+from django.db import connection, transaction
 
 from orchestrator import metrics
 from orchestrator.backends import files
+from orchestrator.backends.coalesce import CoalescingWriter
 from orchestrator.tools.registry import Tool, ToolContext
 from sessions.services.common import HISTORY_TABLE, fetch_dicts, iso, sessions_table
 
@@ -37,7 +32,6 @@ logger = logging.getLogger("orchestrator.sessions")
 NOT_RECORDED = frozenset({"heartbeat"})
 MIRROR_SIZE = 50
 HISTORY_FILE = ".tool-history.json"
-IDLE_CLOSE_SECONDS = 1.0
 
 
 def record_tool_call(tool: Tool, arguments: dict[str, Any], outcome: dict[str, Any],
@@ -106,50 +100,7 @@ def write_mirror() -> bool:
         return False
 
 
-class MirrorWriter:
-    """Coalesces mirror rewrites: a request marks the mirror stale, and one daemon thread
-    per process rewrites it after TOOL_HISTORY_MIRROR_DELAY_MS, covering every call of
-    that burst. With a delay of 0 the caller rewrites it at once (tests use this).
-    Pending work is flushed at interpreter exit.
-    """
-
-    def __init__(self) -> None:
-        self._stale = threading.Event()
-        self._lock = threading.Lock()
-        self._owner_pid: int | None = None  # a forked child must start its own thread
-
-    def request(self) -> None:
-        delay = settings.TOOL_HISTORY_MIRROR_DELAY_MS / 1000
-        if delay <= 0:
-            write_mirror()
-            return
-        self._stale.set()
-        if self._owner_pid != os.getpid():
-            with self._lock:
-                if self._owner_pid != os.getpid():
-                    threading.Thread(target=self._run, args=(delay,), daemon=True,
-                                     name="tool-history-mirror").start()
-                    self._owner_pid = os.getpid()
-
-    def flush(self) -> bool:
-        """Rewrite now if a rewrite is pending; True when one was written."""
-        if not self._stale.is_set():
-            return False
-        self._stale.clear()
-        return write_mirror()
-
-    def _run(self, delay: float) -> None:
-        while True:
-            if not self._stale.wait(timeout=IDLE_CLOSE_SECONDS):
-                connection.close()  # idle: hold no database connection for nothing
-                continue
-            time.sleep(delay)  # let the burst finish: one rewrite covers all of it
-            close_old_connections()
-            self.flush()
-
-
-mirror_writer = MirrorWriter()
-atexit.register(mirror_writer.flush)
+mirror_writer = CoalescingWriter("tool-history", write_mirror)
 
 
 def history_from_file(session_id: str, limit: int) -> list[dict[str, Any]]:

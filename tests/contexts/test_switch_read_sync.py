@@ -9,6 +9,7 @@ import pytest
 from django.db import connection
 
 from contexts.models import ContextVersion, GlobalContext, TaskContext
+from contexts.services import backends
 from contexts.services.save import save_task_changes
 from orchestrator.backends import files, redis_store
 
@@ -33,6 +34,32 @@ def test_task_switching_12_4_2(tools, make_task, settings):
     assert hot_file["taskId"] == "task-b"
     registry = json.loads((settings.CONTEXT_DIR / "_registry.json").read_text())
     assert registry["activeTask"] == "task-b" and "task-a" in registry["tasks"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_registry_is_rewritten_off_the_request_path_after_a_burst(tools, make_task,
+                                                                       settings):
+    """With INDEX_FILE_DELAY_MS set, switches only mark the registry stale; the process's
+    writer thread rewrites it once for the burst, with the last active task."""
+    import time
+
+    settings.INDEX_FILE_DELAY_MS = 100
+    for name in ("r-a", "r-b", "r-c"):
+        make_task(name)
+    path = settings.CONTEXT_DIR / "_registry.json"
+    for target in ("r-b", "r-c", "r-a", "r-b"):
+        tools.ok("switch_task", {"toTaskId": target})
+    deadline = time.monotonic() + 10
+    registry = {}
+    while time.monotonic() < deadline:
+        registry = files.read_json(path) or {}
+        if registry.get("activeTask") == "r-b":
+            break
+        time.sleep(0.05)
+    assert registry["activeTask"] == "r-b"
+    assert set(registry["tasks"]) == {"r-a", "r-b", "r-c"}
+    assert "index-writer-registry" in {t.name for t in threading.enumerate()}
+    backends.registry_writer.flush()  # nothing left to land in the next test's directory
 
 
 @pytest.mark.django_db

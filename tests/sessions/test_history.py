@@ -9,6 +9,7 @@ import httpx
 
 from orchestrator.backends import files
 from sessions.models import ToolInvocation
+from sessions.services import history
 from tests import mcp_client
 
 
@@ -43,7 +44,7 @@ def test_tool_calls_with_a_session_id_are_recorded_over_rest_and_mcp(live_api, s
 
 def test_the_mirror_is_rewritten_by_a_background_writer_after_a_burst(live_api, settings):
     """With a delay, calls only mark the mirror stale; one rewrite covers the burst."""
-    settings.TOOL_HISTORY_MIRROR_DELAY_MS = 100
+    settings.INDEX_FILE_DELAY_MS = 100
     url, token = live_api
     headers = {"Authorization": f"Bearer {token}"}
     mirror_path = files.recovery_dir() / ".tool-history.json"
@@ -63,4 +64,5 @@ def test_the_mirror_is_rewritten_by_a_background_writer_after_a_burst(live_api, 
     assert [e["tool"] for e in mirror["entries"]] == \
         ["start_session"] + ["append_session_event"] * 5
     # Written by the process's background writer: with a delay set, no call writes it.
-    assert "tool-history-mirror" in {t.name for t in threading.enumerate()}
+    assert "index-writer-tool-history" in {t.name for t in threading.enumerate()}
+    history.mirror_writer.flush()  # nothing left to land in the next test's directory
