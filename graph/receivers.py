@@ -7,7 +7,7 @@ them: a graph failure is logged and left for sync_graph to repair.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from functools import wraps
 from typing import Any
 
@@ -74,7 +74,7 @@ def on_sessions_ended(sender: Any, session_ids: list[str], status: str = "ended"
 
 
 @_never_raises
-def on_sessions_removed(sender: Any, session_ids: list[str], task_ids: list[str] = (),
+def on_sessions_removed(sender: Any, session_ids: list[str], task_ids: Iterable[str] = (),
                         **kwargs: Any) -> None:
     # The tasks they worked on lose the agents they brought.
     mirror.run([("UNWIND $ids AS id MATCH (s:Session {sessionId: id}) DETACH DELETE s",

@@ -52,20 +52,27 @@ def _sync_tasks() -> tuple[dict[str, int], set[str]]:
     return {"created": len(missing), "updated": len(stale), "deleted": len(extra)}, set(wanted)
 
 
-def _sync_agent_types() -> dict[str, int]:
-    wanted = set(TaskContext.objects.exclude(agent_type__isnull=True).exclude(agent_type="")
-                 .values_list("agent_type", "task_id"))
+def _sync_handles(via: str, wanted: set[tuple[str, str]]) -> dict[str, int]:
+    """Agent-HANDLES->Task edges of one origin ('agentType' or 'session') as Postgres has
+    them: ``wanted`` holds (agentId, taskId) pairs."""
     present = {tuple(r) for r in backend.cypher(
-        "MATCH (a:Agent)-[:HANDLES {via: 'agentType'}]->(t:Task) RETURN a.agentId, t.taskId")}
+        "MATCH (a:Agent)-[:HANDLES {via: $via}]->(t:Task) RETURN a.agentId, t.taskId",
+        {"via": via})}
     missing = [{"agent": a, "task": t} for a, t in sorted(wanted - present)]
     extra = [{"agent": a, "task": t} for a, t in sorted(present - wanted)]
     _write([[("UNWIND $rows AS r MERGE (a:Agent {agentId: r.agent}) ON CREATE SET a.type = r.agent "
-              "WITH a, r MATCH (t:Task {taskId: r.task}) "
-              "MERGE (a)-[:HANDLES {via: 'agentType'}]->(t)", {"rows": rows})]
-            for rows in chunks(missing)])
-    _write([[("UNWIND $rows AS r MATCH (:Agent {agentId: r.agent})-[h:HANDLES {via: 'agentType'}]"
-              "->(:Task {taskId: r.task}) DELETE h", {"rows": rows})] for rows in chunks(extra)])
+              "WITH a, r MATCH (t:Task {taskId: r.task}) MERGE (a)-[:HANDLES {via: $via}]->(t)",
+              {"rows": rows, "via": via})] for rows in chunks(missing)])
+    _write([[("UNWIND $rows AS r MATCH (:Agent {agentId: r.agent})-[h:HANDLES {via: $via}]"
+              "->(:Task {taskId: r.task}) DELETE h", {"rows": rows, "via": via})]
+            for rows in chunks(extra)])
     return {"created": len(missing), "deleted": len(extra)}
+
+
+def _sync_agent_types() -> dict[str, int]:
+    return _sync_handles("agentType", set(
+        TaskContext.objects.exclude(agent_type__isnull=True).exclude(agent_type="")
+        .values_list("agent_type", "task_id")))
 
 
 def _sync_edges(task_ids: set[str]) -> dict[str, int]:
@@ -129,23 +136,12 @@ def _sync_sessions(task_ids: set[str]) -> dict[str, int]:
     _write([[("UNWIND $rows AS r MATCH (:Session {sessionId: r.id})-[w:WORKS_ON]->"
               "(:Task {taskId: r.task}) DELETE w", {"rows": rows})] for rows in chunks(extra)])
 
-    handles = {(agent, tid) for _, tid, agent, _ in work if agent}
-    present_handles = {tuple(r) for r in backend.cypher(
-        "MATCH (a:Agent)-[:HANDLES {via: 'session'}]->(t:Task) RETURN a.agentId, t.taskId")}
-    add = [{"agent": a, "task": t} for a, t in sorted(handles - present_handles)]
-    drop = [{"agent": a, "task": t} for a, t in sorted(present_handles - handles)]
-    _write([[("UNWIND $rows AS r MERGE (a:Agent {agentId: r.agent}) ON CREATE SET "
-              "a.type = r.agent WITH a, r MATCH (t:Task {taskId: r.task}) "
-              "MERGE (a)-[:HANDLES {via: 'session'}]->(t)", {"rows": rows})]
-            for rows in chunks(add)])
-    _write([[("UNWIND $rows AS r MATCH (:Agent {agentId: r.agent})-[h:HANDLES "
-              "{via: 'session'}]->(:Task {taskId: r.task}) DELETE h", {"rows": rows})]
-            for rows in chunks(drop)])
+    handles = _sync_handles("session", {(agent, tid) for _, tid, agent, _ in work if agent})
     # Work records of removed sessions are no one's truth any more.
     orphans = SessionWork.objects.exclude(
         session_id__in=ActiveSession.objects.values("session_id")).delete()[0]
-    counts["repaired"] = len(stale_nodes) + len(fix) + len(add)
-    counts["deleted"] = len(gone) + len(extra) + len(drop) + orphans
+    counts["repaired"] = len(stale_nodes) + len(fix) + handles["created"]
+    counts["deleted"] = len(gone) + len(extra) + handles["deleted"] + orphans
     return counts
 
 
