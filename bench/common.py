@@ -126,6 +126,15 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+def machine_line() -> str:
+    """How fast this machine runs plain Python, so numbers from two machines compare:
+    the same code measured 2-3x apart on two machines of the same kind here."""
+    import timeit
+
+    best = min(timeit.repeat("sum(range(10**6))", number=5, repeat=5)) / 5
+    return f"machine: {os.cpu_count()} cores; python sum(range(10**6)) = {best * 1000:.1f} ms"
+
+
 def print_table(header: list[str], rows: list[list[str]]) -> None:
     widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
     line = "+".join("-" * (w + 2) for w in widths)
@@ -136,6 +145,7 @@ def print_table(header: list[str], rows: list[list[str]]) -> None:
         print("| " + " | ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=True))
               + " |")
     print(f"+{line}+")
+    print(machine_line())
 
 
 class RawHttpClient:

@@ -34,6 +34,7 @@ from django.conf import settings  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 from django.db import connection, transaction  # noqa: E402
 
+from bench.common import machine_line  # noqa: E402
 from contexts.models import TaskContext  # noqa: E402
 from graph import backend  # noqa: E402
 from graph.models import TaskRelationship  # noqa: E402
@@ -139,6 +140,7 @@ def main() -> int:
     for name, query, p50, p95, target in rows:
         print(f"{name:<9} {query:<38} {p50:8.1f} {p95:8.1f} {target:7d}  "
               f"{'yes' if p50 <= target else 'NO'}")
+    print(machine_line())
     return 0
 
 
