@@ -54,6 +54,9 @@ def cleanup() -> None:
         cursor.execute("SELECT set_config('orchestrator.allow_version_pruning', 'on', false)")
         for model in (SessionEvent, ToolInvocation, SessionDetail):
             cursor.execute(f"DELETE FROM {model._meta.db_table} WHERE session_id LIKE 'bench-%%'")
+        for table in ("context_versions", "task_contexts"):  # the sweep's tasks
+            cursor.execute(f"DELETE FROM {qualified(table)} "
+                           "WHERE task_id LIKE 'bench-sweep-task-%%'")
         cursor.execute("SELECT set_config('orchestrator.allow_version_pruning', '', false)")
 
 
@@ -139,24 +142,42 @@ def bench_events(url: str, token: str, requests: int) -> list[list[str]]:
             row("recent events, 30 turns (service)", 1, reads, "", "p99 ≤ 20")]
 
 
-def bench_sweep(count: int) -> list[str]:
+def bench_sweep(count: int, runs: int = 5) -> list[list[str]]:
+    """Sweeps of ``count`` stale sessions, ``runs`` times each: sessions without a task,
+    then sessions working on tasks, whose snapshot copies the task's whole row."""
     from django.db import connection
 
     from orchestrator.db import qualified
     from sessions.services import recovery
 
+    table = qualified("active_sessions")
     with connection.cursor() as cursor:
         cursor.execute(
-            f"INSERT INTO {qualified('active_sessions')} (session_id, last_heartbeat) "
-            "SELECT 'bench-sweep-' || g, now() - interval '1 hour' FROM generate_series(1, %s) g",
-            [count])
-        # Earlier runs leave dead tuples behind; measure the steady state, not the bloat.
-        cursor.execute(f"VACUUM ANALYZE {qualified('active_sessions')}")
-    started = time.perf_counter()
-    flipped = recovery.detect_crashed_sessions()
-    elapsed = time.perf_counter() - started
-    assert len(flipped) >= count, len(flipped)
-    return row(f"crash sweep of {count:,} sessions", 1, [elapsed], "", "≤ 200")
+            f"INSERT INTO {qualified('task_contexts')} (task_id, name, status, key_files, "
+            "immediate_context) SELECT 'bench-sweep-task-' || g, 'Sweep task ' || g, "
+            "'in_progress', jsonb_build_array('src/a' || g || '.py', 'src/b' || g || '.py'), "
+            "jsonb_build_object('workingOn', 'step ' || g, 'nextStep', 'more') "
+            "FROM generate_series(1, 100) g ON CONFLICT (task_id) DO NOTHING")
+    rows = []
+    for label, task in (("no task", "NULL"),
+                        ("on 100 tasks", "'bench-sweep-task-' || (1 + g %% 100)")):
+        samples = []
+        for _ in range(runs):
+            with connection.cursor() as cursor:
+                cursor.execute(f"DELETE FROM {table} WHERE session_id LIKE 'bench-sweep-%%'")
+                cursor.execute(
+                    f"INSERT INTO {table} (session_id, task_id, last_heartbeat) "
+                    f"SELECT 'bench-sweep-' || g, {task}, now() - interval '1 hour' "
+                    "FROM generate_series(1, %s) g", [count])
+                # Earlier runs leave dead tuples behind; measure the steady state.
+                cursor.execute(f"VACUUM ANALYZE {table}")
+            started = time.perf_counter()
+            flipped = recovery.detect_crashed_sessions()
+            samples.append(time.perf_counter() - started)
+            assert len(flipped) >= count, len(flipped)
+        rows.append(row(f"crash sweep of {count:,} sessions, {label}", 1, samples,
+                        f"max {max(samples) * 1000:.0f} ms", "p50 ≤ 200"))
+    return rows
 
 
 def main() -> None:
@@ -180,7 +201,7 @@ def main() -> None:
             url = args.url or live.url
             rows.append(bench_heartbeats(url, token, args.clients, args.heartbeats))
             rows.extend(bench_events(url, token, args.requests))
-        rows.append(bench_sweep(args.sweep))
+        rows.extend(bench_sweep(args.sweep))
     finally:
         cleanup()
     print_table(["operation", "clients", "calls", "p50 ms", "p99 ms", "throughput", "target"],
