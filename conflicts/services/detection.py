@@ -307,4 +307,7 @@ def _existing(task_ids: list[str] | None, types: list[str],
                                            conflict_type__in=types)
     if task_ids is not None:
         query = query.filter(Q(task_a_id__in=task_ids) | Q(task_b_id__in=task_ids))
-    return list(query.exclude(pk__in=exclude).order_by("-detected_at"))
+    # Only what existing_item shows: skipping evidence (jsonb) halves loading thousands.
+    return list(query.exclude(pk__in=exclude).order_by("-detected_at").only(
+        "id", "task_a_id", "task_b_id", "conflict_type", "severity", "description",
+        "detected_at", "resolution_status"))
