@@ -61,26 +61,24 @@ def _scope(task_ids: list[str] | None) -> list[str]:
                 .values_list("task_id", flat=True))
 
 
-# Paths are grouped by their hash first (a small int aggregate that stays in memory), so
-# only the few paths listed by more than one task reach the pair join.
+# One pass groups the active tasks' key files by path; only paths listed by more than one
+# task survive, and their task lists are paired.
 _FILE_OVERLAP = """
-WITH files AS MATERIALIZED (
-  SELECT t.task_id, f.path, hashtext(f.path) AS h
+WITH shared AS (
+  SELECT f.path, array_agg(t.task_id) AS ids
   FROM {tasks} t
   CROSS JOIN LATERAL jsonb_array_elements_text(
     CASE WHEN jsonb_typeof(t.key_files) = 'array' THEN t.key_files ELSE '[]'::jsonb END
   ) AS f(path)
   WHERE t.status = ANY(%s)
-), repeated AS (
-  SELECT h FROM files GROUP BY h HAVING count(*) > 1
-), candidates AS (
-  SELECT files.* FROM files JOIN repeated USING (h)
+  GROUP BY f.path HAVING count(*) > 1
 )
-SELECT a.task_id, b.task_id, array_agg(DISTINCT a.path ORDER BY a.path)
-FROM candidates a
-JOIN candidates b ON b.h = a.h AND b.path = a.path AND a.task_id < b.task_id
-{where}
-GROUP BY a.task_id, b.task_id
+SELECT a.id, b.id, array_agg(DISTINCT s.path ORDER BY s.path)
+FROM shared s
+CROSS JOIN LATERAL unnest(s.ids) AS a(id)
+CROSS JOIN LATERAL unnest(s.ids) AS b(id)
+WHERE a.id < b.id {where}
+GROUP BY a.id, b.id
 """
 
 
@@ -88,11 +86,14 @@ def detect_file_conflicts(task_ids: list[str] | None) -> list[Candidate]:
     """Pairs of active tasks sharing key files, computed by Postgres in one query."""
     where, params = "", [list(ACTIVE_STATUSES)]
     if task_ids is not None:
-        where = "WHERE a.task_id = ANY(%s) OR b.task_id = ANY(%s)"
+        where = "AND (a.id = ANY(%s) OR b.id = ANY(%s))"
         params += [task_ids, task_ids]
     with transaction.atomic(), connection.cursor() as cursor:
-        # Enough memory for the per-path aggregate of ~100k rows not to spill to disk.
+        # Enough memory for the per-path aggregate of ~100k rows not to spill to disk,
+        # and no Memoize over the per-task array expansion: every task's key_files
+        # differ, so it only misses (~20 ms of 95 at 10k tasks).
         cursor.execute("SET LOCAL work_mem = '64MB'")
+        cursor.execute("SET LOCAL enable_memoize = off")
         cursor.execute(_FILE_OVERLAP.format(tasks=qualified("task_contexts"), where=where),
                        params)
         rows = cursor.fetchall()
