@@ -80,8 +80,14 @@ class CypherReader:
         # is twice as fast as listing candidates and blocked ids apart and joining them
         # in Python (readyTasks over 10k tasks: 56 vs 180 ms), because far fewer rows
         # cross the wire.
-        where, params = _scope(task_ids)
-        rows = cypher(f"MATCH (t:Task) WHERE {status_filter}{where} "
+        # Within a scope, start from the ids: a lookup per id on the unique index. Matching
+        # by status first and filtering with IN scanned every task of that status
+        # (depth-2 graph on ArcadeDB: ready 31 -> 3 ms, blocked 16 -> 2 ms).
+        start, params = "MATCH (t:Task) WHERE", {}
+        if task_ids is not None:
+            start, params = "UNWIND $ids AS id MATCH (t:Task {taskId: id}) WHERE", {
+                "ids": sorted(task_ids)}
+        rows = cypher(f"{start} {status_filter} "
                       "OPTIONAL MATCH (o:Task)-[:BLOCKS]->(t) WHERE o.status <> 'completed' "
                       f"WITH t, count(o) AS open WHERE {keep} RETURN {_NODE_FIELDS}", params)
         return sorted(map(_node, rows), key=node_order)
