@@ -13,6 +13,8 @@ Pending rewrites are flushed at interpreter exit.
 from __future__ import annotations
 
 import atexit
+import contextlib
+import logging
 import os
 import threading
 import time
@@ -20,6 +22,10 @@ from collections.abc import Callable
 
 from django.conf import settings
 from django.db import close_old_connections, connection
+
+from orchestrator import metrics
+
+logger = logging.getLogger("orchestrator.files")
 
 # A writer thread that has had nothing to do for this long gives its database
 # connection back instead of holding it open.
@@ -33,7 +39,7 @@ class CoalescingWriter:
         self._stale = threading.Event()
         self._lock = threading.Lock()
         self._owner_pid: int | None = None  # a forked child must start its own thread
-        atexit.register(self.flush)
+        atexit.register(self._flush_at_exit)
 
     def request(self) -> bool | None:
         """Ask for a rewrite: the write's result when done at once, None when scheduled."""
@@ -56,11 +62,22 @@ class CoalescingWriter:
         self._stale.clear()
         return self._write()
 
+    def _flush_at_exit(self) -> None:
+        with contextlib.suppress(Exception):  # the process is ending either way
+            self.flush()
+
     def _run(self, delay: float) -> None:
         while True:
             if not self._stale.wait(timeout=IDLE_CLOSE_SECONDS):
                 connection.close()
                 continue
             time.sleep(delay)  # let the burst finish: one rewrite covers all of it
-            close_old_connections()
-            self.flush()
+            try:
+                close_old_connections()
+                self.flush()
+            except Exception:  # e.g. Postgres down: this thread must live to write later
+                logger.exception("index file %s not rewritten; retrying on the next change",
+                                 self.name)
+                metrics.backend_failures_total.labels("file", self.name).inc()
+                with contextlib.suppress(Exception):
+                    connection.close()  # a broken connection is reopened next time

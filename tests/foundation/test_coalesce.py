@@ -1,0 +1,52 @@
+"""The index-file writer: coalesces bursts, survives a failing write, writes synchronously
+with a delay of 0."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from orchestrator.backends.coalesce import CoalescingWriter
+
+
+def wait_for(predicate, timeout: float = 10.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.02)
+    return False
+
+
+def test_a_burst_is_written_once_and_a_failed_write_does_not_stop_the_writer(settings):
+    settings.INDEX_FILE_DELAY_MS = 100
+    calls: list[str] = []
+    fail_next = threading.Event()
+
+    def write() -> bool:
+        if fail_next.is_set():
+            fail_next.clear()
+            calls.append("failed")
+            raise RuntimeError("backend down")
+        calls.append("written")
+        return True
+
+    writer = CoalescingWriter("test-burst", write)
+    for _ in range(20):
+        assert writer.request() is None  # scheduled, not written by the caller
+    assert wait_for(lambda: calls and not writer._stale.is_set())
+    assert 1 <= len(calls) <= 2  # one rewrite per burst (two if the burst was split)
+
+    written = len(calls)
+    fail_next.set()
+    writer.request()
+    assert wait_for(lambda: calls[written:] == ["failed"])
+    writer.request()  # the thread is still there and writes the next change
+    assert wait_for(lambda: calls[written:] == ["failed", "written"])
+    assert writer.flush() is False  # nothing pending
+
+
+def test_a_delay_of_zero_writes_in_the_caller(settings):
+    settings.INDEX_FILE_DELAY_MS = 0
+    writer = CoalescingWriter("test-sync", lambda: True)
+    assert writer.request() is True
