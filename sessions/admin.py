@@ -10,6 +10,7 @@ from django.db.models import IntegerField, OuterRef, Subquery
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
+from graph.models import SessionWork
 from orchestrator.errors import OrchestratorError
 from sessions.models import (
     ActiveSession,
@@ -33,8 +34,8 @@ class ActiveSessionAdmin(admin.ModelAdmin):
     actions = ("mark_recovered", "mark_crashed")
     fields = ("session_id", "status", "task_id", "project_dir", "git_branch", "started_at",
               "last_heartbeat", "ended_at", "recovery_needed", "recovery_type", "ownership",
-              "prompt", "unsaved", "conversation_summary", "tool_history", "event_log",
-              "handoff")
+              "prompt", "unsaved", "conversation_summary", "tasks_worked_on", "tool_history",
+              "event_log", "handoff")
     readonly_fields = fields
 
     def get_queryset(self, request):
@@ -80,6 +81,16 @@ class ActiveSessionAdmin(admin.ModelAdmin):
         return format_html("<ul>{}</ul>", format_html_join(
             "", "<li><b>{}</b> <code>{}</code> {}</li>",
             ((c.get("type"), c.get("path"), c.get("description", "")) for c in changes)))
+
+    @admin.display(description="tasks worked on")
+    def tasks_worked_on(self, obj: ActiveSession) -> str:
+        # graph_session_work: the same records the task graph's WORKS_ON edges come from.
+        rows = SessionWork.objects.filter(session_id=obj.session_id).order_by("-started_at")
+        if not rows:
+            return "none"
+        return format_html("<table>{}</table>", format_html_join(
+            "", "<tr><td>{}</td><td>since {}</td><td>as {}</td></tr>",
+            ((r.task_id, r.started_at, r.agent_id or "-") for r in rows)))
 
     @admin.display(description="tool history (latest 20)")
     def tool_history(self, obj: ActiveSession) -> str:

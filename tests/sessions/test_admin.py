@@ -35,8 +35,9 @@ def test_list_page_and_session_page(tools, admin_client_):
     html = page.content.decode()
     assert page.status_code == 200
     for expected in ("## Recovery Required: compaction", "hello there", "src/x.py",
-                     "append_session_event", "opus"):
+                     "append_session_event", "opus", "Tasks worked on"):
         assert expected in html, expected
+    assert "<td>t1</td>" in html and "<td>as opus</td>" in html  # from graph_session_work
 
 
 def test_actions_go_through_the_services(tools, admin_client_):
