@@ -39,8 +39,9 @@ class SessionWork(models.Model):
     Agent-HANDLES->Task edges (spec 6.3), and what the Postgres backend answers
     focus.recentSessions and focus.agents from, so both backends give one answer. Rows
     are written in the transaction that starts the work (start_session with a task,
-    switch_task with a session, a heartbeat that changes task); rows of sessions that no
-    longer exist are ignored by readers and pruned by sync_graph.
+    switch_task with a session), or by the statement after the UPDATE of a heartbeat that
+    changes task; rows of sessions that no longer exist are ignored by readers and
+    pruned by sync_graph.
     """
 
     session_id = models.CharField(max_length=255)
