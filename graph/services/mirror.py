@@ -45,6 +45,15 @@ def task_props(task: TaskContext) -> dict[str, Any]:
             else 50, "score": None if task.score is None else float(task.score)}
 
 
+def handles_statement(pairs: Iterable[tuple[str, str]], via: str) -> tuple[str, dict[str, Any]]:
+    """Agent-HANDLES->Task for (agentId, taskId) pairs, creating missing Agent nodes.
+    ``via`` says where the assignment comes from: 'agentType' or 'session'."""
+    return ("UNWIND $rows AS r MERGE (a:Agent {agentId: r.agent}) ON CREATE SET a.type = "
+            "r.agent WITH a, r MATCH (t:Task {taskId: r.task}) "
+            "MERGE (a)-[:HANDLES {via: $via}]->(t)",
+            {"rows": [{"agent": a, "task": t} for a, t in pairs], "via": via})
+
+
 def task_statements(task_id: str) -> Statements:
     """Bring one Task node (and its agentType HANDLES edge) in step with task_contexts."""
     task = TaskContext.objects.filter(task_id=task_id).first()
@@ -58,10 +67,7 @@ def task_statements(task_id: str) -> Statements:
          {"id": task_id}),
     ]
     if task.agent_type:
-        statements.append(
-            ("MERGE (a:Agent {agentId: $agent}) ON CREATE SET a.type = $agent "
-             "WITH a MATCH (t:Task {taskId: $id}) MERGE (a)-[:HANDLES {via: 'agentType'}]->(t)",
-             {"agent": task.agent_type, "id": task_id}))
+        statements.append(handles_statement([(task.agent_type, task_id)], "agentType"))
     return statements
 
 
@@ -111,25 +117,18 @@ def session_statements(session_id: str, work_on: Iterable[str] = ()) -> Statemen
              "MERGE (s)-[w:WORKS_ON]->(t) SET w.startedAt = $started",
              {"id": session_id, "task": work.task_id, "started": iso(work.started_at)}))
         if work.agent_id:
-            statements.append(
-                ("MERGE (a:Agent {agentId: $agent}) ON CREATE SET a.type = $agent "
-                 "WITH a MATCH (t:Task {taskId: $task}) "
-                 "MERGE (a)-[:HANDLES {via: 'session'}]->(t)",
-                 {"agent": work.agent_id, "task": work.task_id}))
+            statements.append(handles_statement([(work.agent_id, work.task_id)], "session"))
     return statements
 
 
 def session_handles_statements(task_ids: Iterable[str]) -> Statements:
     """Redo the session Agent-HANDLES->Task edges of these tasks from Postgres."""
     tasks = sorted(set(task_ids))
-    pairs = [{"agent": a, "task": t} for a, t in sorted(set(
-        live_work().filter(task_id__in=tasks, agent_id__isnull=False)
-        .values_list("agent_id", "task_id")))]
+    pairs = sorted(set(live_work().filter(task_id__in=tasks, agent_id__isnull=False)
+                       .values_list("agent_id", "task_id")))
     return [("UNWIND $tasks AS id MATCH (:Agent)-[h:HANDLES {via: 'session'}]->"
              "(:Task {taskId: id}) DELETE h", {"tasks": tasks}),
-            ("UNWIND $rows AS r MERGE (a:Agent {agentId: r.agent}) ON CREATE SET a.type = "
-             "r.agent WITH a, r MATCH (t:Task {taskId: r.task}) "
-             "MERGE (a)-[:HANDLES {via: 'session'}]->(t)", {"rows": pairs})]
+            handles_statement(pairs, "session")]
 
 
 def live_work():

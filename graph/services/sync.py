@@ -58,11 +58,9 @@ def _sync_handles(via: str, wanted: set[tuple[str, str]]) -> dict[str, int]:
     present = {tuple(r) for r in backend.cypher(
         "MATCH (a:Agent)-[:HANDLES {via: $via}]->(t:Task) RETURN a.agentId, t.taskId",
         {"via": via})}
-    missing = [{"agent": a, "task": t} for a, t in sorted(wanted - present)]
+    missing = sorted(wanted - present)
     extra = [{"agent": a, "task": t} for a, t in sorted(present - wanted)]
-    _write([[("UNWIND $rows AS r MERGE (a:Agent {agentId: r.agent}) ON CREATE SET a.type = r.agent "
-              "WITH a, r MATCH (t:Task {taskId: r.task}) MERGE (a)-[:HANDLES {via: $via}]->(t)",
-              {"rows": rows, "via": via})] for rows in chunks(missing)])
+    _write([[mirror.handles_statement(pairs, via)] for pairs in chunks(missing)])
     _write([[("UNWIND $rows AS r MATCH (:Agent {agentId: r.agent})-[h:HANDLES {via: $via}]"
               "->(:Task {taskId: r.task}) DELETE h", {"rows": rows, "via": via})]
             for rows in chunks(extra)])
