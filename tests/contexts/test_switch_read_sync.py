@@ -12,6 +12,7 @@ from contexts.models import ContextVersion, GlobalContext, TaskContext
 from contexts.services import backends
 from contexts.services.save import save_task_changes
 from orchestrator.backends import files, redis_store
+from tests.waiting import wait_for
 
 
 @pytest.mark.django_db
@@ -41,21 +42,14 @@ def test_the_registry_is_rewritten_off_the_request_path_after_a_burst(tools, mak
                                                                        settings):
     """With INDEX_FILE_DELAY_MS set, switches only mark the registry stale; the process's
     writer thread rewrites it once for the burst, with the last active task."""
-    import time
-
     settings.INDEX_FILE_DELAY_MS = 100
     for name in ("r-a", "r-b", "r-c"):
         make_task(name)
     path = settings.CONTEXT_DIR / "_registry.json"
     for target in ("r-b", "r-c", "r-a", "r-b"):
         tools.ok("switch_task", {"toTaskId": target})
-    deadline = time.monotonic() + 10
-    registry = {}
-    while time.monotonic() < deadline:
-        registry = files.read_json(path) or {}
-        if registry.get("activeTask") == "r-b":
-            break
-        time.sleep(0.05)
+    wait_for(lambda: (files.read_json(path) or {}).get("activeTask") == "r-b")
+    registry = files.read_json(path)
     assert registry["activeTask"] == "r-b"
     assert set(registry["tasks"]) == {"r-a", "r-b", "r-c"}
     assert "index-writer-registry" in {t.name for t in threading.enumerate()}

@@ -4,18 +4,9 @@ with a delay of 0."""
 from __future__ import annotations
 
 import threading
-import time
 
 from orchestrator.backends.coalesce import CoalescingWriter
-
-
-def wait_for(predicate, timeout: float = 10.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.02)
-    return False
+from tests.waiting import wait_for
 
 
 def test_a_burst_is_written_once_and_a_failed_write_does_not_stop_the_writer(settings):

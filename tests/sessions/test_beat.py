@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from io import StringIO
 from pathlib import Path
 
@@ -14,6 +13,7 @@ from django.conf import settings
 from django.core.management import call_command
 
 from tests.sessions.helpers import backdate, status_of
+from tests.waiting import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -50,9 +50,7 @@ def test_real_worker_and_beat_flip_a_stale_session_and_leave_a_fresh_one(tools, 
                              stderr=subprocess.STDOUT),
         ]
         try:
-            deadline = time.monotonic() + 30
-            while status_of("stale")[0] != "crashed" and time.monotonic() < deadline:
-                time.sleep(0.2)
+            wait_for(lambda: status_of("stale")[0] == "crashed", timeout=30, interval=0.2)
         finally:
             for proc in procs:
                 proc.terminate()

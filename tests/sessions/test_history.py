@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-import time
 
 import httpx
 
@@ -11,6 +10,7 @@ from orchestrator.backends import files
 from sessions.models import ToolInvocation
 from sessions.services import history
 from tests import mcp_client
+from tests.waiting import wait_for
 
 
 def test_tool_calls_with_a_session_id_are_recorded_over_rest_and_mcp(live_api, settings):
@@ -55,13 +55,11 @@ def test_the_mirror_is_rewritten_by_a_background_writer_after_a_burst(live_api, 
                               timeout=30, json={"sessionId": "s-burst", "type": "user_message",
                                                 "role": "user", "content": f"m{i}"})
         assert response.status_code == 200
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        mirror = files.read_json(mirror_path) or {"entries": []}
-        if len(mirror["entries"]) == 6:
-            break
-        time.sleep(0.05)
-    assert [e["tool"] for e in mirror["entries"]] == \
+    def mirror() -> dict:
+        return files.read_json(mirror_path) or {"entries": []}
+
+    wait_for(lambda: len(mirror()["entries"]) == 6)
+    assert [e["tool"] for e in mirror()["entries"]] == \
         ["start_session"] + ["append_session_event"] * 5
     # Written by the process's background writer: with a delay set, no call writes it.
     assert "index-writer-tool-history" in {t.name for t in threading.enumerate()}
