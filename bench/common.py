@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import statistics
 import threading
@@ -194,3 +195,25 @@ class RawHttpClient:
 
     def close(self) -> None:
         self.sock.close()
+
+
+class ToolClients:
+    """Tool calls over HTTP with one keep-alive ``RawHttpClient`` per bench thread."""
+
+    def __init__(self, base: str, token: str) -> None:
+        self.base, self.token = base, token
+        self.local = threading.local()
+
+    def post(self, tool: str, body: bytes) -> bytes:
+        """POST an already encoded body; the answer, or RuntimeError unless 200."""
+        client = getattr(self.local, "client", None)
+        if client is None:
+            client = self.local.client = RawHttpClient(
+                self.base, {"Authorization": f"Bearer {self.token}"})
+        status, answer = client.post(f"/api/v1/tools/{tool}/", body)
+        if status != 200:
+            raise RuntimeError(f"{tool}: {status} {answer[:200]!r}")
+        return answer
+
+    def call(self, tool: str, body: dict) -> dict:
+        return json.loads(self.post(tool, json.dumps(body).encode()))

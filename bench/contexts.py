@@ -16,15 +16,13 @@ already has tasks unless ``--force`` (then existing bench tasks are reused).
 from __future__ import annotations
 
 import argparse
-import json
 import random
 import sys
-import threading
 
 from bench.common import (
-    RawHttpClient,
     Result,
     ServerProcess,
+    ToolClients,
     free_port,
     measure,
     print_table,
@@ -83,24 +81,6 @@ def load(tasks: int, versions: int, force: bool) -> None:
                            "current_phase = %s WHERE task_id LIKE 'bench-%%'",
                            [f"phase {round_no + 1}"])
             print(f"  version round {round_no + 2}/{rounds + 1}", file=sys.stderr)
-
-
-class HttpClients:
-    """One keep-alive connection per bench thread."""
-
-    def __init__(self, base: str, token: str) -> None:
-        self.base, self.token = base, token
-        self.local = threading.local()
-
-    def call(self, tool: str, body: dict) -> dict:
-        client = getattr(self.local, "client", None)
-        if client is None:
-            client = self.local.client = RawHttpClient(
-                self.base, {"Authorization": f"Bearer {self.token}"})
-        status, answer = client.post(f"/api/v1/tools/{tool}/", json.dumps(body).encode())
-        if status != 200:
-            raise RuntimeError(f"{tool}: {status} {answer[:200]!r}")
-        return json.loads(answer)
 
 
 def operations(tasks: int, call) -> dict[str, tuple]:
@@ -204,7 +184,7 @@ def main() -> None:
     results = run_suite("service", service_call, args.tasks, args.requests, close_connection)
     _, token = ApiToken.issue(f"bench-{random.randrange(10**9)}")
     with ServerProcess(free_port()) as server:
-        http = HttpClients(server.url, token)
+        http = ToolClients(server.url, token)
         results += run_suite("http", http.call, args.tasks, args.requests, close_connection)
     cold, warm = hit_rate(args.tasks, args.mix)
     rows = [r.row() for r in results]

@@ -16,13 +16,12 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import threading
 import time
 from collections.abc import Callable
 
 from bench.common import (
-    RawHttpClient,
     ServerProcess,
+    ToolClients,
     free_port,
     measure,
     percentile,
@@ -65,15 +64,11 @@ def bench_heartbeats(url: str, token: str, clients: int, total: int) -> list[str
 
     for c in range(clients):
         lifecycle.start_session({"sessionId": f"bench-hb-{c}"})
-    local = threading.local()
+    http = ToolClients(url, token)
     bodies = [json.dumps({"sessionId": f"bench-hb-{c}"}).encode() for c in range(clients)]
 
     def beat(client: int, i: int) -> None:
-        if not hasattr(local, "http"):
-            local.http = RawHttpClient(url, {"Authorization": f"Bearer {token}"})
-        status, body = local.http.post("/api/v1/tools/heartbeat/", bodies[client])
-        if status != 200:
-            raise RuntimeError(body.decode())
+        http.post("heartbeat", bodies[client])
 
     measure(beat, clients=clients, requests=clients * 20)  # warm-up: connections, caches
     started = time.perf_counter()
@@ -106,19 +101,14 @@ def bench_events(url: str, token: str, requests: int) -> list[list[str]]:
     started = time.perf_counter()
     appends = measure(append, clients=1, requests=requests)
     rate = f"{requests / (time.perf_counter() - started):,.0f}/s"
-    local = threading.local()
+    http = ToolClients(url, token)
 
     def append_http(session_of: Callable[[int], str]) -> Callable[[int, int], None]:
         def call(client: int, i: int) -> None:
-            if not hasattr(local, "http"):
-                local.http = RawHttpClient(url, {"Authorization": f"Bearer {token}"})
             kind, role = kinds[i % 4]
-            body = json.dumps({"sessionId": session_of(client), "type": kind, "role": role,
-                               "content": f"event {i} " + "x" * 200, "parts": {"i": i}})
-            status, answer = local.http.post("/api/v1/tools/append_session_event/",
-                                             body.encode())
-            if status != 200:
-                raise RuntimeError(answer.decode())
+            http.post("append_session_event", json.dumps({
+                "sessionId": session_of(client), "type": kind, "role": role,
+                "content": f"event {i} " + "x" * 200, "parts": {"i": i}}).encode())
         return call
 
     # Each agent appends to its own session: the everyday case, alone and under load.
