@@ -45,9 +45,10 @@ def on_task_switched(sender: Any, to_task_id: str, session_id: str | None = None
     statements = []
     if from_task_id:
         statements += mirror.task_statements(from_task_id)
-    if session_id:
+    if session_id:  # the target's Task node comes with the session's work on it
         statements += mirror.session_statements(session_id, work_on=[to_task_id])
-    statements += mirror.task_statements(to_task_id)
+    else:
+        statements += mirror.task_statements(to_task_id)
     mirror.run(statements)
 
 

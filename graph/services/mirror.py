@@ -95,23 +95,25 @@ def edge_delete_statements(edge: StoredEdge) -> Statements:
 
 
 def session_statements(session_id: str, work_on: Iterable[str] = ()) -> Statements:
-    """The Session node as Postgres has it and, for each task in ``work_on``, the recorded
-    Session-WORKS_ON->Task (startedAt) and Agent-HANDLES->Task edges (spec 4.1.5 step 2).
+    """The Task nodes in ``work_on``, the Session node as Postgres has it and, for each of
+    those tasks, the recorded Session-WORKS_ON->Task (startedAt) and Agent-HANDLES->Task
+    edges (spec 4.1.5 step 2).
 
-    Everything comes from Postgres (active_sessions, graph_session_work), so the edge
-    carries the very start time the Postgres backend answers with.
+    Everything comes from Postgres (task_contexts, active_sessions, graph_session_work),
+    so the edge carries the very start time the Postgres backend answers with.
     """
+    tasks = list(work_on)
+    statements: Statements = [st for task_id in tasks for st in task_statements(task_id)]
     session = ActiveSession.objects.filter(session_id=session_id).values(
         "status", "started_at").first()
     if session is None:
-        return [("MATCH (s:Session {sessionId: $id}) DETACH DELETE s", {"id": session_id})]
-    statements: Statements = [
+        return [*statements,
+                ("MATCH (s:Session {sessionId: $id}) DETACH DELETE s", {"id": session_id})]
+    statements.append(
         ("MERGE (s:Session {sessionId: $id}) SET s.status = $status, s.startedAt = $started",
          {"id": session_id, "status": session["status"] or "active",
-          "started": iso(session["started_at"]) if session["started_at"] else None})]
-    tasks = list(work_on)
+          "started": iso(session["started_at"]) if session["started_at"] else None}))
     for work in SessionWork.objects.filter(session_id=session_id, task_id__in=tasks):
-        statements += task_statements(work.task_id)
         statements.append(
             ("MATCH (s:Session {sessionId: $id}) MATCH (t:Task {taskId: $task}) "
              "MERGE (s)-[w:WORKS_ON]->(t) SET w.startedAt = $started",
