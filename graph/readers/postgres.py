@@ -52,10 +52,7 @@ class PostgresReader:
         return {r[0] for r in rows}
 
     def nodes(self, task_ids: set[str] | None) -> list[Node]:
-        where, params = _scope("t", task_ids)
-        rows = _rows(f"SELECT {_NODE_COLUMNS} FROM {qualified('task_contexts')} t "
-                     f"WHERE true{where}", params)
-        return sorted((_node(r) for r in rows), key=node_order)
+        return self._tasks_where("true", task_ids)
 
     def neighborhood(self, task_id: str, depth: int) -> set[str]:
         # Walk edges of every task type in both directions; UNION drops repeated
@@ -102,19 +99,20 @@ class PostgresReader:
         return self._edges(" AND (r.source_task_id = %s OR r.target_task_id = %s)",
                            [task_id, task_id])
 
-    def ready(self, task_ids: set[str] | None) -> list[Node]:
+    def _tasks_where(self, condition: str, task_ids: set[str] | None) -> list[Node]:
         where, params = _scope("t", task_ids)
         rows = _rows(f"SELECT {_NODE_COLUMNS} FROM {qualified('task_contexts')} t "
-                     f"WHERE COALESCE(t.status, 'pending') = 'pending'{where} "
-                     f"AND NOT {_unfinished_blocker_exists('t')}", params)
+                     f"WHERE {condition}{where}", params)
         return sorted((_node(r) for r in rows), key=node_order)
 
+    def ready(self, task_ids: set[str] | None) -> list[Node]:
+        return self._tasks_where("COALESCE(t.status, 'pending') = 'pending' "
+                                 f"AND NOT {_unfinished_blocker_exists('t')}", task_ids)
+
     def blocked(self, task_ids: set[str] | None) -> list[Node]:
-        where, params = _scope("t", task_ids)
-        rows = _rows(f"SELECT {_NODE_COLUMNS} FROM {qualified('task_contexts')} t "
-                     f"WHERE COALESCE(t.status, 'pending') NOT IN ('completed', 'archived'){where} "
-                     f"AND (t.status = 'blocked' OR {_unfinished_blocker_exists('t')})", params)
-        return sorted((_node(r) for r in rows), key=node_order)
+        return self._tasks_where(
+            "COALESCE(t.status, 'pending') NOT IN ('completed', 'archived') "
+            f"AND (t.status = 'blocked' OR {_unfinished_blocker_exists('t')})", task_ids)
 
     def unfinished_blockers(self, task_id: str) -> list[Node]:
         rows = _rows(f"SELECT {_NODE_COLUMNS} FROM {qualified('task_contexts')} t "
