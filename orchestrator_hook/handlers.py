@@ -229,7 +229,10 @@ def mark_resumed_crashes(hook: Hook, recovery: Any, task_id: Any, session_id: st
 def post_tool_use(hook: Hook) -> None:
     hook.state.append_activity(hook.claude_session,
                                tool_use_entry(hook, success=hook.event == "PostToolUse"))
-    if time.time() - hook.state.last_flush(hook.claude_session) >= hook.config.flush_seconds:
+    due = time.time() - hook.state.last_flush(hook.claude_session) >= hook.config.flush_seconds
+    # Calls wait in the spool and the service may be back: send now, behind them.
+    backlog = hook.state.spooled() and not hook.state.service_down()
+    if due or backlog:
         flush_activity(hook, hook.claude_session)
 
 
