@@ -1,0 +1,60 @@
+"""Orphaned work (seed 004): an unfinished task whose only sessions crashed, flagged alike by
+both graph backends and reported by check_recovery with its resume prompt."""
+
+from __future__ import annotations
+
+import pytest
+
+from graph.services.sync import sync_graph
+from sessions.services import recovery
+from tests.sessions.helpers import backdate
+
+
+def _crash(*session_ids: str) -> None:
+    for session_id in session_ids:
+        backdate(session_id, 10)
+    recovery.detect_crashed_sessions()
+
+
+@pytest.fixture
+def sessions_on_tasks(graph, tools):
+    """orphan: its one session crashed. shared: one crashed, one live. done: completed,
+    crashed. mended: crashed then marked recovered. idle: never worked on."""
+    for task_id, status in [("orphan", "in_progress"), ("shared", "in_progress"),
+                            ("done", "completed"), ("mended", "in_progress"),
+                            ("idle", "pending")]:
+        graph.task(task_id, status)
+    for session_id, task_id in [("a", "orphan"), ("b", "shared"), ("c", "shared"),
+                                ("d", "done"), ("e", "mended")]:
+        tools.ok("start_session", {"sessionId": session_id, "taskId": task_id,
+                                   "projectDir": "/repo"})
+    _crash("a", "b", "d", "e")
+    recovery.mark_recovered("e")
+    if graph.backend == "neo4j":
+        sync_graph()  # a test transaction never commits, so the mirror is synced by hand
+    return graph
+
+
+def test_get_task_graph_flags_orphaned_tasks_on_both_backends(sessions_on_tasks):
+    body = sessions_on_tasks.read(includeCompleted=True)
+    flagged = {n["taskId"] for n in body["nodes"] if n.get("orphaned")}
+    assert flagged == {"orphan"}
+    assert all(n["orphaned"] is True for n in body["nodes"] if "orphaned" in n)
+    focused = sessions_on_tasks.read(taskId="orphan", depth=1)
+    assert [n.get("orphaned") for n in focused["nodes"]] == [True]
+
+
+def test_check_recovery_reports_orphaned_tasks_and_says_so_in_the_prompt(sessions_on_tasks,
+                                                                        tools):
+    report = tools.ok("check_recovery", {"projectDir": "/repo"})
+    assert [(t["taskId"], t["name"], t["crashedSessionId"]) for t in report["orphanedTasks"]] \
+        == [("orphan", "Task orphan", "a")]
+    assert report["orphanedTasks"][0]["lastActivity"]
+    prompts = {s["sessionId"]: s["resumePrompt"] for s in report["sessions"]}
+    assert "Orphaned work: `orphan` (Task orphan)" in prompts["a"]
+    assert "Orphaned work" not in prompts["b"]
+    assert tools.ok("check_recovery", {"projectDir": "/other"})["orphanedTasks"] == []
+    # A new session taking the task over ends the orphaning.
+    started = tools.ok("start_session", {"sessionId": "f", "taskId": "orphan",
+                                         "projectDir": "/repo"})
+    assert started["recovery"]["orphanedTasks"] == []
