@@ -8,6 +8,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from contexts.models import ContextVersion, GlobalContext, TaskContext
+from orchestrator.db import qualified
 from sessions.models import ToolInvocation
 from sessions.services import activity
 from tests import mcp_client
@@ -96,10 +97,16 @@ def test_record_activity_errors(tools):
         ({"sessionId": "live", "toolUses": [{**use("Edit"), "timestamp": "yesterday"}]},
          400, "E1612"),
     ]
+    backdate("live", 1)
     for args, status, code in cases:
         answer = tools.call("record_activity", args)
         assert (answer.status, answer.error_code) == (status, code), (args, answer.body)
+    # Refused batches wrote nothing: no rows, and the live session's heartbeat stayed put.
     assert not ToolInvocation.objects.filter(transport="hook").exists()
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT now() - last_heartbeat > interval '50 seconds' FROM "
+                       f"{qualified('active_sessions')} WHERE session_id = 'live'")
+        assert cursor.fetchone()[0] is True
 
 
 @pytest.mark.django_db
@@ -125,7 +132,7 @@ def test_without_heartbeat_the_heartbeat_does_not_move(tools):
     assert body["recorded"] == 1 and body["taskId"] is None
     with connection.cursor() as cursor:
         cursor.execute("SELECT now() - last_heartbeat > interval '50 seconds' FROM "
-                       "mcp_contexts.active_sessions WHERE session_id = 's1'")
+                       f"{qualified('active_sessions')} WHERE session_id = 's1'")
         assert cursor.fetchone()[0] is True
 
 
