@@ -7,6 +7,7 @@ import math
 import pytest
 
 from contexts.models import GlobalContext
+from tests.sessions.helpers import conforms
 
 DECISIONS = [f"Decision {n}: " + "use the streaming parser " * 3 for n in range(12)]
 
@@ -27,6 +28,7 @@ def _rich_task(tools, task_id: str = "t1") -> None:
 
 
 def _check(body: dict, budget: int) -> None:
+    conforms("get_context_bundle", body)
     assert body["budgetTokens"] == budget
     assert body["estimatedTokens"] == math.ceil(len(body["text"]) / 4)
     assert body["estimatedTokens"] <= budget

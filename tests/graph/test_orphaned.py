@@ -7,7 +7,7 @@ import pytest
 
 from graph.services.sync import sync_graph
 from sessions.services import recovery
-from tests.sessions.helpers import backdate
+from tests.sessions.helpers import backdate, conforms
 
 
 def _crash(*session_ids: str) -> None:
@@ -40,13 +40,15 @@ def test_get_task_graph_flags_orphaned_tasks_on_both_backends(sessions_on_tasks)
     flagged = {n["taskId"] for n in body["nodes"] if n.get("orphaned")}
     assert flagged == {"orphan"}
     assert all(n["orphaned"] is True for n in body["nodes"] if "orphaned" in n)
-    focused = sessions_on_tasks.read(taskId="orphan", depth=1)
+    # (The overview's metadata.depth is null, which its schema does not allow yet: issue
+    # 10 item 5 fixes that; the focused answer shows the node schema takes the flag.)
+    focused = conforms("get_task_graph", sessions_on_tasks.read(taskId="orphan", depth=1))
     assert [n.get("orphaned") for n in focused["nodes"]] == [True]
 
 
 def test_check_recovery_reports_orphaned_tasks_and_says_so_in_the_prompt(sessions_on_tasks,
                                                                         tools):
-    report = tools.ok("check_recovery", {"projectDir": "/repo"})
+    report = conforms("check_recovery", tools.ok("check_recovery", {"projectDir": "/repo"}))
     assert [(t["taskId"], t["name"], t["crashedSessionId"]) for t in report["orphanedTasks"]] \
         == [("orphan", "Task orphan", "a")]
     assert report["orphanedTasks"][0]["lastActivity"]
@@ -57,4 +59,4 @@ def test_check_recovery_reports_orphaned_tasks_and_says_so_in_the_prompt(session
     # A new session taking the task over ends the orphaning.
     started = tools.ok("start_session", {"sessionId": "f", "taskId": "orphan",
                                          "projectDir": "/repo"})
-    assert started["recovery"]["orphanedTasks"] == []
+    assert conforms("start_session", started)["recovery"]["orphanedTasks"] == []
