@@ -60,3 +60,25 @@ def test_check_recovery_reports_orphaned_tasks_and_says_so_in_the_prompt(session
     started = tools.ok("start_session", {"sessionId": "f", "taskId": "orphan",
                                          "projectDir": "/repo"})
     assert conforms("start_session", started)["recovery"]["orphanedTasks"] == []
+
+
+def test_both_backends_give_the_same_whole_answer(graph_server, db, tools, settings):
+    from graph import services
+
+    for task_id in ("orphan", "shared", "idle"):
+        tools.ok("create_task", {"taskId": task_id, "name": task_id, "status": "in_progress"})
+    tools.ok("add_task_relationship", {"sourceTaskId": "orphan", "targetTaskId": "shared",
+                                       "relationshipType": "blocks"})
+    for session_id, task_id in [("a", "orphan"), ("b", "shared"), ("c", "shared")]:
+        tools.ok("start_session", {"sessionId": session_id, "taskId": task_id})
+    _crash("a", "b")
+    sync_graph()
+    answers = []
+    for enabled in (True, False):
+        settings.ENABLE_NEO4J = enabled
+        body = services.get_task_graph()
+        assert body["metadata"]["source"] == ("neo4j" if enabled else "postgres")
+        del body["metadata"]
+        answers.append(body)
+    assert answers[0] == answers[1]
+    assert [n["taskId"] for n in answers[0]["nodes"] if n.get("orphaned")] == ["orphan"]

@@ -232,3 +232,34 @@ def test_report_compaction_bundle_is_full_every_second_compaction(tools):
     assert "**Keywords**: parser" in second["contextBundle"]["text"]
     third = tools.ok("report_compaction", {"sessionId": "s1"})
     assert "contextBundle" not in third
+
+
+@pytest.mark.django_db(transaction=True)
+def test_parallel_flushes_on_one_task_lose_no_key_file(tools):
+    import threading
+
+    tools.ok("create_task", {"taskId": "t1", "name": "Parser"})
+    for n in range(6):
+        tools.ok("start_session", {"sessionId": f"s{n}", "taskId": "t1", "projectDir": "/repo"})
+    barrier = threading.Barrier(6)
+    errors: list[BaseException] = []
+
+    def flush(n: int) -> None:
+        barrier.wait()
+        try:
+            activity.record_activity({"sessionId": f"s{n}", "toolUses": [
+                use("Write", f"/repo/file{n}.py", "/repo/shared.py")]})
+        except BaseException as exc:  # noqa: BLE001 - asserted below
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=flush, args=(n,)) for n in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    key_files = TaskContext.objects.get(task_id="t1").key_files
+    assert sorted(key_files) == sorted([f"file{n}.py" for n in range(6)] + ["shared.py"])
+    assert len(key_files) == len(set(key_files))
