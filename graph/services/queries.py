@@ -1,8 +1,9 @@
 """Read side of the graph: get_task_graph (spec 4.1.9) and the queries other apps use.
 
-The reader is chosen per call: the Bolt mirror when ENABLE_NEO4J is on and its breaker is
-closed, else Postgres. A failing graph query falls back to Postgres and the answer says
-so in ``metadata``; only when Postgres fails too is the call an error (E1652).
+The reader is chosen per call: the Bolt mirror when ENABLE_NEO4J is on, its breaker is
+closed and the outbox holds no change it has yet to apply, else Postgres. A failing graph
+query falls back to Postgres and the answer says so in ``metadata``; only when Postgres
+fails too is the call an error (E1652).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from graph import backend
 from graph.readers import GraphReader, Node
 from graph.readers.cypher import CypherReader
 from graph.readers.postgres import POSTGRES_READER
+from graph.services import outbox
 from orchestrator.errors import OrchestratorError, now_iso
 
 logger = logging.getLogger("orchestrator.graph")
@@ -33,7 +35,9 @@ def answer(question: Callable[[GraphReader], T]) -> tuple[T, dict[str, Any]]:
     if not settings.ENABLE_NEO4J:
         return question(POSTGRES), {"source": "postgres", "fallback": False}
     failure = "circuit open after a recent failure"
-    if backend.available():
+    if backend.available() and outbox.lagging():
+        failure = "the graph mirror is catching up on queued changes"
+    elif backend.available():
         try:
             return question(CYPHER), {"source": "neo4j", "fallback": False}
         except Exception as exc:
