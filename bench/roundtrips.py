@@ -137,7 +137,7 @@ def main() -> None:
     from contexts.services.switch import switch_task
     from contexts.services.tasks import create_task
     from contexts.services.unified import get_unified_context
-    from graph.services import mirror
+    from graph.services.outbox import drain_outbox
 
     call_command("migrate", verbosity=0)
     settings.CONTEXT_DIR = tempfile.mkdtemp(prefix="roundtrips-")
@@ -149,8 +149,7 @@ def main() -> None:
     for i in range(3):  # warm connections, caches and prepared paths
         save_task_changes(task_id, {"immediateContext": {"workingOn": f"{note}{i}"}})
         get_unified_context(task_id)
-    if hasattr(mirror, "drain_outbox"):
-        mirror.drain_outbox()
+    drain_outbox()  # what create/switch queued: a lagging mirror sends reads to Postgres
     profile("save_context_snapshot (active task, ~2 KB immediateContext)",
             lambda: save_task_changes(task_id, {"immediateContext": {"workingOn": note}},
                                       session_id=None))
