@@ -45,10 +45,14 @@ def pending_count() -> int:
     return GraphOutboxEntry.objects.count()
 
 
+# True while the mirror has changes to catch up on (readers then use Postgres); a column
+# expression, so a read can ask it in the query it sends anyway.
+LAGGING_SQL = f"EXISTS (SELECT 1 FROM {OUTBOX_TABLE})"
+
+
 def lagging() -> bool:
-    """True while the mirror has changes to catch up on (readers then use Postgres)."""
     with connection.cursor() as cursor:
-        cursor.execute(f"SELECT EXISTS (SELECT 1 FROM {OUTBOX_TABLE})")
+        cursor.execute(f"SELECT {LAGGING_SQL}")
         return cursor.fetchone()[0]
 
 

@@ -30,12 +30,17 @@ POSTGRES = POSTGRES_READER
 CYPHER = CypherReader()
 
 
-def answer(question: Callable[[GraphReader], T]) -> tuple[T, dict[str, Any]]:
-    """Run ``question`` on the preferred reader; (result, metadata about who answered)."""
+def answer(question: Callable[[GraphReader], T],
+           mirror_lagging: bool | None = None) -> tuple[T, dict[str, Any]]:
+    """Run ``question`` on the preferred reader; (result, metadata about who answered).
+
+    ``mirror_lagging``: whether the outbox holds changes, when the caller already asked
+    (None: ask here)."""
     if not settings.ENABLE_NEO4J:
         return question(POSTGRES), {"source": "postgres", "fallback": False}
     failure = "circuit open after a recent failure"
-    if backend.available() and outbox.lagging():
+    if backend.available() and (outbox.lagging() if mirror_lagging is None
+                                else mirror_lagging):
         failure = "the graph mirror is catching up on queued changes"
     elif backend.available():
         try:
@@ -55,7 +60,8 @@ def _ref(node: Node) -> dict[str, Any]:
     return {"taskId": node["taskId"], "name": node["name"], "status": node["status"]}
 
 
-def relationships_for(task_id: str) -> dict[str, list[dict[str, Any]]]:
+def relationships_for(task_id: str, *, mirror_lagging: bool | None = None
+                      ) -> dict[str, list[dict[str, Any]]]:
     """{blocks, blockedBy, dependsOn, relatedTo} of TaskRef {taskId, name, status}."""
     def ask(reader: GraphReader) -> dict[str, list[dict[str, Any]]]:
         edges = reader.edges_touching(task_id)
@@ -64,7 +70,7 @@ def relationships_for(task_id: str) -> dict[str, list[dict[str, Any]]]:
         return _directions(task_id, edges, refs,
                            ("blocks", "blockedBy", "dependsOn", "relatedTo"))
 
-    return answer(ask)[0]
+    return answer(ask, mirror_lagging)[0]
 
 
 def unfinished_blockers(task_id: str) -> list[dict[str, str]]:
