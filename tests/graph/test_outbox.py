@@ -147,9 +147,13 @@ def blackhole() -> Iterator[int]:
         server.close()
 
 
-def test_a_save_never_waits_for_a_hung_graph_server(tools, graph_server, settings):
+def test_a_save_or_switch_never_waits_for_a_hung_graph_server(tools, graph_server, settings):
     live_url = settings.NEOMODEL_DATABASE_URL
     tools.ok("create_task", {"taskId": "h1", "name": "H1"})
+    tools.ok("create_task", {"taskId": "h2", "name": "H2"})
+    tools.ok("add_task_relationship", {"sourceTaskId": "h1", "targetTaskId": "h2",
+                                       "relationshipType": "blocks"})
+    tools.ok("start_session", {"sessionId": "hs", "taskId": "h1", "agentId": "a"})
     settings.GRAPH_OUTBOX_DELAY_MS = 20  # drain in the background thread, as a server does
     with blackhole() as port:
         settings.NEOMODEL_DATABASE_URL = f"bolt://neo4j:x@127.0.0.1:{port}"
@@ -161,6 +165,11 @@ def test_a_save_never_waits_for_a_hung_graph_server(tools, graph_server, setting
             # Bolt's connection timeout is 2 s: a save waiting on the graph takes longer.
             assert time.monotonic() - started < 1.9
             assert answer["graph"] == "queued"
+        started = time.monotonic()
+        switched = tools.ok("switch_task", {"fromTaskId": "h1", "toTaskId": "h2",
+                                            "sessionId": "hs"})
+        assert time.monotonic() - started < 1.9
+        assert switched["newTask"]["blockedBy"] == [{"taskId": "h1", "name": "H1"}]
     settings.NEOMODEL_DATABASE_URL = live_url
     backend.reset()
     deadline = time.monotonic() + 30
@@ -169,4 +178,6 @@ def test_a_save_never_waits_for_a_hung_graph_server(tools, graph_server, setting
         time.sleep(0.2)
     assert not GraphOutboxEntry.objects.exists()
     assert backend.cypher("MATCH (t:Task {taskId: 'h1'}) RETURN t.phase") == [["c"]]
+    assert backend.cypher("MATCH (:Session {sessionId: 'hs'})-[:WORKS_ON]->(t:Task) "
+                          "RETURN t.taskId ORDER BY t.taskId") == [["h1"], ["h2"]]
     assert_graph_equals_postgres()
