@@ -299,6 +299,54 @@ def scaling_rows(sizes: list[int], requests: int) -> list[Row]:
     return rows
 
 
+def find(rows: list[Row], operation: str, transport: str, graph: str, clients: int) -> Row | None:
+    return next((r for r in rows if (r.operation, r.transport, r.graph, r.clients)
+                 == (operation, transport, graph, clients)), None)
+
+
+def targets(rows: list[Row], sizes: list[int]) -> list[list[str]]:
+    """Issue 11's targets with what this run measured: [target, measured, met?]."""
+    checks: list[tuple[str, float | None, float, str]] = []  # name, value, bound, unit
+    put = find(rows, "put", "in-process", "-", 1)
+    get = find(rows, "get_tuple", "in-process", "-", 1)
+    save, read = "save_context_snapshot", "get_unified_context (cached)"
+    for graph in ("off", "on"):
+        row = find(rows, save, "service", graph, 1)
+        checks.append((f"save service p50 / LangGraph put p50, graph {graph}",
+                       row and put and row.p50 / put.p50, 2.0, "x"))
+        row = find(rows, save, "http", graph, 1)
+        checks.append((f"save http p50, graph {graph}", row and row.p50, 3.0, "ms"))
+        checks.append((f"save http p99, graph {graph}",
+                       row and percentile(row.samples, 0.99) * 1000, 10.0, "ms"))
+        row = find(rows, read, "service", graph, 1)
+        checks.append((f"cached read service p50 / LangGraph get_tuple p50, graph {graph}",
+                       row and get and row.p50 / get.p50, 1.0, "x"))
+        row = find(rows, read, "http", graph, 1)
+        checks.append((f"cached read http p50, graph {graph}", row and row.p50, 1.5, "ms"))
+        for name, floor in ((save, 1000), ("heartbeat", 3000), (read, 3000)):
+            row = find(rows, name, "http", graph, 8)
+            checks.append((f"{name} http, 8 clients, graph {graph} (ops/s, at least)",
+                           row and -len(row.samples) / row.wall, -floor, "/s"))
+    if len(sizes) > 1:
+        small, large = f" @ {sizes[0]:,} tasks", f" @ {sizes[-1]:,} tasks"
+        for name in (save, read):
+            a, b = (find(rows, name + at, "service", "off", 1) for at in (small, large))
+            checks.append((f"{name} p50 at {sizes[-1]:,} / at {sizes[0]:,} tasks",
+                           a and b and b.p50 / a.p50, 1.5, "x"))
+    conflicts = find(rows, f"detect_conflicts @ {sizes[-1]:,} tasks", "service", "off", 1)
+    checks.append((f"detect_conflicts at {sizes[-1]:,} tasks",
+                   conflicts and conflicts.p50 / 1000, 2.0, "s"))
+    table = []
+    for name, value, bound, unit in checks:
+        if value is None:
+            table.append([name, "not measured", ""])
+            continue
+        shown, limit = (-value, -bound) if value < 0 else (value, bound)
+        table.append([name, f"{shown:,.2f} {unit} (target {limit:,.2f})",
+                      "yes" if value <= bound else "NO"])
+    return table
+
+
 def main() -> None:
     args = parse_args()
     setup_django()
@@ -318,6 +366,8 @@ def main() -> None:
           "(split over the clients); ratio = our p50 / LangGraph p50 at the same clients")
     print_table(["slice", "operation", "transport", "graph", "clients", "n", "p50 ms",
                  "p99 ms", "ops/s", "vs LangGraph"], [r.cells(peers) for r in rows])
+    print("\nIssue 11 targets, this run:")
+    print_table(["target", "measured", "met"], targets(rows, sizes))
 
 
 if __name__ == "__main__":
