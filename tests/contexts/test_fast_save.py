@@ -115,3 +115,20 @@ def test_concurrent_saves_lose_nothing():
                       .values_list("version", flat=True))
     assert versions == list(range(1, 82))
     assert TaskContext.objects.get(task_id="fast-6").version == 81
+
+
+def test_the_active_task_refreshes_hot_cache_hot_file_and_registry():
+    from contexts.services import cache
+    from contexts.services.switch import switch_task
+    from orchestrator.backends import files
+
+    create_task({"taskId": "fast-7", "name": "Active"})
+    switch_task("fast-7")
+    result = save_task_changes("fast-7", {"status": "in_progress", "currentPhase": "ship"})
+    assert result["savedTo"] == {"database": True, "redis": True, "file": True}
+    hot = redis_store.get_json(cache.hot_cache_key())
+    assert (hot["taskId"], hot["version"]) == ("fast-7", result["version"])
+    assert files.read_json(files.context_dir() / "_hot_context.json")["taskId"] == "fast-7"
+    assert files.read_json(files.task_file("fast-7"))["version"] == result["version"]
+    registry = files.read_json(files.context_dir() / "_registry.json")
+    assert registry["tasks"]["fast-7"]["status"] == "in_progress"
