@@ -9,6 +9,12 @@ another session may take it over (atomically, WATCH/MULTI), and writes are not r
 ``check_write_allowed`` is the rule every task write goes through (save, rollback,
 conflict resolution): a task locked by another session, or a change to a locked element
 from a session that does not hold the task's lock, is refused with E1613.
+
+Every acquisition or renewal first commits a ``TaskLockHint`` (the task may be locked
+until then), so the write path can skip the Redis lookup for the many tasks nobody has
+locked lately. A lock key written straight into Redis by another program, without a
+hint, is therefore not seen by saves: take locks through these functions (the
+acquire/renew tools).
 """
 
 from __future__ import annotations
@@ -20,8 +26,10 @@ from typing import Any
 
 import redis
 from django.conf import settings
+from django.db import connection
 from django.utils import timezone
 
+from conflicts.models import TaskLockHint
 from contexts.models import TaskContext
 from orchestrator.backends import redis_store
 from orchestrator.errors import OrchestratorError
@@ -35,6 +43,7 @@ LOCK_RULE = (
     "task lock. A lock whose expiresAt is past is not held: any session may take it over, "
     "and detect_conflicts reports it as a lock_collision."
 )
+HINT_TABLE = connection.ops.quote_name(TaskLockHint._meta.db_table)
 # How long a lock key outlives its expiresAt, so an abandoned lock can still be detected.
 LOCK_GRACE_SECONDS = 3600
 _WATCH_ATTEMPTS = 5
@@ -152,6 +161,26 @@ def write_ttl(lock: dict[str, Any]) -> int:
     return max(remaining, 1) + LOCK_GRACE_SECONDS
 
 
+# How much longer than the lock a hint lasts: covers clock drift between this host and
+# the database's.
+HINT_MARGIN_SECONDS = 60
+
+
+def hint_lock(task_id: str, ttl: int) -> None:
+    """Commit "``task_id`` may be locked for ``ttl`` seconds" before the Redis key is set.
+
+    Runs in autocommit (or the caller's transaction): the hint must be visible to every
+    save before the lock it announces exists. Never shortens an existing hint.
+    """
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO {HINT_TABLE} (task_id, held_until) "
+            "VALUES (%s, now() + make_interval(secs => %s)) "
+            f"ON CONFLICT (task_id) DO UPDATE SET held_until = "
+            f"GREATEST({HINT_TABLE}.held_until, EXCLUDED.held_until)",
+            [task_id, ttl + HINT_MARGIN_SECONDS])
+
+
 def acquire_lock(task_id: str, session_id: str, ttl: int | None = None) -> dict[str, Any]:
     """Take the task lock for ``session_id``: {lock, acquired, tookOverExpired}.
 
@@ -159,6 +188,7 @@ def acquire_lock(task_id: str, session_id: str, ttl: int | None = None) -> dict[
     expiresAt is past is taken over. A live lock of another session: E1613.
     """
     ttl = ttl or settings.REDIS_LOCK_TTL
+    hint_lock(task_id, ttl)
     lock = _new_lock(task_id, session_id, ttl)
     try:
         taken = redis_store.run(lambda r: r.set(lock_key(task_id), json.dumps(lock),
@@ -197,6 +227,7 @@ def renew_lock(task_id: str, session_id: str, ttl: int | None = None) -> dict[st
     An owner may renew a lock that expired as long as nobody took it over meanwhile.
     """
     ttl = ttl or settings.REDIS_LOCK_TTL
+    hint_lock(task_id, ttl)
 
     def decide(current, raw):
         if not current or current.get("sessionId") != session_id:
@@ -269,9 +300,10 @@ def check_write_allowed(task, changes: dict[str, Any], session_id: str | None) -
     """Raise E1613 if ``session_id`` may not apply ``changes`` to ``task`` (a TaskContext).
 
     Only a live lock counts: one whose expiresAt is past protects nothing (its session
-    is presumed gone; detect_conflicts reports it as a lock_collision).
+    is presumed gone; detect_conflicts reports it as a lock_collision). A task loaded
+    with ``may_be_locked`` False (no current TaskLockHint) has no live lock to look up.
     """
-    lock = live_lock(task.task_id)
+    lock = live_lock(task.task_id) if getattr(task, "may_be_locked", True) else None
     holder = lock.get("sessionId") if lock else None
     if holder and holder != session_id:
         raise OrchestratorError(

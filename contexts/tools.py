@@ -133,8 +133,9 @@ register(Tool(
     description=(
         "Apply updates to a task and persist it to Postgres (versioned by the trigger), the "
         "Redis cache and the file backup (spec 4.1.2). savedTo says which backends really "
-        "took the write; a Redis or file failure does not fail the save. E1610, E1612, "
-        "E1613 (locked). " + LOCK_RULE
+        "took the write; a Redis or file failure does not fail the save. graph says what "
+        "the save means for the graph mirror, which is updated off the request path: "
+        "queued, unchanged or disabled. E1610, E1612, E1613 (locked). " + LOCK_RULE
     ),
     input_schema=obj({
         "taskId": safe_id("Task to save"),
@@ -144,7 +145,11 @@ register(Tool(
         "syncToFile": boolean(default=True),
     }, ["taskId"]),
     output_schema=obj({"success": boolean(), "taskId": string(), "version": integer(),
-                       "savedTo": SAVED_TO, "timestamp": TIMESTAMP},
+                       "savedTo": SAVED_TO,
+                       "graph": string("The graph mirror: 'queued' (an update committed "
+                                       "with the save, applied shortly), 'unchanged' or "
+                                       "'disabled'", enum=("queued", "unchanged", "disabled")),
+                       "timestamp": TIMESTAMP},
                       ["success", "taskId", "version", "savedTo", "timestamp"]),
     handler=_save,
 ))

@@ -60,3 +60,27 @@ class SessionWork(models.Model):
 
     def __str__(self) -> str:
         return f"{self.session_id} -> {self.task_id}"
+
+
+class GraphOutboxEntry(models.Model):
+    """One change the graph mirror has not applied yet (the transactional outbox).
+
+    Rows are written by triggers on task_contexts, active_sessions and graph_session_work
+    (migration 0003), so they commit or roll back with the change itself, whoever makes
+    it, and a save never talks to the graph server. A row names WHAT changed, not how:
+    the drainer (graph.services.outbox) reads the current Postgres state of that task,
+    session or work record and writes it to the graph, so rows can be applied late,
+    repeatedly or several at once and the mirror still converges on Postgres.
+    """
+
+    kind = models.CharField(max_length=16)  # 'task', 'session' or 'work'
+    entity_id = models.CharField(max_length=255)  # the task id or the session id
+    task_id = models.CharField(max_length=255, null=True, blank=True)  # of a work record
+    created_at = models.DateTimeField(db_default=Now())
+
+    class Meta:
+        db_table = "graph_outbox"
+        verbose_name_plural = "graph outbox entries"
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.entity_id}" + (f" -> {self.task_id}" if self.task_id else "")

@@ -1,4 +1,6 @@
-"""Celery beat job: repair the graph mirror every GRAPH_SYNC_INTERVAL_SECONDS."""
+"""Celery beat jobs: repair the graph mirror every GRAPH_SYNC_INTERVAL_SECONDS and drain
+the graph outbox every GRAPH_OUTBOX_INTERVAL_SECONDS (web processes also drain it after
+each change; this catches what an outage or a restart left behind)."""
 
 from __future__ import annotations
 
@@ -13,3 +15,10 @@ def sync_graph_task() -> dict[str, Any]:
 
     return sync_graph()
 
+
+
+@shared_task(name="graph.drain_outbox")
+def drain_outbox_task() -> dict[str, Any]:
+    from graph.services.outbox import drain_outbox
+
+    return drain_outbox()

@@ -224,10 +224,14 @@ SLACK_WEBHOOK_URL = ORCH.slack_webhook_url
 # The index files (_registry.json, .tool-history.json) are rewritten off the request path
 # at most this often per process (orchestrator/backends/coalesce.py); 0: by every call.
 INDEX_FILE_DELAY_MS = int(os.environ.get("INDEX_FILE_DELAY_MS", "250"))
+# The graph outbox is drained off the request path this long after a change, once per
+# burst and process (graph/services/outbox.py); 0: by the committing call itself.
+GRAPH_OUTBOX_DELAY_MS = int(os.environ.get("GRAPH_OUTBOX_DELAY_MS", "50"))
 # Periods of the Celery beat jobs (seconds); crash detection runs every HEARTBEAT_INTERVAL_MS.
 CONFLICT_DETECTION_INTERVAL_SECONDS = int(
     os.environ.get("CONFLICT_DETECTION_INTERVAL_SECONDS", "300"))
 GRAPH_SYNC_INTERVAL_SECONDS = int(os.environ.get("GRAPH_SYNC_INTERVAL_SECONDS", "300"))
+GRAPH_OUTBOX_INTERVAL_SECONDS = int(os.environ.get("GRAPH_OUTBOX_INTERVAL_SECONDS", "10"))
 STALE_SESSION_SWEEP_INTERVAL_SECONDS = int(
     os.environ.get("STALE_SESSION_SWEEP_INTERVAL_SECONDS", "3600"))
 

@@ -66,7 +66,7 @@ def write_task_file(task: TaskContext) -> bool:
             existing = files.read_json(path)
             if not (isinstance(existing, dict) and isinstance(existing.get("version"), int)
                     and existing["version"] > (task.version or 0)):
-                files.write_json_atomic(path, representation.task_file(task))
+                files.write_json_atomic(path, representation.task_file(task), fsync_now=False)
 
     started = time.perf_counter()
     ok = _file_backup("task_file", write, task.task_id)
@@ -78,8 +78,8 @@ def write_task_file(task: TaskContext) -> bool:
 
 def write_hot_file(task: TaskContext) -> bool:
     return _file_backup("hot_file", lambda: files.write_json_atomic(
-        files.context_dir() / "_hot_context.json", representation.hot_context(task)),
-        task.task_id)
+        files.context_dir() / "_hot_context.json", representation.hot_context(task),
+        fsync_now=False), task.task_id)
 
 
 # Postgres builds the registry's task map (and reads the active task) as JSON text in one

@@ -55,12 +55,22 @@ def set_if_not_older(name: str, value: dict[str, Any], ttl: int) -> bool:
 
 
 def write_task_cache(task: TaskContext, *, hot: bool) -> None:
-    """Cache ``task`` (and the hot context when it is the active task); may raise."""
-    set_if_not_older(task_cache_key(task.task_id), representation.task_part(task),
-                     settings.REDIS_TASK_CONTEXT_TTL)
+    """Cache ``task`` (and the hot context when it is the active task) in one round trip;
+    raises RedisUnavailable."""
+    writes = [(task_cache_key(task.task_id), representation.task_part(task),
+               settings.REDIS_TASK_CONTEXT_TTL)]
     if hot:
-        set_if_not_older(hot_cache_key(), representation.hot_context(task),
-                         settings.REDIS_HOT_CONTEXT_TTL)
+        writes.append((hot_cache_key(), representation.hot_context(task),
+                       settings.REDIS_HOT_CONTEXT_TTL))
+
+    def pipelined(r) -> None:
+        pipe = r.pipeline(transaction=False)
+        for name, value, ttl in writes:
+            pipe.eval(SET_IF_NOT_OLDER_LUA, 1, name, json.dumps(value, default=str),
+                      value.get("version") or 0, value.get("taskId") or "", ttl)
+        pipe.execute()
+
+    redis_store.run(pipelined)
 
 
 def read_cached_task(task_id: str) -> dict[str, Any] | None:

@@ -2,7 +2,11 @@
 
 Validate -> Postgres in one transaction (row locked, lock rule checked, change context
 set for the versioning trigger) -> Redis -> files. Redis and file failures are reported in
-``savedTo`` and repaired by the next sync; they never fail or undo the save.
+``savedTo`` and repaired by the next sync; they never fail or undo the save. The graph
+mirror is not on this path: a trigger queues its update in the same transaction.
+
+When the lock rule cannot object (no locked elements, no recent lock on the task) the
+transaction is one statement, sent in autocommit: one Postgres round trip per save.
 
 Call it outside ``transaction.atomic()``: the caches are written right after the commit,
 and ``task_changed`` is sent on commit. Code that must change a task inside its own
@@ -20,6 +24,7 @@ from django.conf import settings
 from django.db import connection, transaction
 
 from conflicts import locks
+from conflicts.locks import HINT_TABLE
 from contexts import signals
 from contexts.models import TaskContext
 from contexts.services import backends, cache
@@ -34,18 +39,25 @@ logger = logging.getLogger("orchestrator.contexts")
 # A change to these columns changes the registry file (6.4.2); others leave it as it is,
 # which keeps a save from rewriting a 10k-task registry every time.
 REGISTRY_COLUMNS = {"name", "status"}
+# The columns the graph mirror shows (its outbox trigger fires on these, migration
+# graph/0003): a save changing one of them queues a graph update.
+MIRRORED_COLUMNS = {"task_id", "name", "status", "current_phase", "priority", "score",
+                    "agent_type"}
 
 
 def lock_task(task_id: str, *, code: str = "E1610") -> TaskContext:
     """The task row, locked FOR UPDATE until the surrounding transaction ends.
 
-    ``is_active`` (is it global_context.active_task_id?) comes along in the same query,
-    so publishing the save needs no second round trip.
+    ``is_active`` (is it global_context.active_task_id?) and ``may_be_locked`` (is there
+    a current TaskLockHint?) come along in the same query, so publishing the save and
+    the lock rule need no second round trip.
     """
     # Raw SQL: on this hot path building the equivalent ORM query cost more than running it.
     rows = list(TaskContext.objects.raw(
         f"SELECT t.*, EXISTS (SELECT 1 FROM {qualified('global_context')} g "
-        "WHERE g.project_id = %s AND g.active_task_id = t.task_id) AS is_active "
+        "WHERE g.project_id = %s AND g.active_task_id = t.task_id) AS is_active, "
+        f"EXISTS (SELECT 1 FROM {HINT_TABLE} h WHERE h.task_id = t.task_id "
+        "AND h.held_until > now()) AS may_be_locked "
         f"FROM {qualified('task_contexts')} t WHERE t.task_id = %s FOR UPDATE OF t",
         [settings.MCP_PROJECT_ID, task_id]))
     if not rows:
@@ -95,6 +107,55 @@ def publish_committed(task: TaskContext, *, to_file: bool = True,
             **backends.publish_task(task, active=active, to_file=to_file, registry=registry)}
 
 
+# The fast path's one statement: lock the row, pass who and why to the versioning trigger,
+# update, and bring back the new row, the columns it had before and whether it is the
+# active task. The FOR UPDATE subquery reads the latest committed row (waiting for a
+# concurrent writer), so "before" is the version this update replaced. With
+# ``{guard}`` the row is only touched when the lock rule cannot object: no locked
+# elements and no current TaskLockHint; otherwise nothing happens and the caller takes
+# the full path. Autocommit makes it its own transaction: one round trip in all.
+_UPDATE_SQL = """
+UPDATE {tasks} t SET {assignments}
+FROM (SELECT o.id, {before},
+             set_config('orchestrator.change_type', %s, true)
+             || set_config('orchestrator.change_summary', %s, true)
+             || set_config('orchestrator.session_id', %s, true)
+             || set_config('orchestrator.created_by', %s, true) AS change_context
+      FROM {tasks} o WHERE o.task_id = %s{guard} FOR UPDATE OF o) old
+WHERE t.id = old.id
+RETURNING t.*, {before_aliases},
+          EXISTS (SELECT 1 FROM {global_context} g
+                  WHERE g.project_id = %s AND g.active_task_id = t.task_id) AS is_active
+"""
+_LOCK_RULE_GUARD = (
+    " AND (o.locked_elements IS NULL OR o.locked_elements = '[]'::jsonb)"
+    " AND NOT EXISTS (SELECT 1 FROM {hints} h WHERE h.task_id = o.task_id"
+    " AND h.held_until > now())")
+
+
+def _update_in_one_statement(task_id: str, values: dict[str, Any], *, change_type: str,
+                             change_summary: str | None, session_id: str | None,
+                             actor: str | None, enforce_locks: bool
+                             ) -> tuple[TaskContext, dict[str, Any]] | None:
+    """(updated task, its columns before) or None when the full path must decide."""
+    fields = [TaskContext._meta.get_field(column) for column in values]
+    watched = sorted(REGISTRY_COLUMNS | MIRRORED_COLUMNS | {"version"})
+    sql = _UPDATE_SQL.format(
+        tasks=qualified("task_contexts"), global_context=qualified("global_context"),
+        assignments=", ".join(f"{connection.ops.quote_name(f.column)} = %s" for f in fields),
+        before=", ".join(f"o.{column} AS before_{column}" for column in watched),
+        before_aliases=", ".join(f"old.before_{column}" for column in watched),
+        guard=_LOCK_RULE_GUARD.format(hints=HINT_TABLE) if enforce_locks else "")
+    params = [f.get_db_prep_save(values[f.name], connection) for f in fields]
+    params += [change_type or "", change_summary or "", session_id or "",
+               actor or session_id or "", task_id, settings.MCP_PROJECT_ID]
+    rows = list(TaskContext.objects.raw(sql, params))
+    if not rows:
+        return None
+    task = rows[0]
+    return task, {column: getattr(task, f"before_{column}") for column in watched}
+
+
 def save_task_changes(task_id: str, changes: dict[str, Any], *, change_type: str = "manual",
                       change_summary: str | None = None, session_id: str | None = None,
                       actor: str | None = None, sync_to_file: bool = True,
@@ -102,36 +163,55 @@ def save_task_changes(task_id: str, changes: dict[str, Any], *, change_type: str
     """Apply camelCase ``changes`` to a task; the save_context_snapshot answer.
 
     E1612 for an unsafe id or invalid changes (nothing written), E1610 for an unknown
-    task, E1613 when the lock rule refuses the change.
+    task, E1613 when the lock rule refuses the change. ``graph`` in the answer says what
+    the change means for the graph mirror: "queued" (the outbox row committed with the
+    save; the mirror applies it off the request path), "unchanged" (nothing it shows
+    changed) or "disabled".
     """
     check_safe_id(task_id)
     values = validate_changes(changes or {})
     started = time.perf_counter()
-    with transaction.atomic():
-        task = lock_task(task_id)
-        if enforce_locks:
-            locks.check_write_allowed(task, changes or {}, session_id)
-        before = {column: getattr(task, column) for column in REGISTRY_COLUMNS}
-        previous_version = task.version
-        apply_changes(task, values, change_type=change_type, change_summary=change_summary,
-                      session_id=session_id, actor=actor)
-        changed = task.version != previous_version
+    done = None
+    if values and not connection.in_atomic_block:
+        done = _update_in_one_statement(
+            task_id, values, change_type=change_type, change_summary=change_summary,
+            session_id=session_id, actor=actor, enforce_locks=enforce_locks)
+    if done is not None:
+        task, before = done
+        changed = task.version != before["version"]
         if changed:
-            notify_changed(task_id, change_type)
+            notify_changed(task_id, change_type)  # autocommit: sent right away
+    else:
+        with transaction.atomic():
+            task = lock_task(task_id)
+            if enforce_locks:
+                locks.check_write_allowed(task, changes or {}, session_id)
+            before = {column: getattr(task, column)
+                      for column in REGISTRY_COLUMNS | MIRRORED_COLUMNS | {"version"}}
+            apply_changes(task, values, change_type=change_type,
+                          change_summary=change_summary, session_id=session_id, actor=actor)
+            changed = task.version != before["version"]
+            if changed:
+                notify_changed(task_id, change_type)
     db_seconds = time.perf_counter() - started
     metrics.context_saves_total.labels("database").inc()
     metrics.context_save_duration_seconds.labels("database").observe(db_seconds)
     registry = any(getattr(task, column) != before[column] for column in REGISTRY_COLUMNS)
     saved_to = publish_committed(task, to_file=sync_to_file, registry=registry)
+    graph = "disabled"
+    if settings.ENABLE_NEO4J:
+        graph = ("queued" if any(getattr(task, column) != before[column]
+                                 for column in MIRRORED_COLUMNS) else "unchanged")
     duration_ms = round((time.perf_counter() - started) * 1000, 1)
     logger.info("Context saved", extra={
         "taskId": task_id, "version": task.version, "duration_ms": duration_ms,
-        "backends": [name for name, ok in saved_to.items() if ok],
+        "backends": [name for name, ok in saved_to.items() if ok], "graph": graph,
         "session_id": session_id, "changeType": change_type, "changed": changed})
     return {
         "success": True,
         "taskId": task_id,
         "version": task.version,
         "savedTo": saved_to,
+        "graph": graph,
         "timestamp": now_iso(),
     }

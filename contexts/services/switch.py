@@ -66,7 +66,8 @@ def _switch_in_db(from_task_id: str | None, to_task_id: str, values: dict[str, A
             raise OrchestratorError("E1611", "Global context is missing",
                                     {"projectId": settings.MCP_PROJECT_ID})
         target = TaskContext.objects.get(task_id=to_task_id)
-        blocked_by = graph.unfinished_blockers(to_task_id)
+        # From Postgres, in this transaction: a switch never waits on the graph server.
+        blocked_by = graph.unfinished_blockers(to_task_id, postgres_only=True)
         notify_changed(to_task_id, "switch")
         transaction.on_commit(partial(signals.task_switched.send, sender=TaskContext,
                                       session_id=session_id, from_task_id=from_task_id,

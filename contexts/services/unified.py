@@ -19,6 +19,7 @@ from contexts.models import ContextVersion
 from contexts.services import cache, representation
 from contexts.services.tasks import get_global_context
 from graph import services as graph
+from graph.services import outbox
 from orchestrator.backends.files import check_safe_id
 from orchestrator.db import qualified
 from orchestrator.errors import now_iso
@@ -40,8 +41,9 @@ def version_history(task_id: str, limit: int) -> list[dict[str, Any]]:
             for r in rows]
 
 
-# The hot read path's Postgres part in one round trip: the global context and, for a task,
-# its unresolved conflicts, newest first.
+# The hot read path's Postgres part in one round trip: the global context, for a task its
+# unresolved conflicts, newest first, and whether the graph mirror has queued changes to
+# apply (then the relationships come from Postgres).
 # Raw SQL because building these two ORM queries cost more than running them.
 _GLOBAL_AND_CONFLICTS_SQL = """
 SELECT g.project_id,
@@ -55,23 +57,27 @@ SELECT g.project_id,
                   'description', c.description) ORDER BY c.detected_at DESC), '[]')::text
          FROM {conflicts} c
          WHERE c.resolution_status = 'unresolved' AND (c.task_a_id = %s OR c.task_b_id = %s))
-       END
+       END,
+       {mirror_lagging}
 FROM {global_context} g WHERE g.project_id = %s
 """
 
 
-def global_and_conflicts(task_id: str | None) -> tuple[str, dict[str, Any], list[dict] | None]:
-    """(projectId, global part, the task's unresolved conflicts or None); E1611 if missing."""
+def global_and_conflicts(task_id: str | None
+                         ) -> tuple[str, dict[str, Any], list[dict] | None, bool]:
+    """(projectId, global part, the task's unresolved conflicts or None, graph mirror
+    lagging); E1611 if the global context is missing."""
     sql = _GLOBAL_AND_CONFLICTS_SQL.format(conflicts=qualified("context_conflicts"),
-                                           global_context=qualified("global_context"))
+                                           global_context=qualified("global_context"),
+                                           mirror_lagging=outbox.LAGGING_SQL)
     with connection.cursor() as cursor:
         cursor.execute(sql, [task_id, task_id, task_id, settings.MCP_PROJECT_ID])
         row = cursor.fetchone()
     if row is None:
         get_global_context()  # raises E1611 with the usual message
-    project_id, global_json, conflicts_json = row
+    project_id, global_json, conflicts_json, mirror_lagging = row
     return (project_id, json.loads(global_json),
-            None if conflicts_json is None else json.loads(conflicts_json))
+            None if conflicts_json is None else json.loads(conflicts_json), mirror_lagging)
 
 
 def _apply_budget(bundle: dict[str, Any], max_tokens: int | None) -> list[str]:
@@ -96,7 +102,7 @@ def get_unified_context(task_id: str | None = None, *, include_relationships: bo
     if task_id is not None:
         check_safe_id(task_id)
     tier = TIERS.index(depth) if depth else len(TIERS) - 1
-    project_id, global_part, conflicts = global_and_conflicts(task_id)
+    project_id, global_part, conflicts, mirror_lagging = global_and_conflicts(task_id)
     bundle: dict[str, Any] = {"projectId": project_id, "global": global_part}
     cache_hit = False
     database_parts = False
@@ -104,7 +110,8 @@ def get_unified_context(task_id: str | None = None, *, include_relationships: bo
         bundle["task"], cache_hit = cache.load_task_part(task_id)
         if tier >= 1:
             if include_relationships:
-                bundle["relationships"] = graph.relationships_for(task_id)
+                bundle["relationships"] = graph.relationships_for(
+                    task_id, mirror_lagging=mirror_lagging)
                 database_parts = True
             bundle["conflicts"] = conflicts
         if tier >= 2 and include_version_history:

@@ -1,7 +1,9 @@
-"""Writes to the graph mirror: one item at a time after each change, or everything at once.
+"""Statements that bring graph items in step with Postgres, and the best-effort ``run``.
 
-Every write is best effort: Postgres already holds the truth, so a failure is logged,
-reported to the caller ("failed") and repaired by ``sync_graph`` (beat task and command).
+Task, session and work changes reach the graph through the outbox (graph.services.outbox);
+relationship changes are written at once by their service with ``run``. Every write is
+best effort: Postgres already holds the truth, so a failure is logged, reported to the
+caller ("failed") and repaired by the outbox drain or ``sync_graph``.
 """
 
 from __future__ import annotations
@@ -15,7 +17,6 @@ from django.conf import settings
 from contexts.models import TaskContext
 from graph import backend
 from graph.models import SessionWork, TaskRelationship
-from graph.readers import iso
 from graph.services.types import GRAPH_LABELS, StoredEdge
 from sessions.models import ActiveSession
 
@@ -94,35 +95,6 @@ def edge_delete_statements(edge: StoredEdge) -> Statements:
              {"s": edge.source, "t": edge.target})]
 
 
-def session_statements(session_id: str, work_on: Iterable[str] = ()) -> Statements:
-    """The Task nodes in ``work_on``, the Session node as Postgres has it and, for each of
-    those tasks, the recorded Session-WORKS_ON->Task (startedAt) and Agent-HANDLES->Task
-    edges (spec 4.1.5 step 2).
-
-    Everything comes from Postgres (task_contexts, active_sessions, graph_session_work),
-    so the edge carries the very start time the Postgres backend answers with.
-    """
-    tasks = list(work_on)
-    statements: Statements = [st for task_id in tasks for st in task_statements(task_id)]
-    session = ActiveSession.objects.filter(session_id=session_id).values(
-        "status", "started_at").first()
-    if session is None:
-        return [*statements,
-                ("MATCH (s:Session {sessionId: $id}) DETACH DELETE s", {"id": session_id})]
-    statements.append(
-        ("MERGE (s:Session {sessionId: $id}) SET s.status = $status, s.startedAt = $started",
-         {"id": session_id, "status": session["status"] or "active",
-          "started": iso(session["started_at"]) if session["started_at"] else None}))
-    for work in SessionWork.objects.filter(session_id=session_id, task_id__in=tasks):
-        statements.append(
-            ("MATCH (s:Session {sessionId: $id}) MATCH (t:Task {taskId: $task}) "
-             "MERGE (s)-[w:WORKS_ON]->(t) SET w.startedAt = $started",
-             {"id": session_id, "task": work.task_id, "started": iso(work.started_at)}))
-        if work.agent_id:
-            statements.append(handles_statement([(work.agent_id, work.task_id)], "session"))
-    return statements
-
-
 def session_handles_statements(task_ids: Iterable[str]) -> Statements:
     """Redo the session Agent-HANDLES->Task edges of these tasks from Postgres."""
     tasks = sorted(set(task_ids))
@@ -137,12 +109,6 @@ def live_work():
     """Work records of sessions that still exist (a removed session's rows are stale)."""
     return SessionWork.objects.filter(session_id__in=ActiveSession.objects.values(
         "session_id"))
-
-
-def sessions_status_statements(session_ids: list[str], status: str) -> Statements:
-    """One statement setting the status of many Session nodes (a crash sweep)."""
-    return [("UNWIND $ids AS id MERGE (s:Session {sessionId: id}) SET s.status = $status",
-             {"ids": list(session_ids), "status": status})]
 
 
 def chunks(items: list[Any], size: int = 500) -> Iterable[list[Any]]:

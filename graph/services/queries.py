@@ -1,8 +1,9 @@
 """Read side of the graph: get_task_graph (spec 4.1.9) and the queries other apps use.
 
-The reader is chosen per call: the Bolt mirror when ENABLE_NEO4J is on and its breaker is
-closed, else Postgres. A failing graph query falls back to Postgres and the answer says
-so in ``metadata``; only when Postgres fails too is the call an error (E1652).
+The reader is chosen per call: the Bolt mirror when ENABLE_NEO4J is on, its breaker is
+closed and the outbox holds no change it has yet to apply, else Postgres. A failing graph
+query falls back to Postgres and the answer says so in ``metadata``; only when Postgres
+fails too is the call an error (E1652).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from graph import backend
 from graph.readers import GraphReader, Node
 from graph.readers.cypher import CypherReader
 from graph.readers.postgres import POSTGRES_READER
+from graph.services import outbox
 from orchestrator.errors import OrchestratorError, now_iso
 
 logger = logging.getLogger("orchestrator.graph")
@@ -28,12 +30,19 @@ POSTGRES = POSTGRES_READER
 CYPHER = CypherReader()
 
 
-def answer(question: Callable[[GraphReader], T]) -> tuple[T, dict[str, Any]]:
-    """Run ``question`` on the preferred reader; (result, metadata about who answered)."""
+def answer(question: Callable[[GraphReader], T],
+           mirror_lagging: bool | None = None) -> tuple[T, dict[str, Any]]:
+    """Run ``question`` on the preferred reader; (result, metadata about who answered).
+
+    ``mirror_lagging``: whether the outbox holds changes, when the caller already asked
+    (None: ask here)."""
     if not settings.ENABLE_NEO4J:
         return question(POSTGRES), {"source": "postgres", "fallback": False}
     failure = "circuit open after a recent failure"
-    if backend.available():
+    if backend.available() and (outbox.lagging() if mirror_lagging is None
+                                else mirror_lagging):
+        failure = "the graph mirror is catching up on queued changes"
+    elif backend.available():
         try:
             return question(CYPHER), {"source": "neo4j", "fallback": False}
         except Exception as exc:
@@ -51,7 +60,8 @@ def _ref(node: Node) -> dict[str, Any]:
     return {"taskId": node["taskId"], "name": node["name"], "status": node["status"]}
 
 
-def relationships_for(task_id: str) -> dict[str, list[dict[str, Any]]]:
+def relationships_for(task_id: str, *, mirror_lagging: bool | None = None
+                      ) -> dict[str, list[dict[str, Any]]]:
     """{blocks, blockedBy, dependsOn, relatedTo} of TaskRef {taskId, name, status}."""
     def ask(reader: GraphReader) -> dict[str, list[dict[str, Any]]]:
         edges = reader.edges_touching(task_id)
@@ -60,12 +70,18 @@ def relationships_for(task_id: str) -> dict[str, list[dict[str, Any]]]:
         return _directions(task_id, edges, refs,
                            ("blocks", "blockedBy", "dependsOn", "relatedTo"))
 
-    return answer(ask)[0]
+    return answer(ask, mirror_lagging)[0]
 
 
-def unfinished_blockers(task_id: str) -> list[dict[str, str]]:
-    """Tasks that BLOCK ``task_id`` and are not completed: [{taskId, name}]."""
-    blockers = answer(lambda reader: reader.unfinished_blockers(task_id))[0]
+def unfinished_blockers(task_id: str, *, postgres_only: bool = False) -> list[dict[str, str]]:
+    """Tasks that BLOCK ``task_id`` and are not completed: [{taskId, name}].
+
+    ``postgres_only``: ask task_relationships, never the graph server (switch_task, inside
+    its transaction: a switch must not wait on Bolt)."""
+    if postgres_only:
+        blockers = POSTGRES.unfinished_blockers(task_id)
+    else:
+        blockers = answer(lambda reader: reader.unfinished_blockers(task_id))[0]
     return [{"taskId": n["taskId"], "name": n["name"]} for n in blockers]
 
 

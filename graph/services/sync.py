@@ -17,7 +17,7 @@ from contexts.models import TaskContext
 from graph import backend
 from graph.models import SessionWork, TaskRelationship
 from graph.readers import iso
-from graph.services import mirror
+from graph.services import mirror, outbox
 from graph.services.mirror import Statements, chunks, edge_props, task_props
 from graph.services.types import GRAPH_LABELS, LABEL_TYPES
 from orchestrator.errors import now_iso
@@ -144,14 +144,24 @@ def _sync_sessions(task_ids: set[str]) -> dict[str, int]:
 
 
 def sync_graph() -> dict[str, Any]:
-    """Repair the mirror from Postgres; a report of what changed (never raises)."""
+    """Repair the mirror from Postgres; a report of what changed (never raises).
+
+    Runs under the outbox drain's lock, so a drain cannot write an older state between
+    this sync's read and write; the queued changes this sync saw before reading Postgres
+    are covered by it and leave the queue.
+    """
     if not settings.ENABLE_NEO4J:
         return {"success": True, "graph": "disabled", "syncedAt": now_iso()}
     try:
-        backend.ensure_schema()
-        tasks, task_ids = _sync_tasks()
-        report = {"tasks": tasks, "agents": _sync_agent_types(), "edges": _sync_edges(task_ids),
-                  "sessions": _sync_sessions(task_ids)}
+        with outbox.exclusive():
+            covered = outbox.queued_ids()
+            backend.ensure_schema()
+            tasks, task_ids = _sync_tasks()
+            report = {"tasks": tasks, "agents": _sync_agent_types(),
+                      "edges": _sync_edges(task_ids), "sessions": _sync_sessions(task_ids)}
+            outbox.forget(covered)
+        # What was queued meanwhile, the orphan pruning above included.
+        report["queued"] = outbox.drain_outbox().get("applied", 0)
     except Exception as exc:
         reason = (str(exc).splitlines() or [type(exc).__name__])[0][:200]
         logger.error("sync_graph failed: %s", reason)

@@ -7,7 +7,8 @@ every call that changes a row costs that call the whole summary: 30 ms per switc
 A ``CoalescingWriter`` instead marks its file stale; one daemon thread per process
 rewrites it INDEX_FILE_DELAY_MS later, covering every change made before the rewrite
 starts. With a delay of 0 the caller rewrites it at once (the tests use that).
-Pending rewrites are flushed at interpreter exit.
+Pending rewrites are flushed at interpreter exit. The graph outbox drain
+(graph/services/outbox.py) uses the same machinery with its own delay setting.
 """
 
 from __future__ import annotations
@@ -33,9 +34,11 @@ IDLE_CLOSE_SECONDS = 1.0
 
 
 class CoalescingWriter:
-    def __init__(self, name: str, write: Callable[[], bool]) -> None:
+    def __init__(self, name: str, write: Callable[[], bool],
+                 delay_setting: str = "INDEX_FILE_DELAY_MS") -> None:
         self.name = name
         self._write = write
+        self._delay_setting = delay_setting  # milliseconds, read at each request
         self._stale = threading.Event()
         self._lock = threading.Lock()
         self._owner_pid: int | None = None  # a forked child must start its own thread
@@ -43,7 +46,7 @@ class CoalescingWriter:
 
     def request(self) -> bool | None:
         """Ask for a rewrite: the write's result when done at once, None when scheduled."""
-        delay = settings.INDEX_FILE_DELAY_MS / 1000
+        delay = getattr(settings, self._delay_setting) / 1000
         if delay <= 0:
             return self._write()
         self._stale.set()

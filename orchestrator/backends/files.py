@@ -9,12 +9,14 @@ import json
 import os
 import re
 import tempfile
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from django.conf import settings
 
+from orchestrator.backends.coalesce import CoalescingWriter
 from orchestrator.errors import OrchestratorError
 
 SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,254}$")
@@ -32,19 +34,28 @@ def check_safe_id(value: str, field: str = "taskId") -> str:
     return value
 
 
-def write_json_atomic(path: Path, data: Any, *, compact: bool = False) -> None:
+def write_json_atomic(path: Path, data: Any, *, compact: bool = False,
+                      fsync_now: bool = True) -> None:
     """Write to a temp file in the same directory, fsync, then rename over the target.
 
     ``compact`` drops the indentation: CPython only uses its C encoder without indent,
-    which is ~10x faster for large files such as a 10,000-task registry.
+    which is ~10x faster for large files such as a 10,000-task registry. ``fsync_now``
+    False leaves the fsync to ``sync_writer`` (see ``write_text_atomic``).
     """
     text = (json.dumps(data, separators=(",", ":"), default=str) if compact
             else json.dumps(data, indent=2, default=str))
-    write_text_atomic(path, text)
+    write_text_atomic(path, text, fsync_now=fsync_now)
 
 
-def write_text_atomic(path: Path, text: str) -> None:
-    """``write_json_atomic`` for JSON text that is already serialised."""
+def write_text_atomic(path: Path, text: str, *, fsync_now: bool = True) -> None:
+    """``write_json_atomic`` for JSON text that is already serialised.
+
+    Readers see the old or the new file, never a mix, and once the rename is done the new
+    one survives any process being killed: the kernel holds it. Only a power loss or a
+    kernel crash can lose what is not yet fsynced. ``fsync_now`` False (the per-save
+    backups) hands the fsync to ``sync_writer``, which syncs every file written in a
+    burst, and their directories, at most INDEX_FILE_DELAY_MS later.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
@@ -52,12 +63,47 @@ def write_text_atomic(path: Path, text: str) -> None:
             handle.write(text)
             handle.write("\n")
             handle.flush()
-            os.fsync(handle.fileno())
+            if fsync_now:
+                os.fsync(handle.fileno())
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+    if not fsync_now:
+        with _unsynced_lock:
+            _unsynced.add(path)
+        sync_writer.request()
+
+
+_unsynced: set[Path] = set()
+_unsynced_lock = threading.Lock()
+
+
+def _fsync(target: Path) -> None:
+    fd = os.open(target, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def sync_pending_files() -> bool:
+    """fsync the files written with ``fsync_now=False`` since the last call, then their
+    directories (which makes the renames durable too)."""
+    with _unsynced_lock:
+        paths = list(_unsynced)
+        _unsynced.clear()
+    for path in paths:
+        with contextlib.suppress(FileNotFoundError):  # replaced or removed since
+            _fsync(path)
+    for directory in {path.parent for path in paths}:
+        with contextlib.suppress(FileNotFoundError):
+            _fsync(directory)
+    return True
+
+
+sync_writer = CoalescingWriter("file-fsync", sync_pending_files)
 
 
 @contextlib.contextmanager

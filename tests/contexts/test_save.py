@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import json
-from datetime import timedelta
 
 import pytest
 from django.db import connection
-from django.utils import timezone
 
+from conflicts import locks
 from contexts.services import cache
 from contexts.services.save import save_task_changes
 from orchestrator.backends import files, redis_store
@@ -161,10 +160,9 @@ def test_sync_to_file_false_skips_files(tools, make_task):
 
 def test_locked_task_is_refused_with_e1613(tools, make_task):
     make_task("lock-1")
-    # A live TaskLock (spec 8.2) held by another session, written as the lock service does.
-    expires = (timezone.now() + timedelta(minutes=5)).isoformat().replace("+00:00", "Z")
-    redis_store.set_json("context:lock:lock-1", {"taskId": "lock-1", "sessionId": "other",
-                                                 "expiresAt": expires}, 600)
+    # A live TaskLock (spec 8.2) held by another session, taken through the lock service
+    # (which also leaves the hint that makes saves look the lock up).
+    locks.acquire_lock("lock-1", "other")
     response = tools.call("save_context_snapshot", {"taskId": "lock-1", "sessionId": "me",
                                                     "updates": {"currentPhase": "x"}})
     assert (response.status, response.error_code) == (409, "E1613")

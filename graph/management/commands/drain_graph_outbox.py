@@ -1,0 +1,23 @@
+"""``manage.py drain_graph_outbox``: apply the queued graph changes now (cron / hook friendly)."""
+
+from __future__ import annotations
+
+from django.core.management.base import BaseCommand, CommandError
+
+from graph.services.outbox import drain_outbox
+
+
+class Command(BaseCommand):
+    help = "Apply the changes queued in graph_outbox to the Bolt graph mirror, in order."
+
+    def handle(self, *args, **options) -> None:
+        report = drain_outbox()
+        if report["graph"] == "disabled":
+            self.stdout.write(f"graph disabled (ENABLE_NEO4J=false): discarded "
+                              f"{report['discarded']} queued changes")
+            return
+        if not report["success"]:
+            self.stdout.write(f"drain failed after {report['applied']} changes, "
+                              f"{report['pending']} still queued: {report['error']}")
+            raise CommandError("graph server unreachable; the queue is kept", returncode=2)
+        self.stdout.write(f"applied {report['applied']} queued changes")

@@ -1,0 +1,233 @@
+"""Drain the graph outbox: apply queued task, session and work changes to the Bolt mirror.
+
+Triggers queue a row in the very transaction that changes a mirrored row (migration
+0003), so nothing on the request path waits for the graph server and a graph outage
+costs a save nothing. ``drain_outbox`` runs after commits (``request_drain``: a
+per-process background thread, at most every GRAPH_OUTBOX_DELAY_MS), on beat
+(``graph.drain_outbox``) and from ``manage.py drain_graph_outbox``; ``sync_graph``
+stays the backstop that repairs everything.
+
+Drainers take one transaction-level advisory lock, so batches are applied one at a time
+in id order. A batch is written to the graph in one Bolt transaction and its rows are
+deleted in the same Postgres transaction only once that write succeeded: a failure
+leaves them queued for the next drain.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Iterator
+from typing import Any
+
+from django.conf import settings
+from django.db import connection, transaction
+
+from contexts.models import TaskContext
+from graph import backend
+from graph.models import GraphOutboxEntry
+from graph.readers import iso
+from graph.services import mirror
+from graph.services.mirror import Statements
+from orchestrator.backends.coalesce import CoalescingWriter
+from orchestrator.errors import now_iso
+from sessions.models import ActiveSession
+
+logger = logging.getLogger("orchestrator.graph")
+
+BATCH_SIZE = 500
+# The advisory lock key of the drainers (and of sync_graph): any fixed 64-bit number.
+LOCK_KEY = 0x6772617068_6f7574  # "graph" "out"
+OUTBOX_TABLE = connection.ops.quote_name(GraphOutboxEntry._meta.db_table)
+
+
+def pending_count() -> int:
+    return GraphOutboxEntry.objects.count()
+
+
+# True while the mirror has changes to catch up on (readers then use Postgres); a column
+# expression, so a read can ask it in the query it sends anyway.
+LAGGING_SQL = f"EXISTS (SELECT 1 FROM {OUTBOX_TABLE})"
+
+
+def lagging() -> bool:
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT {LAGGING_SQL}")
+        return cursor.fetchone()[0]
+
+
+@contextlib.contextmanager
+def exclusive() -> Iterator[None]:
+    """Hold the drainers' lock outside a transaction (sync_graph), released on exit."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_lock(%s)", [LOCK_KEY])
+    try:
+        yield
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_unlock(%s)", [LOCK_KEY])
+
+
+def queued_ids() -> list[int]:
+    return list(GraphOutboxEntry.objects.values_list("id", flat=True))
+
+
+def forget(ids: list[int]) -> None:
+    """Drop queued rows that a full sync has covered."""
+    for start in range(0, len(ids), 10000):
+        GraphOutboxEntry.objects.filter(id__in=ids[start:start + 10000]).delete()
+
+
+def _task_statements(task_ids: list[str]) -> Statements:
+    """Task nodes and their agentType HANDLES edges as task_contexts has them now."""
+    tasks = {t.task_id: t for t in TaskContext.objects.filter(task_id__in=task_ids).only(
+        "task_id", "name", "status", "current_phase", "priority", "score", "agent_type")}
+    gone = [t for t in task_ids if t not in tasks]
+    statements: Statements = []
+    if tasks:
+        statements += [
+            ("UNWIND $rows AS p MERGE (t:Task {taskId: p.taskId}) SET t.name = p.name, "
+             "t.status = p.status, t.phase = p.phase, t.priority = p.priority, "
+             "t.score = p.score", {"rows": [mirror.task_props(t) for t in tasks.values()]}),
+            ("UNWIND $ids AS id MATCH (:Agent)-[h:HANDLES {via: 'agentType'}]->"
+             "(:Task {taskId: id}) DELETE h", {"ids": sorted(tasks)}),
+            mirror.handles_statement(sorted((t.agent_type, t.task_id) for t in tasks.values()
+                                            if t.agent_type), "agentType"),
+        ]
+    if gone:
+        statements.append(("UNWIND $ids AS id MATCH (t:Task {taskId: id}) DETACH DELETE t",
+                           {"ids": gone}))
+    return statements
+
+
+def _session_statements(session_ids: list[str]) -> Statements:
+    sessions = {sid: {"id": sid, "status": status or "active",
+                      "started": iso(started) if started else None}
+                for sid, status, started in ActiveSession.objects.filter(
+                    session_id__in=session_ids).values_list("session_id", "status",
+                                                            "started_at")}
+    gone = [s for s in session_ids if s not in sessions]
+    statements: Statements = []
+    if sessions:
+        statements.append(
+            ("UNWIND $rows AS r MERGE (s:Session {sessionId: r.id}) SET s.status = r.status, "
+             "s.startedAt = r.started", {"rows": list(sessions.values())}))
+    if gone:
+        statements.append(("UNWIND $ids AS id MATCH (s:Session {sessionId: id}) "
+                           "DETACH DELETE s", {"ids": gone}))
+    return statements
+
+
+def _work_statements(pairs: list[tuple[str, str]]) -> Statements:
+    """WORKS_ON edges of these (session, task) pairs as graph_session_work has them, and
+    the session HANDLES edges of their tasks."""
+    live = {(w.session_id, w.task_id): w for w in mirror.live_work().filter(
+        session_id__in={s for s, _ in pairs}, task_id__in={t for _, t in pairs})}
+    present = [{"id": s, "task": t, "started": iso(live[(s, t)].started_at)}
+               for s, t in pairs if (s, t) in live]
+    gone = [{"id": s, "task": t} for s, t in pairs if (s, t) not in live]
+    statements: Statements = []
+    if present:
+        statements.append(
+            ("UNWIND $rows AS r MATCH (s:Session {sessionId: r.id}) "
+             "MATCH (t:Task {taskId: r.task}) MERGE (s)-[w:WORKS_ON]->(t) "
+             "SET w.startedAt = r.started", {"rows": present}))
+    if gone:
+        statements.append(
+            ("UNWIND $rows AS r MATCH (:Session {sessionId: r.id})-[w:WORKS_ON]->"
+             "(:Task {taskId: r.task}) DELETE w", {"rows": gone}))
+    return statements + mirror.session_handles_statements({t for _, t in pairs})
+
+
+def statements_for(entries: list[tuple[str, str, str | None]]) -> Statements:
+    """The graph writes bringing every queued entity in step with Postgres.
+
+    Nodes come before edges whatever the queue order (an edge needs both ends), and each
+    entity is written once per batch however often it was queued: the state written is
+    the current one, which already includes every queued change.
+    """
+    tasks: dict[str, None] = {}
+    sessions: dict[str, None] = {}
+    work: dict[tuple[str, str], None] = {}
+    for kind, entity_id, task_id in entries:
+        if kind == "task":
+            tasks[entity_id] = None
+        elif kind == "session":
+            sessions[entity_id] = None
+        elif kind == "work" and task_id:
+            work[(entity_id, task_id)] = None
+            sessions[entity_id] = None  # the edge needs both of its nodes
+            tasks[task_id] = None
+    statements: Statements = []
+    if tasks:
+        statements += _task_statements(list(tasks))
+    if sessions:
+        statements += _session_statements(list(sessions))
+    if work:
+        statements += _work_statements(list(work))
+    return statements
+
+
+def _drain_batch() -> int:
+    """Apply up to BATCH_SIZE rows; the number applied (raises if the graph write fails)."""
+    with transaction.atomic():
+        with connection.cursor() as cursor:
+            # One drainer at a time, so batches reach the graph in queue order; a second
+            # one waits and then finds what the first left (or rows queued since).
+            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [LOCK_KEY])
+            cursor.execute(f"SELECT id, kind, entity_id, task_id FROM {OUTBOX_TABLE} "
+                           "ORDER BY id LIMIT %s", [BATCH_SIZE])
+            rows = cursor.fetchall()
+        if not rows:
+            return 0
+        statements = statements_for([(kind, entity, task) for _, kind, entity, task in rows])
+        if statements:
+            backend.write(statements)
+        with connection.cursor() as cursor:
+            cursor.execute(f"DELETE FROM {OUTBOX_TABLE} WHERE id = ANY(%s)",
+                           [[row[0] for row in rows]])
+    return len(rows)
+
+
+def drain_outbox() -> dict[str, Any]:
+    """Apply every queued change to the mirror; a report (never raises).
+
+    With the graph disabled the queue is discarded: there is no mirror to keep, and
+    sync_graph rebuilds it from Postgres when the graph is turned back on.
+    """
+    if not settings.ENABLE_NEO4J:
+        discarded = GraphOutboxEntry.objects.all().delete()[0]
+        return {"success": True, "graph": "disabled", "discarded": discarded,
+                "drainedAt": now_iso()}
+    if not backend.available():
+        return {"success": False, "graph": "failed", "applied": 0,
+                "pending": pending_count(), "error": "circuit open after a recent failure",
+                "drainedAt": now_iso()}
+    applied = 0
+    try:
+        while True:
+            done = _drain_batch()
+            applied += done
+            if done < BATCH_SIZE:
+                break
+    except Exception as exc:
+        reason = (str(exc).splitlines() or [type(exc).__name__])[0][:200]
+        logger.warning("graph outbox not drained (kept for the next drain): %s", reason)
+        return {"success": False, "graph": "failed", "applied": applied,
+                "pending": pending_count(), "error": reason, "drainedAt": now_iso()}
+    return {"success": True, "graph": "synced", "applied": applied, "drainedAt": now_iso()}
+
+
+def _drain_in_background() -> bool:
+    return drain_outbox()["success"]
+
+
+# After a commit that queued rows: drain off the request path, once per burst.
+drainer = CoalescingWriter("graph-outbox", _drain_in_background,
+                           delay_setting="GRAPH_OUTBOX_DELAY_MS")
+
+
+def request_drain() -> None:
+    """Ask for a drain soon (a background thread); with GRAPH_OUTBOX_DELAY_MS=0, now."""
+    if settings.ENABLE_NEO4J:
+        drainer.request()
