@@ -24,7 +24,7 @@ from contexts import signals
 from contexts.models import TaskContext
 from contexts.services import backends, cache
 from contexts.services.validation import validate_changes
-from orchestrator import metrics
+from orchestrator import metrics, tracing
 from orchestrator.backends.files import check_safe_id
 from orchestrator.db import qualified, set_change_context
 from orchestrator.errors import OrchestratorError, now_iso
@@ -107,7 +107,8 @@ def save_task_changes(task_id: str, changes: dict[str, Any], *, change_type: str
     check_safe_id(task_id)
     values = validate_changes(changes or {})
     started = time.perf_counter()
-    with transaction.atomic():
+    with tracing.backend_span("postgres_update", "postgres", **{"task.id": task_id}), \
+            transaction.atomic():
         task = lock_task(task_id)
         if enforce_locks:
             locks.check_write_allowed(task, changes or {}, session_id)

@@ -15,6 +15,7 @@ from typing import Any
 
 from django.conf import settings
 
+from orchestrator import tracing
 from orchestrator.errors import OrchestratorError
 
 SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,254}$")
@@ -45,6 +46,11 @@ def write_json_atomic(path: Path, data: Any, *, compact: bool = False) -> None:
 
 def write_text_atomic(path: Path, text: str) -> None:
     """``write_json_atomic`` for JSON text that is already serialised."""
+    with tracing.backend_span("file_write", "file", **{"file.path": str(path)}):
+        _write_text_atomic(path, text)
+
+
+def _write_text_atomic(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
