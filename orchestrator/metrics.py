@@ -74,8 +74,6 @@ class StoredStateCollector:
         return []
 
     def collect(self):
-        from django.db import connection
-
         from orchestrator.db import qualified
 
         queries = {
@@ -88,29 +86,49 @@ class StoredStateCollector:
             "conflicts_unresolved": ("Unresolved conflicts",
                                      f"SELECT count(*) FROM {qualified('context_conflicts')} "
                                      "WHERE resolution_status = 'unresolved'"),
+            # How late crash detection is (KPI 9.1.2): a live session whose heartbeat is
+            # older than the crash threshold should have been marked crashed already.
+            "oldest_active_heartbeat_age_seconds": (
+                "Age of the oldest heartbeat among active sessions (0 when there are none)",
+                "SELECT COALESCE(EXTRACT(EPOCH FROM now() - min(last_heartbeat)), 0) "
+                f"FROM {qualified('active_sessions')} WHERE status = 'active'"),
         }
         for name, (doc, sql) in queries.items():
-            try:
-                with connection.cursor() as cursor:
-                    cursor.execute(sql)
-                    value = cursor.fetchone()[0]
-            except Exception as exc:  # a scrape must not fail because Postgres is down
-                logger.debug("metric %s unavailable: %s", name, exc)
+            rows = _rows(sql)
+            if rows is not None:
+                yield GaugeMetricFamily(P + name, doc, value=float(rows[0][0]))
+        labelled = {
+            # The spec's conflicts_unresolved has no labels; the critical-conflict alert
+            # needs the severity.
+            "conflicts_unresolved_by_severity": (
+                "Unresolved conflicts per severity", ["severity"],
+                f"SELECT severity, count(*) FROM {qualified('context_conflicts')} "
+                "WHERE resolution_status = 'unresolved' GROUP BY severity"),
+            "context_versions_total": (
+                "Stored versions per task (top 100)", ["task_id"],
+                f"SELECT task_id, count(*) FROM {qualified('context_versions')} "
+                "GROUP BY task_id ORDER BY count(*) DESC LIMIT 100"),
+        }
+        for name, (doc, labels, sql) in labelled.items():
+            rows = _rows(sql)
+            if rows is None:
                 continue
-            yield GaugeMetricFamily(P + name, doc, value=value)
-        try:
-            with connection.cursor() as cursor:
-                cursor.execute(
-                    f"SELECT task_id, count(*) FROM {qualified('context_versions')} "
-                    "GROUP BY task_id ORDER BY count(*) DESC LIMIT 100")
-                rows = cursor.fetchall()
-        except Exception:
-            return
-        family = GaugeMetricFamily(P + "context_versions_total",
-                                   "Stored versions per task (top 100)", labels=["task_id"])
-        for task_id, count in rows:
-            family.add_metric([task_id], count)
-        yield family
+            family = GaugeMetricFamily(P + name, doc, labels=labels)
+            for label, count in rows:
+                family.add_metric([label], count)
+            yield family
+
+
+def _rows(sql: str) -> list[tuple] | None:
+    from django.db import connection
+
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute(sql)
+            return cursor.fetchall()
+    except Exception as exc:  # a scrape must not fail because Postgres is down
+        logger.debug("stored-state metric unavailable: %s", exc)
+        return None
 
 
 _registered = False

@@ -61,6 +61,7 @@ def test_every_spec_metric_with_its_labels(tools, client):
     [conflict] = tools.ok("detect_conflicts", {})["detected"]
     tools.ok("start_session", {"sessionId": "m-s2", "taskId": "m-b"})
     backdate("m-s2", 10)
+    undetected = scrape(client)
     recovery.detect_crashed_sessions()
     tools.ok("end_session", {"sessionId": "m-s1"})
     after_unresolved = scrape(client)
@@ -77,6 +78,9 @@ def test_every_spec_metric_with_its_labels(tools, client):
     assert value(after_unresolved, P + "sessions_active") == 0
     assert value(after, P + "recovery_needed") == 1
     assert grew(P + "heartbeat_age_seconds_count") == 1
+    # The crash-detection lag the alert watches: m-s2's heartbeat, 10 minutes old.
+    assert 590 < value(undetected, P + "oldest_active_heartbeat_age_seconds") < 700
+    assert value(after, P + "oldest_active_heartbeat_age_seconds") == 0
     for backend in ("database", "redis", "file"):
         assert grew(P + "context_saves_total", backend=backend) >= 1, backend
         assert grew(P + "context_save_duration_seconds_count", backend=backend) >= 1, backend
@@ -90,6 +94,10 @@ def test_every_spec_metric_with_its_labels(tools, client):
                 severity=conflict["severity"]) == 1
     assert value(after_unresolved, P + "conflicts_unresolved") == 1
     assert value(after, P + "conflicts_unresolved") == 0
+    assert value(after_unresolved, P + "conflicts_unresolved_by_severity",
+                 severity=conflict["severity"]) == 1
+    assert value(after, P + "conflicts_unresolved_by_severity",
+                 severity=conflict["severity"]) == 0
     assert grew(P + "conflicts_resolved_total", action="ignore") == 1
     assert grew(P + "task_switches_total") == 1
     assert grew(P + "task_switch_duration_seconds_count") == 1
