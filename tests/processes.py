@@ -18,9 +18,11 @@ from tests.waiting import wait_for
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def database_url() -> str:
-    """DATABASE_URL of the database this test uses (pytest-django's test database)."""
-    db = settings.DATABASES["default"]
+def database_url(name: str | None = None) -> str:
+    """DATABASE_URL of the database this test uses (pytest-django's test database), or of
+    database ``name`` on the same server."""
+    db = {**settings.DATABASES["default"]}
+    db["NAME"] = name or db["NAME"]
     auth = db["USER"] + (f":{db['PASSWORD']}" if db["PASSWORD"] else "")
     port = f":{db['PORT']}" if db["PORT"] else ""
     host = db["HOST"]
