@@ -47,9 +47,12 @@ def mcp_call(url: str, headers: dict[str, str], name: str, arguments: dict) -> d
 
 
 def wait_for_spans(receiver: OtlpReceiver, trace_id: str, *names: str) -> list:
-    wait_for(lambda: set(names) <= {s.name for s in receiver.trace(trace_id)}, timeout=20)
+    # Generous: the batch exporter runs on a thread that a loaded 2-core machine starves.
+    wait_for(lambda: set(names) <= {s.name for s in receiver.trace(trace_id)}, timeout=60)
     spans = receiver.trace(trace_id)
-    assert set(names) <= {s.name for s in spans}, sorted(s.name for s in spans)
+    assert set(names) <= {s.name for s in spans}, (
+        sorted(s.name for s in spans),
+        sorted({(s.trace_id, s.name) for s in receiver.spans if "." in s.name}))
     return spans
 
 
