@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from django.conf import settings
-from django.db import connection
+from django.db import connection, transaction
 
 from orchestrator.db import qualified
 from orchestrator.errors import OrchestratorError
@@ -126,7 +126,10 @@ def row_counts() -> dict[str, int]:
 
 
 def create_backup(target: Path, *, include_files: bool = True) -> dict[str, Any]:
-    """Write a backup archive to ``target`` (a file, or a directory to put it in)."""
+    """Write a backup archive to ``target`` (a file, or a directory to put it in).
+
+    Call it outside a transaction: it opens its own, to hand pg_dump a snapshot.
+    """
     database = settings.DATABASES["default"]
     major = server_major()
     bindir = client_binaries(major)
@@ -134,15 +137,22 @@ def create_backup(target: Path, *, include_files: bool = True) -> dict[str, Any]
     if target.is_dir():
         target = target / f"orchestrator-{stamp.strftime('%Y%m%dT%H%M%SZ')}.tar.gz"
     target.parent.mkdir(parents=True, exist_ok=True)
-    manifest = {
-        "format": 1, "createdAt": stamp.isoformat().replace("+00:00", "Z"),
-        "serverMajor": major, "database": database["NAME"], "schema": settings.MCP_SCHEMA,
-        "rows": row_counts(), "files": sorted(FILE_ROOTS) if include_files else [],
-    }
     with tempfile.TemporaryDirectory(prefix="orchestrator-backup-") as work:
         dump = Path(work) / DUMP_NAME
-        _run([str(bindir / "pg_dump"), "--format=custom", "--no-owner", "--no-privileges",
-              f"--file={dump}"], _client_env(database), "pg_dump")
+        # pg_dump reads the snapshot this transaction exports, so the manifest's row counts
+        # are exactly what the dump holds even while agents keep writing.
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            cursor.execute("SELECT pg_export_snapshot()")
+            snapshot = cursor.fetchone()[0]
+            manifest = {
+                "format": 1, "createdAt": stamp.isoformat().replace("+00:00", "Z"),
+                "serverMajor": major, "database": database["NAME"],
+                "schema": settings.MCP_SCHEMA, "rows": row_counts(),
+                "files": sorted(FILE_ROOTS) if include_files else [],
+            }
+            _run([str(bindir / "pg_dump"), "--format=custom", "--no-owner", "--no-privileges",
+                  f"--snapshot={snapshot}", f"--file={dump}"], _client_env(database), "pg_dump")
         partial = target.with_name(f".{target.name}.partial")
         with tarfile.open(partial, "w:gz") as archive:
             manifest_file = Path(work) / MANIFEST_NAME
@@ -157,6 +167,30 @@ def create_backup(target: Path, *, include_files: bool = True) -> dict[str, Any]
         # under the real name.
         os.replace(partial, target)
     return {**manifest, "path": str(target), "bytes": target.stat().st_size}
+
+
+def backup_archives(directory: Path) -> list[Path]:
+    """The timestamped archives ``create_backup`` wrote into ``directory``, oldest first."""
+    return sorted(directory.glob("orchestrator-*.tar.gz"))
+
+
+def prune_backups(directory: Path, keep: int) -> list[Path]:
+    """Delete all but the newest ``keep`` archives of ``directory``; the ones deleted."""
+    archives = backup_archives(directory)
+    removed = archives[:-keep] if keep > 0 else []
+    for archive in removed:
+        archive.unlink()
+    return removed
+
+
+def scheduled_backup() -> dict[str, Any]:
+    """The beat job: a backup into BACKUP_DIR, then keep only the newest BACKUP_KEEP."""
+    directory = Path(settings.BACKUP_DIR)
+    directory.mkdir(parents=True, exist_ok=True)
+    result = create_backup(directory)
+    removed = prune_backups(directory, settings.BACKUP_KEEP)
+    return {"path": result["path"], "bytes": result["bytes"], "rows": result["rows"],
+            "removed": [str(path) for path in removed]}
 
 
 # -- restore --------------------------------------------------------------------------------

@@ -33,6 +33,8 @@ def periodic_jobs() -> dict[str, dict]:
                                     settings.CONFLICT_DETECTION_INTERVAL_SECONDS)
     if settings.ENABLE_NEO4J:
         jobs["sync graph"] = ("graph.sync_graph", settings.GRAPH_SYNC_INTERVAL_SECONDS)
+    if settings.BACKUP_DIR:
+        jobs["back up"] = ("orchestrator.backup", settings.BACKUP_INTERVAL_SECONDS)
     return {name: {"task": task, "schedule": float(seconds)}
             for name, (task, seconds) in jobs.items()}
 

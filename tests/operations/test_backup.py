@@ -71,7 +71,10 @@ def test_a_backup_restores_into_a_fresh_database(tools, settings, tmp_path, fres
     call_command("backup", str(archive))
     with tarfile.open(archive) as tar:
         names = tar.getnames()
+        manifest = json.load(tar.extractfile("manifest.json"))
     assert {"manifest.json", "database.dump", "files/contexts/task-agents/bk-a.json"} <= set(names)
+    for table in ("task_contexts", "context_versions", "checkpoints", "active_sessions"):
+        assert manifest["rows"][table] == len(before[table]), table
 
     # A new machine: empty database, empty file roots, empty Redis.
     redis_store.run(lambda r: r.flushdb())
@@ -145,3 +148,37 @@ def test_restore_refuses_what_is_not_a_backup(tmp_path):
         call_command("restore", str(junk), "--yes")
     with pytest.raises(CommandError, match="no such file"):
         call_command("restore", str(tmp_path / "missing.tar.gz"), "--yes")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_scheduled_backup_keeps_the_newest_and_marks_the_job(tools, settings, tmp_path):
+    from prometheus_client import REGISTRY
+
+    from orchestrator.celery import periodic_jobs
+    from orchestrator.tasks import backup_task
+
+    settings.BACKUP_DIR = str(tmp_path / "backups")
+    settings.BACKUP_KEEP = 2
+    settings.BACKUP_INTERVAL_SECONDS = 3600
+    assert periodic_jobs()["back up"] == {"task": "orchestrator.backup", "schedule": 3600.0}
+    older = [tmp_path / "backups" / f"orchestrator-2020010{day}T000000Z.tar.gz" for day in (1, 2)]
+    older[0].parent.mkdir()
+    for path in older:
+        path.write_bytes(b"an older backup")
+    tools.ok("create_task", {"taskId": "sched", "name": "scheduled"})
+
+    result = backup_task.apply().get()
+    assert result["success"] and result["removed"] == [str(older[0])]
+    remaining = sorted(p.name for p in (tmp_path / "backups").iterdir())
+    assert remaining == [older[1].name, Path(result["path"]).name]
+    assert result["rows"]["task_contexts"] == 1
+    stamp = REGISTRY.get_sample_value("session_orchestration_job_last_success_timestamp_seconds",
+                                      {"job": "backup"})
+    assert stamp is not None and stamp > 0
+
+
+def test_no_backup_dir_no_scheduled_backup(settings):
+    from orchestrator.celery import periodic_jobs
+
+    settings.BACKUP_DIR = ""
+    assert "orchestrator.backup" not in {job["task"] for job in periodic_jobs().values()}

@@ -20,6 +20,9 @@ class Command(BaseCommand):
                                  "(default: ./backups/)")
         parser.add_argument("--no-files", action="store_true",
                             help="only the database, not the file roots")
+        parser.add_argument("--keep", type=int, default=0,
+                            help="with a directory TARGET: then delete all but the newest "
+                                 "KEEP archives in it (default: delete none)")
 
     def handle(self, *args, **options) -> None:
         target = Path(options["target"])
@@ -31,6 +34,9 @@ class Command(BaseCommand):
             for line in (exc.details or {}).get("output", "").splitlines():
                 self.stderr.write(line)
             raise CommandError(exc.message) from exc
+        if options["keep"] > 0 and target.is_dir():
+            for removed in backup.prune_backups(target, options["keep"]):
+                self.stdout.write(f"removed {removed}")
         rows = ", ".join(f"{table} {count}" for table, count in result["rows"].items())
         self.stdout.write(self.style.SUCCESS(
             f"backup written: {result['path']} ({result['bytes']} bytes; {rows})"))
