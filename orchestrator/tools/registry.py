@@ -108,10 +108,10 @@ def call_tool(name: str, arguments: Any, context: ToolContext) -> dict[str, Any]
     tool = get_tool(name)
     # Every transport comes through here, so this is the one place a tool call's span starts.
     with tracing.tool_span(tool.name, context.transport, arguments) as span:
-        return _run(tool, arguments, context, span)
+        return _run_tool(tool, arguments, context, span)
 
 
-def _run(tool: Tool, arguments: Any, context: ToolContext, span: Any) -> dict[str, Any]:
+def _run_tool(tool: Tool, arguments: Any, context: ToolContext, span: Any) -> dict[str, Any]:
     name = tool.name
     started = time.perf_counter()
     outcome: dict[str, Any]
