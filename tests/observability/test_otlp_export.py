@@ -67,46 +67,74 @@ def receiver():
         yield running
 
 
+def chain_to_outside(spans: list, span) -> tuple[list[str], str]:
+    """Names of ``span``'s ancestors in ``spans``, and the id of the first one outside it."""
+    by_id = {s.span_id: s for s in spans}
+    names = []
+    while span.parent_span_id in by_id:
+        span = by_id[span.parent_span_id]
+        names.append(span.name)
+    return names, span.parent_span_id
+
+
+SAVE_SPANS = ("tools/call save_context_snapshot", "session_orchestration.save_context_snapshot",
+              "postgres_update", "postgres UPDATE", "redis_update", "redis", "file_sync",
+              "file_write")
+
+
 @pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
-def test_a_save_over_mcp_and_rest_is_exported_as_one_trace(receiver, tmp_path):
+def test_a_save_over_mcp_and_rest_is_exported_as_one_trace(receiver, spans, tmp_path):
     _, token = ApiToken.issue("otlp")
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     env = processes.service_env(tmp_path, OTEL_EXPORTER_OTLP_ENDPOINT=receiver.endpoint,
                                 **FAST_EXPORT)
     log = tmp_path / "web.log"
+    auth = {"Authorization": f"Bearer {token}"}
     with processes.running({"web": processes.web(port, workers=1)}, env, log):
         processes.wait_until_serving(base, log)
-        auth = {"Authorization": f"Bearer {token}"}
         mcp_call(base, auth, "create_task", {"taskId": "otlp-1", "name": "exported"})
 
-        trace_id, parent_id, header = traceparent()
-        saved = mcp_call(base, {**auth, "traceparent": header}, "save_context_snapshot",
-                         {"taskId": "otlp-1", "updates": {"currentPhase": "traced"}})
-        spans = wait_for_spans(receiver, trace_id, "session_orchestration.save_context_snapshot",
-                               "postgres_update", "postgres UPDATE", "redis_update", "redis",
-                               "file_sync", "file_write")
-        tool = one(spans, "session_orchestration.save_context_snapshot")
+        # An MCP client that traces puts its trace context in the request's _meta (the
+        # MCP SDK does; this test process traces through the `spans` fixture).
+        with trace.get_tracer("agent").start_as_current_span("agent turn") as turn:
+            saved = mcp_call(base, auth, "save_context_snapshot",
+                             {"taskId": "otlp-1", "updates": {"currentPhase": "traced"}})
+        trace_id = format(turn.get_span_context().trace_id, "032x")
+        exported = wait_for_spans(receiver, trace_id, *SAVE_SPANS)
+        tool = one(exported, "session_orchestration.save_context_snapshot")
         assert tool.service == "session-orchestration"
         assert tool.attributes["context.version"] == saved["version"] == 2
         assert tool.attributes["tool.transport"] == "mcp"
-        # The MCP SDK's server span sits between the caller's span and the tool call.
-        by_id = {s.span_id: s for s in spans}
-        chain, span = [], tool
-        while span.parent_span_id in by_id:
-            span = by_id[span.parent_span_id]
-            chain.append(span.name)
-        assert span.parent_span_id == parent_id, chain
-        assert "tools/call save_context_snapshot" in chain
+        chain, outside = chain_to_outside(exported, tool)
+        assert chain == ["tools/call save_context_snapshot"]
+        [client_span] = [s for s in spans.get_finished_spans()
+                         if format(s.context.span_id, "016x") == outside]
+        assert client_span.name == "MCP send tools/call save_context_snapshot"
+
+        # A plain HTTP client: the traceparent header, on /mcp and on a REST tool call.
+        trace_id, parent_id, header = traceparent()
+        response = httpx.post(f"{base}/mcp", timeout=30, json={
+            "jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": "save_context_snapshot",
+                       "arguments": {"taskId": "otlp-1", "updates": {"currentPhase": "raw"}}}},
+            headers={**auth, "traceparent": header,
+                     "Accept": "application/json, text/event-stream"})
+        assert response.status_code == 200, response.text
+        assert response.json()["result"]["structuredContent"]["version"] == 3
+        exported = wait_for_spans(receiver, trace_id, *SAVE_SPANS)
+        chain, outside = chain_to_outside(
+            exported, one(exported, "session_orchestration.save_context_snapshot"))
+        assert chain == ["tools/call save_context_snapshot"] and outside == parent_id
 
         trace_id, parent_id, header = traceparent()
         response = httpx.post(f"{base}/api/v1/tools/get_unified_context/",
                               json={"taskId": "otlp-1"},
                               headers={**auth, "traceparent": header}, timeout=30)
         assert response.status_code == 200
-        spans = wait_for_spans(receiver, trace_id, "session_orchestration.get_unified_context")
-        read = one(spans, "session_orchestration.get_unified_context")
+        exported = wait_for_spans(receiver, trace_id, "session_orchestration.get_unified_context")
+        read = one(exported, "session_orchestration.get_unified_context")
         assert read.parent_span_id == parent_id
         assert read.attributes["operation.type"] == "load"
         assert read.attributes["task.id"] == "otlp-1"
