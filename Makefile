@@ -2,14 +2,16 @@
 # make test  - install if needed, run the test suite against fresh embedded servers
 # make lint  - ruff
 # make bench - install the bench extra, run `python -m bench` against fresh embedded servers
+# make promtool - Prometheus's rule checker into .venv/bin (the tests check deploy/ with it)
 
 VENV    := .venv
 PY      := $(VENV)/bin/python
 STAMP   := $(VENV)/.installed
+PROMTOOL := $(VENV)/bin/promtool
 PYTEST_ARGS ?=
 BENCH_ARGS ?=
 
-.PHONY: run test lint install bench
+.PHONY: run test lint install bench promtool
 
 install: $(STAMP)
 
@@ -24,7 +26,19 @@ $(STAMP): pyproject.toml | $(PY)
 run: $(STAMP)
 	exec $(PY) -m orchestrator.launcher --data-dir .data -- $(PY) -m orchestrator.serve
 
-test: $(STAMP)
+# promtool comes out of Debian's prometheus package, unpacked: nothing is installed system-wide
+# and no server is started. apt-get update only when the package lists do not know it yet.
+promtool: $(PROMTOOL)
+
+$(PROMTOOL): | $(PY)
+	rm -rf $(VENV)/promtool-deb && mkdir -p $(VENV)/promtool-deb
+	cd $(VENV)/promtool-deb && (apt-get download prometheus || \
+		(apt-get update -qq && apt-get download prometheus))
+	dpkg-deb -x $(VENV)/promtool-deb/prometheus_*.deb $(VENV)/promtool-deb/root
+	cp $(VENV)/promtool-deb/root/usr/bin/promtool $@
+	rm -rf $(VENV)/promtool-deb
+
+test: $(STAMP) $(PROMTOOL)
 	exec $(PY) -m orchestrator.launcher --temp -- $(PY) -m pytest $(PYTEST_ARGS)
 
 lint: $(STAMP)

@@ -9,9 +9,14 @@ def main() -> None:
     from orchestrator.localservers import adopt_running_launcher
 
     adopt_running_launcher(Path(__file__).resolve().parent / ".data")
+    import django
     from django.core.management import execute_from_command_line
 
-    execute_from_command_line(sys.argv)
+    django.setup()  # configures tracing (OTEL_EXPORTER_OTLP_ENDPOINT) before the span opens
+    from orchestrator.tracing import command_span
+
+    with command_span(sys.argv[1] if len(sys.argv) > 1 else "help"):
+        execute_from_command_line(sys.argv)
 
 
 if __name__ == "__main__":

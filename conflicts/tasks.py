@@ -10,6 +10,7 @@ import logging
 from typing import Any
 
 from conflicts.services.detection import detect_conflicts
+from orchestrator import metrics
 from orchestrator.celery import app
 from orchestrator.errors import OrchestratorError
 
@@ -24,5 +25,6 @@ def detect_conflicts_task() -> dict[str, Any]:
         # The next beat tries again; report it, do not crash the worker.
         logger.error("periodic conflict detection failed: %s", exc)
         return exc.to_dict()
+    metrics.mark_job_success("detect_conflicts")
     return {"summary": result["summary"], "skipped": result.get("skipped", [])}
 

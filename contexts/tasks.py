@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from orchestrator import metrics
 from orchestrator.celery import app
 from orchestrator.errors import OrchestratorError
 from orchestrator.tools import ToolContext, call_tool
@@ -18,9 +19,11 @@ logger = logging.getLogger("orchestrator.contexts")
 @app.task(name="contexts.sync_hot_context")
 def sync_hot_context_task() -> dict[str, Any]:
     try:
-        return call_tool("sync_hot_context", {}, ToolContext("task", actor="celery-beat"))
+        result = call_tool("sync_hot_context", {}, ToolContext("task", actor="celery-beat"))
     except OrchestratorError as exc:
         # A partial sync is retried by the next beat; report it, do not crash the worker.
         logger.warning("periodic hot sync: %s", exc)
         return exc.to_dict()
+    metrics.mark_job_success("sync_hot_context")
+    return result
 

@@ -16,6 +16,8 @@ from typing import Any
 
 from django.conf import settings
 
+from orchestrator import tracing
+
 logger = logging.getLogger("orchestrator.graph")
 
 _configured_url: str | None = None
@@ -73,7 +75,8 @@ def cypher(query: str, params: dict[str, Any] | None = None) -> list[list[Any]]:
     from neomodel import db
 
     try:
-        rows, _ = db.cypher_query(query, params or {})
+        with tracing.backend_span("neo4j", "neo4j"):
+            rows, _ = db.cypher_query(query, params or {})
     except Exception as exc:
         if _is_connection_error(exc):
             trip()
@@ -87,7 +90,8 @@ def write(statements: list[tuple[str, dict[str, Any]]]) -> None:
     from neomodel import db
 
     try:
-        with db.transaction:
+        with tracing.backend_span("neo4j", "neo4j", **{"db.statements": len(statements)}), \
+                db.transaction:
             for query, params in statements:
                 db.cypher_query(query, params)
     except Exception as exc:

@@ -14,3 +14,7 @@ class OrchestratorConfig(AppConfig):
         from orchestrator.metrics import register_stored_state_collector
 
         register_stored_state_collector()
+
+        from orchestrator import tracing
+
+        tracing.configure()

@@ -19,6 +19,7 @@ from django.core.wsgi import get_wsgi_application  # noqa: E402
 django_app = WSGIMiddleware(get_wsgi_application(),
                             workers=int(os.environ.get("WEB_THREADS", "8")))
 
+from orchestrator import tracing  # noqa: E402
 from orchestrator.tools import fastlane  # noqa: E402
 from orchestrator.tools.mcp import build_http_app  # noqa: E402
 
@@ -31,6 +32,17 @@ def _authorization(scope) -> str | None:
 
 
 async def application(scope, receive, send):
+    # An incoming traceparent becomes the parent of the tool call's span (only when tracing
+    # is on: off, this is one bool test).
+    token = tracing.attach_incoming_headers(scope.get("headers") or ()) if tracing.enabled \
+        else None
+    try:
+        return await route(scope, receive, send)
+    finally:
+        tracing.detach(token)
+
+
+async def route(scope, receive, send):
     if scope["type"] == "lifespan":
         # Django has no lifespan; the MCP session manager needs one to start its task group.
         return await mcp_app(scope, receive, send)

@@ -35,6 +35,8 @@ def periodic_jobs() -> dict[str, dict]:
         jobs["sync graph"] = ("graph.sync_graph", settings.GRAPH_SYNC_INTERVAL_SECONDS)
     # Also with the graph off: the drain then discards what the triggers queued.
     jobs["drain graph outbox"] = ("graph.drain_outbox", settings.GRAPH_OUTBOX_INTERVAL_SECONDS)
+    if settings.BACKUP_DIR:
+        jobs["back up"] = ("orchestrator.backup", settings.BACKUP_INTERVAL_SECONDS)
     return {name: {"task": task, "schedule": float(seconds)}
             for name, (task, seconds) in jobs.items()}
 

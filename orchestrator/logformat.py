@@ -1,4 +1,14 @@
-"""JSON log lines in the spec's format (9.2.1): timestamp, level, logger, message, context."""
+"""JSON log lines in the spec's format (9.2.1).
+
+    {"timestamp", "level", "logger": "session-orchestration", "message", "context": {...},
+     "trace_id", "span_id", "session_id", "component"}
+
+``logger`` is the service name, as in the spec's example; the Python logger that wrote
+the line (``orchestrator.contexts``, ``django.request``, ...) goes to ``component``.
+``trace_id``/``span_id`` are the current OpenTelemetry span's, present on every line
+written inside a span (a tool call, a Celery task, a traced request). ``session_id`` is
+lifted to the top level from the ``session_id`` or ``sessionId`` extra.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +16,12 @@ import json
 import logging
 from datetime import UTC, datetime
 
+from opentelemetry import trace
+
+SERVICE_NAME = "session-orchestration"
 _STANDARD = set(vars(logging.makeLogRecord({}))) | {"message", "asctime"}
+# The spec's level names (9.2.2) say WARN where Python says WARNING.
+_LEVELS = {"WARNING": "WARN"}
 
 
 class JsonFormatter(logging.Formatter):
@@ -14,16 +29,22 @@ class JsonFormatter(logging.Formatter):
         entry = {
             "timestamp": datetime.fromtimestamp(record.created, UTC).isoformat(
                 timespec="milliseconds").replace("+00:00", "Z"),
-            "level": record.levelname,
-            "logger": record.name,
+            "level": _LEVELS.get(record.levelname, record.levelname),
+            "logger": SERVICE_NAME,
             "message": record.getMessage(),
         }
         context = {k: v for k, v in vars(record).items() if k not in _STANDARD}
-        session_id = context.pop("session_id", None)
+        session_id = context.pop("session_id", None) or context.get("sessionId")
         if context:
             entry["context"] = context
+        # A contextvar read: without a span (tracing off, no traceparent) it is INVALID_SPAN.
+        span_context = trace.get_current_span().get_span_context()
+        if span_context.is_valid:
+            entry["trace_id"] = format(span_context.trace_id, "032x")
+            entry["span_id"] = format(span_context.span_id, "016x")
         if session_id:
             entry["session_id"] = session_id
+        entry["component"] = record.name
         if record.exc_info:
             entry["exception"] = self.formatException(record.exc_info)
         return json.dumps(entry, default=str)

@@ -1,15 +1,30 @@
-"""The spec's Prometheus metrics (9.1.1), exported by django-prometheus at /metrics.
+"""The spec's Prometheus metrics (9.1.1), served at /metrics.
 
-Counters and histograms count what this process did. The gauges that describe stored
-state (active sessions, sessions needing recovery, unresolved conflicts) are computed
+Counters and histograms count what a process did. With several processes (web workers,
+the Celery worker and beat) each writes its values to files under
+``PROMETHEUS_MULTIPROC_DIR`` and /metrics adds them up (prometheus_client's multiprocess
+mode; ``make run`` sets the directory). The gauges that describe stored state (active
+sessions, sessions needing recovery, unresolved conflicts, versions per task) are computed
 from Postgres at scrape time, so they are right whichever worker is scraped.
 """
 
 from __future__ import annotations
 
 import logging
+import os
+import time
 
-from prometheus_client import REGISTRY, Counter, Histogram
+from django.http import HttpRequest, HttpResponse
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    REGISTRY,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+    multiprocess,
+)
 from prometheus_client.core import GaugeMetricFamily
 
 logger = logging.getLogger("orchestrator.metrics")
@@ -40,6 +55,12 @@ tool_calls_total = Counter(
 tool_call_duration_seconds = Histogram(
     P + "tool_call_duration_seconds", "Tool call duration, whatever the transport", ["tool"],
     buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5))
+# When each periodic job last finished without an error: the alert for a job that stopped
+# running (deploy/prometheus/alerts.yml) compares it with time(). "max" keeps the newest
+# value across processes, including the worker processes that have exited since.
+job_last_success_timestamp_seconds = Gauge(
+    P + "job_last_success_timestamp_seconds", "Unix time a periodic job last succeeded",
+    ["job"], multiprocess_mode="max")
 backend_failures_total = Counter(
     P + "backend_failures_total", "Secondary backend write failures (repaired by sync)",
     ["backend", "operation"])
@@ -53,8 +74,6 @@ class StoredStateCollector:
         return []
 
     def collect(self):
-        from django.db import connection
-
         from orchestrator.db import qualified
 
         queries = {
@@ -67,29 +86,49 @@ class StoredStateCollector:
             "conflicts_unresolved": ("Unresolved conflicts",
                                      f"SELECT count(*) FROM {qualified('context_conflicts')} "
                                      "WHERE resolution_status = 'unresolved'"),
+            # How late crash detection is (KPI 9.1.2): a live session whose heartbeat is
+            # older than the crash threshold should have been marked crashed already.
+            "oldest_active_heartbeat_age_seconds": (
+                "Age of the oldest heartbeat among active sessions (0 when there are none)",
+                "SELECT COALESCE(EXTRACT(EPOCH FROM now() - min(last_heartbeat)), 0) "
+                f"FROM {qualified('active_sessions')} WHERE status = 'active'"),
         }
         for name, (doc, sql) in queries.items():
-            try:
-                with connection.cursor() as cursor:
-                    cursor.execute(sql)
-                    value = cursor.fetchone()[0]
-            except Exception as exc:  # a scrape must not fail because Postgres is down
-                logger.debug("metric %s unavailable: %s", name, exc)
+            rows = _rows(sql)
+            if rows is not None:
+                yield GaugeMetricFamily(P + name, doc, value=float(rows[0][0]))
+        labelled = {
+            # The spec's conflicts_unresolved has no labels; the critical-conflict alert
+            # needs the severity.
+            "conflicts_unresolved_by_severity": (
+                "Unresolved conflicts per severity", ["severity"],
+                f"SELECT severity, count(*) FROM {qualified('context_conflicts')} "
+                "WHERE resolution_status = 'unresolved' GROUP BY severity"),
+            "context_versions_total": (
+                "Stored versions per task (top 100)", ["task_id"],
+                f"SELECT task_id, count(*) FROM {qualified('context_versions')} "
+                "GROUP BY task_id ORDER BY count(*) DESC LIMIT 100"),
+        }
+        for name, (doc, labels, sql) in labelled.items():
+            rows = _rows(sql)
+            if rows is None:
                 continue
-            yield GaugeMetricFamily(P + name, doc, value=value)
-        try:
-            with connection.cursor() as cursor:
-                cursor.execute(
-                    f"SELECT task_id, count(*) FROM {qualified('context_versions')} "
-                    "GROUP BY task_id ORDER BY count(*) DESC LIMIT 100")
-                rows = cursor.fetchall()
-        except Exception:
-            return
-        family = GaugeMetricFamily(P + "context_versions_total",
-                                   "Stored versions per task (top 100)", labels=["task_id"])
-        for task_id, count in rows:
-            family.add_metric([task_id], count)
-        yield family
+            family = GaugeMetricFamily(P + name, doc, labels=labels)
+            for label, count in rows:
+                family.add_metric([label], count)
+            yield family
+
+
+def _rows(sql: str) -> list[tuple] | None:
+    from django.db import connection
+
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute(sql)
+            return cursor.fetchall()
+    except Exception as exc:  # a scrape must not fail because Postgres is down
+        logger.debug("stored-state metric unavailable: %s", exc)
+        return None
 
 
 _registered = False
@@ -100,3 +139,23 @@ def register_stored_state_collector() -> None:
     if not _registered:
         REGISTRY.register(StoredStateCollector())
         _registered = True
+
+
+def mark_job_success(job: str) -> None:
+    """Record that periodic ``job`` (sync_hot_context, detect_conflicts, ...) just succeeded."""
+    job_last_success_timestamp_seconds.labels(job).set(time.time())
+
+
+def multiprocess_dir() -> str | None:
+    return os.environ.get("PROMETHEUS_MULTIPROC_DIR") or None
+
+
+def metrics_view(request: HttpRequest) -> HttpResponse:
+    """/metrics: this process's registry, or every process's values in multiprocess mode."""
+    if multiprocess_dir():
+        registry = CollectorRegistry()
+        multiprocess.MultiProcessCollector(registry)
+        registry.register(StoredStateCollector())
+    else:
+        registry = REGISTRY
+    return HttpResponse(generate_latest(registry), content_type=CONTENT_TYPE_LATEST)

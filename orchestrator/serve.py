@@ -42,6 +42,20 @@ def answers(url: str) -> bool:
         return False
 
 
+def fresh_metrics_dir(data_dir: Path) -> Path:
+    """The directory web workers, worker and beat write their metric values to, emptied.
+
+    /metrics adds up every process's files there, so a counter incremented by the Celery
+    worker shows on whichever web worker is scraped. Values of a previous run would be
+    added in too: only this run's may be there.
+    """
+    directory = Path(os.environ.get("PROMETHEUS_MULTIPROC_DIR") or data_dir / "metrics")
+    directory.mkdir(parents=True, exist_ok=True)
+    for stale in directory.glob("*.db"):
+        stale.unlink()
+    return directory
+
+
 class Serve:
     def __init__(self) -> None:
         self.stopping = 0
@@ -85,6 +99,7 @@ class Serve:
 
         port = os.environ.get("PORT", "8000")
         data_dir = Path(os.environ.get("ORCHESTRATOR_DATA_DIR") or tempfile.gettempdir())
+        os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(fresh_metrics_dir(data_dir))
         self.start("web", [PY, "-m", "orchestrator.webserver", "--host", "127.0.0.1",
                            "--port", port, "--workers", os.environ.get("WEB_WORKERS", "2")])
         self.start("worker", [PY, "-m", "celery", "-A", "orchestrator", "worker",

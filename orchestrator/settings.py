@@ -234,6 +234,11 @@ GRAPH_SYNC_INTERVAL_SECONDS = int(os.environ.get("GRAPH_SYNC_INTERVAL_SECONDS", 
 GRAPH_OUTBOX_INTERVAL_SECONDS = int(os.environ.get("GRAPH_OUTBOX_INTERVAL_SECONDS", "10"))
 STALE_SESSION_SWEEP_INTERVAL_SECONDS = int(
     os.environ.get("STALE_SESSION_SWEEP_INTERVAL_SECONDS", "3600"))
+# Scheduled backups (manage.py backup) into BACKUP_DIR, keeping the newest BACKUP_KEEP;
+# no BACKUP_DIR, no scheduled backup.
+BACKUP_DIR = os.environ.get("BACKUP_DIR", "")
+BACKUP_INTERVAL_SECONDS = int(os.environ.get("BACKUP_INTERVAL_SECONDS", "86400"))
+BACKUP_KEEP = int(os.environ.get("BACKUP_KEEP", "7"))
 
 # --- Celery ----------------------------------------------------------------------------
 CELERY_BROKER_URL = ORCH.celery_broker_url

@@ -3,6 +3,7 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from orchestrator.health import healthz
+from orchestrator.metrics import metrics_view
 from orchestrator.tools.rest import tool_urlpatterns
 
 api_v1 = [
@@ -19,5 +20,5 @@ urlpatterns = [
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
     path("admin/", admin.site.urls),
-    path("", include("django_prometheus.urls")),
+    path("metrics", metrics_view, name="prometheus-django-metrics"),
 ]

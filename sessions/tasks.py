@@ -4,16 +4,21 @@ UPDATE/DELETE statements, so overlapping runs on several workers are harmless.""
 
 from __future__ import annotations
 
+from orchestrator import metrics
 from orchestrator.celery import app
 from sessions.services import recovery
 
 
 @app.task(name="sessions.detect_crashed_sessions")
 def detect_crashed_sessions_task() -> list[str]:
-    return recovery.detect_crashed_sessions()
+    crashed = recovery.detect_crashed_sessions()
+    metrics.mark_job_success("detect_crashed_sessions")
+    return crashed
 
 
 @app.task(name="sessions.clean_stale_sessions")
 def clean_stale_sessions_task() -> list[str]:
-    return recovery.clean_stale_sessions()
+    removed = recovery.clean_stale_sessions()
+    metrics.mark_job_success("clean_stale_sessions")
+    return removed
 

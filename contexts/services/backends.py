@@ -17,7 +17,7 @@ from django.db import connection
 
 from contexts.models import TaskContext
 from contexts.services import cache, representation
-from orchestrator import metrics
+from orchestrator import metrics, tracing
 from orchestrator.backends import files, redis_store
 from orchestrator.backends.coalesce import CoalescingWriter
 from orchestrator.db import qualified
@@ -129,13 +129,15 @@ registry_writer = CoalescingWriter("registry", write_registry)
 def publish_task(task: TaskContext, *, active: bool, to_file: bool = True,
                  registry: bool = False) -> dict[str, bool]:
     """After a commit: Redis, then files. Returns what really happened ({redis, file})."""
-    redis_ok = cache_task(task, hot=active)
+    with tracing.backend_span("redis_update", "redis", **{"task.id": task.task_id}):
+        redis_ok = cache_task(task, hot=active)
     file_ok = False
     if to_file:
-        file_ok = write_task_file(task)
-        if active:
-            file_ok = write_hot_file(task) and file_ok
-        if registry:
-            written = registry_writer.request()  # None: scheduled, reported when it runs
-            file_ok = file_ok if written is None else written and file_ok
+        with tracing.backend_span("file_sync", "file", **{"task.id": task.task_id}):
+            file_ok = write_task_file(task)
+            if active:
+                file_ok = write_hot_file(task) and file_ok
+            if registry:
+                written = registry_writer.request()  # None: scheduled, reported when it runs
+                file_ok = file_ok if written is None else written and file_ok
     return {"redis": redis_ok, "file": file_ok}

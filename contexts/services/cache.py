@@ -111,8 +111,10 @@ def load_task_part(task_id: str) -> tuple[dict[str, Any], bool]:
     cached = read_cached_task(task_id)
     if cached is not None:
         metrics.cache_hits_total.inc()
+        logger.debug("Cache hit", extra={"taskId": task_id})  # 9.2.2: cache operations
         return cached, True
     metrics.cache_misses_total.inc()
+    logger.debug("Cache miss", extra={"taskId": task_id})
     task = TaskContext.objects.filter(task_id=task_id).first()
     if task is None:
         raise OrchestratorError("E1610", f"Task {task_id!r} does not exist", {"taskId": task_id})

@@ -29,7 +29,7 @@ from contexts import signals
 from contexts.models import TaskContext
 from contexts.services import backends, cache
 from contexts.services.validation import validate_changes
-from orchestrator import metrics
+from orchestrator import metrics, tracing
 from orchestrator.backends.files import check_safe_id
 from orchestrator.db import qualified, set_change_context
 from orchestrator.errors import OrchestratorError, now_iso
@@ -171,28 +171,30 @@ def save_task_changes(task_id: str, changes: dict[str, Any], *, change_type: str
     check_safe_id(task_id)
     values = validate_changes(changes or {})
     started = time.perf_counter()
-    done = None
-    if values and not connection.in_atomic_block:
-        done = _update_in_one_statement(
-            task_id, values, change_type=change_type, change_summary=change_summary,
-            session_id=session_id, actor=actor, enforce_locks=enforce_locks)
-    if done is not None:
-        task, before = done
-        changed = task.version != before["version"]
-        if changed:
-            notify_changed(task_id, change_type)  # autocommit: sent right away
-    else:
-        with transaction.atomic():
-            task = lock_task(task_id)
-            if enforce_locks:
-                locks.check_write_allowed(task, changes or {}, session_id)
-            before = {column: getattr(task, column)
-                      for column in REGISTRY_COLUMNS | MIRRORED_COLUMNS | {"version"}}
-            apply_changes(task, values, change_type=change_type,
-                          change_summary=change_summary, session_id=session_id, actor=actor)
+    with tracing.backend_span("postgres_update", "postgres", **{"task.id": task_id}):
+        done = None
+        if values and not connection.in_atomic_block:
+            done = _update_in_one_statement(
+                task_id, values, change_type=change_type, change_summary=change_summary,
+                session_id=session_id, actor=actor, enforce_locks=enforce_locks)
+        if done is not None:
+            task, before = done
             changed = task.version != before["version"]
             if changed:
-                notify_changed(task_id, change_type)
+                notify_changed(task_id, change_type)  # autocommit: sent right away
+        else:
+            with transaction.atomic():
+                task = lock_task(task_id)
+                if enforce_locks:
+                    locks.check_write_allowed(task, changes or {}, session_id)
+                before = {column: getattr(task, column)
+                          for column in REGISTRY_COLUMNS | MIRRORED_COLUMNS | {"version"}}
+                apply_changes(task, values, change_type=change_type,
+                              change_summary=change_summary, session_id=session_id,
+                              actor=actor)
+                changed = task.version != before["version"]
+                if changed:
+                    notify_changed(task_id, change_type)
     db_seconds = time.perf_counter() - started
     metrics.context_saves_total.labels("database").inc()
     metrics.context_save_duration_seconds.labels("database").observe(db_seconds)

@@ -16,6 +16,7 @@ from typing import Any
 
 from django.conf import settings
 
+from orchestrator import tracing
 from orchestrator.backends.coalesce import CoalescingWriter
 from orchestrator.errors import OrchestratorError
 
@@ -56,6 +57,11 @@ def write_text_atomic(path: Path, text: str, *, fsync_now: bool = True) -> None:
     backups) hands the fsync to ``sync_writer``, which syncs every file written in a
     burst, and their directories, at most INDEX_FILE_DELAY_MS later.
     """
+    with tracing.backend_span("file_write", "file", **{"file.path": str(path)}):
+        _write_text_atomic(path, text, fsync_now=fsync_now)
+
+
+def _write_text_atomic(path: Path, text: str, *, fsync_now: bool) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:

@@ -20,6 +20,8 @@ from django.conf import settings
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
+from orchestrator import tracing
+
 logger = logging.getLogger("orchestrator.redis")
 T = TypeVar("T")
 
@@ -76,7 +78,8 @@ def run(operation: Callable[[redis.Redis], T]) -> T:
     if breaker.is_open():
         raise RedisUnavailable("circuit open after a recent Redis failure")
     try:
-        return operation(client())
+        with tracing.backend_span("redis", "redis"):
+            return operation(client())
     except (redis.ConnectionError, redis.TimeoutError, OSError) as exc:
         breaker.trip()
         logger.warning("redis unavailable: %s", exc)

@@ -11,6 +11,7 @@ in-process callers): same tool, same validation, same error bodies and statuses.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import json
 import os
 import re
@@ -20,6 +21,7 @@ from typing import Any, TypeVar
 
 from django.db import InterfaceError, OperationalError, close_old_connections
 
+from orchestrator import tracing
 from orchestrator.auth import TokenPrincipal, authenticate_header
 from orchestrator.errors import OrchestratorError, error_body
 from orchestrator.tools import registry
@@ -43,6 +45,11 @@ TOOL_THREADS = ThreadPoolExecutor(int(os.environ.get("TOOL_THREADS") or 4),
 
 async def in_tool_thread(function: Callable[..., T], *args: Any) -> T:
     """Run blocking ``function(*args)`` (database, Redis, files) off the event loop."""
+    if tracing.enabled:
+        # An executor does not carry context variables into its threads; the current span
+        # (an incoming traceparent, the MCP request's span) must reach the tool call.
+        args = (function, *args)
+        function = contextvars.copy_context().run
     return await asyncio.get_running_loop().run_in_executor(TOOL_THREADS, function, *args)
 
 

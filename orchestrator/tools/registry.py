@@ -18,7 +18,7 @@ from typing import Any
 import jsonschema
 from django.db import DatabaseError, InterfaceError, OperationalError
 
-from orchestrator import metrics
+from orchestrator import metrics, tracing
 from orchestrator.errors import OrchestratorError
 
 logger = logging.getLogger("orchestrator.tools")
@@ -106,10 +106,18 @@ def validate_input(tool: Tool, arguments: Any) -> dict[str, Any]:
 def call_tool(name: str, arguments: Any, context: ToolContext) -> dict[str, Any]:
     """Validate, run and return the tool's output; raise ``OrchestratorError`` on failure."""
     tool = get_tool(name)
+    # Every transport comes through here, so this is the one place a tool call's span starts.
+    with tracing.tool_span(tool.name, context.transport, arguments) as span:
+        return _run_tool(tool, arguments, context, span)
+
+
+def _run_tool(tool: Tool, arguments: Any, context: ToolContext, span: Any) -> dict[str, Any]:
+    name = tool.name
     started = time.perf_counter()
     outcome: dict[str, Any]
     try:
-        args = validate_input(tool, arguments)
+        with tracing.span("validate_input"):
+            args = validate_input(tool, arguments)
         result = tool.handler(args, context)
         outcome = result
         return result
@@ -137,6 +145,7 @@ def call_tool(name: str, arguments: Any, context: ToolContext) -> dict[str, Any]
         code = failure.get("code", "error") if isinstance(failure, dict) else "ok"
         metrics.tool_calls_total.labels(tool.name, context.transport, code).inc()
         metrics.tool_call_duration_seconds.labels(tool.name).observe(duration)
+        tracing.record_tool_outcome(span, outcome)
         for hook in _AFTER_CALL:
             try:
                 hook(tool, arguments if isinstance(arguments, dict) else {}, outcome, context,

@@ -89,7 +89,7 @@ def start_session(args: dict[str, Any]) -> dict[str, Any]:
             sender=ActiveSession, session_id=session_id, task_id=task_id, agent_id=agent_id,
             started_at=started_at))
     metrics.sessions_total.labels("active").inc()
-    logger.info("session started", extra={"sessionId": session_id, "taskId": task_id,
+    logger.info("Session started", extra={"sessionId": session_id, "taskId": task_id,
                                           "projectDir": project_dir, "agentId": agent_id})
     saved_to = {"database": True, **_mark_alive(session_id, task_id, project_dir, row[1],
                                                 force_file=True)}
@@ -205,7 +205,7 @@ def end_session(args: dict[str, Any]) -> dict[str, Any]:
                 summary=summary or "", open_items=open_items)
         announce_end(session_id, "ended")
     duration = (ended_at - started_at).total_seconds() if started_at else None
-    logger.info("session ended", extra={"sessionId": session_id, "duration": duration,
+    logger.info("Session ended", extra={"sessionId": session_id, "duration": duration,
                                         "tasksWorked": tasks_worked})
     _mark_gone(session_id, "ended")
     project = handoffs.project_key(project_dir)

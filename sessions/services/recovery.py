@@ -82,11 +82,11 @@ def _flip_to_crashed(where: str, params: list[Any]) -> list[tuple]:
         # One WARN line per crashed session (spec 9.2.3), but a mass crash (a host died,
         # a long outage) must not flood the log: past the cap, one line with the count.
         for session_id, last_heartbeat, _ in rows[:CRASH_LOG_LINES]:
-            logger.warning("session crashed", extra={
+            logger.warning("Session crashed", extra={
                 "sessionId": session_id, "lastHeartbeat": last_heartbeat,
                 "recoveryType": "crash"})
         if len(rows) > CRASH_LOG_LINES:
-            logger.warning("sessions crashed", extra={
+            logger.warning("Sessions crashed", extra={
                 "count": len(rows), "notListed": len(rows) - CRASH_LOG_LINES,
                 "recoveryType": "crash"})
         announce_ends([r[0] for r in rows], "crashed")

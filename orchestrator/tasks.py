@@ -1,0 +1,26 @@
+"""Celery beat job: a scheduled backup when BACKUP_DIR is set (see orchestrator.backup)."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from orchestrator import backup, metrics
+from orchestrator.celery import app
+from orchestrator.errors import OrchestratorError
+
+logger = logging.getLogger("orchestrator.backup")
+
+
+@app.task(name="orchestrator.backup")
+def backup_task() -> dict[str, Any]:
+    try:
+        result = backup.scheduled_backup()
+    except (OrchestratorError, OSError) as exc:
+        # The next beat tries again; the job gauge going stale is what raises the alarm.
+        logger.error("Scheduled backup failed: %s", exc)
+        return {"success": False, "error": str(exc)}
+    metrics.mark_job_success("backup")
+    logger.info("Backup written", extra={"path": result["path"], "bytes": result["bytes"],
+                                         "removed": result["removed"]})
+    return {"success": True, **result}
