@@ -22,14 +22,17 @@ from mcp.server.transport_security import TransportSecuritySettings
 from orchestrator.errors import OrchestratorError
 from orchestrator.tools import registry
 from orchestrator.tools.fastlane import in_tool_thread
+from orchestrator.tools.schema import answer_or_error
 
 SERVER_NAME = "session-orchestrator"
 
 
 def _list_tools() -> list[types.Tool]:
+    # Every tool, present and future, advertises answer-or-error: error results carry the
+    # spec's error object as structuredContent, which must conform too.
     return [
         types.Tool(name=t.name, description=t.description, input_schema=t.input_schema,
-                   output_schema=t.output_schema)
+                   output_schema=answer_or_error(t.output_schema))
         for t in registry.tools()
     ]
 

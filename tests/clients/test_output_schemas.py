@@ -1,0 +1,68 @@
+"""Every tool's real answers, success and error, against the schemas it declares.
+
+The REST answers are checked here (the production tool lane over HTTP); the MCP answers
+through the official SDK clients in test_python_sdk.py and test_typescript_sdk.py.
+"""
+
+from __future__ import annotations
+
+import httpx
+import jsonschema
+import pytest
+
+from orchestrator.errors import REGISTRY
+from orchestrator.tools import mcp, registry
+from tests.clients import conformance
+
+
+def test_the_scenario_calls_every_tool_successfully():
+    """Invalid input is generic (run_scenario), a successful call needs a step per tool."""
+    succeeding = {step["tool"] for step in conformance.steps() if step["expect"] == "ok"}
+    missing = {t.name for t in registry.tools()} - succeeding
+    assert not missing, f"add successful calls of {sorted(missing)} to {conformance.SCENARIO_FILE}"
+    unknown = {step["tool"] for step in conformance.steps()} - {t.name for t in registry.tools()}
+    assert not unknown, f"the scenario calls tools that do not exist: {sorted(unknown)}"
+
+
+def test_every_input_schema_refuses_unknown_fields():
+    """The generic invalid call of every tool relies on this."""
+    for tool in registry.tools():
+        assert tool.input_schema.get("additionalProperties") is False, tool.name
+
+
+def test_advertised_output_schemas_are_objects_accepting_answer_or_error():
+    sample_error = {"success": False, "timestamp": "2026-01-01T00:00:00Z",
+                    "error": {"code": "E1612", "message": "bad", "details": [{"field": "x"}]}}
+    for listed in mcp._list_tools():
+        schema = listed.output_schema
+        assert schema["type"] == "object", listed.name  # MCP: the root is an object schema
+        jsonschema.Draft202012Validator.check_schema(schema)
+        assert conformance.schema_problems(schema, sample_error) == [], listed.name
+        # Not vacuous: an error object missing its error, or a bare list, is refused.
+        assert conformance.schema_problems(schema, {"success": False,
+                                                    "timestamp": "2026-01-01T00:00:00Z"})
+        assert conformance.schema_problems(schema, [])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("graph_enabled", [True, False], ids=["bolt-graph", "postgres-graph"])
+def test_rest_answers_conform_to_the_declared_schemas(live_api, settings, graph_enabled):
+    """Both graph readers answer get_task_graph and the relationship tools' graph state."""
+    settings.ENABLE_NEO4J = graph_enabled
+    url, token = live_api
+    conformance.seed_crashed_session()
+    headers = {"Authorization": f"Bearer {token}"}
+
+    def call(tool: str, arguments: dict) -> conformance.Outcome:
+        response = httpx.post(f"{url}/api/v1/tools/{tool}/", json=arguments, headers=headers,
+                              timeout=30)
+        return conformance.Outcome(tool, arguments, "", response.status_code != 200,
+                                   response.json(), response.status_code)
+
+    outcomes = conformance.run_scenario(call)
+    problems = conformance.all_problems(outcomes)
+    assert not problems, "\n".join(problems)
+    wrong_status = [(o.tool, o.expect, o.status) for o in outcomes
+                    if o.expect != "ok" and REGISTRY[o.expect].http_status != o.status]
+    assert wrong_status == []
+    assert len(outcomes) == len(conformance.steps()) + len(registry.tools())
