@@ -97,7 +97,8 @@ def problems(outcome: Outcome, advertised: dict[str, Any] | None = None) -> list
     body = outcome.body
     code = body.get("error", {}).get("code") if isinstance(body, dict) else None
     if outcome.client_error:
-        found.append(f"client raised: {outcome.client_error}")
+        return [f"{outcome.tool} {json.dumps(outcome.arguments)[:200]}: client raised: "
+                f"{outcome.client_error}"]
     if outcome.expect == "ok" and outcome.is_error:
         found.append(f"expected success, got {code}: {body}")
     if outcome.expect != "ok" and (not outcome.is_error or code != outcome.expect):
@@ -105,7 +106,7 @@ def problems(outcome: Outcome, advertised: dict[str, Any] | None = None) -> list
     precise = ERROR_OBJECT if outcome.is_error else tool.output_schema
     found += [f"schema: {p}" for p in schema_problems(precise, body)]
     for schema in (answer_or_error(tool.output_schema), advertised):
-        if schema is not None and schema_problems(schema, body):
+        if not found and schema is not None and schema_problems(schema, body):
             found.append("does not conform to the advertised outputSchema")
     return [f"{outcome.tool} {json.dumps(outcome.arguments)[:200]}: {p}" for p in found]
 
