@@ -11,6 +11,7 @@ import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -78,9 +79,25 @@ def run_scenario(call: Call) -> list[Outcome]:
     return outcomes
 
 
+# RFC 3339 date-time, as the TypeScript SDK's Ajv (ajv-formats) checks it. jsonschema's
+# own date-time check needs an optional package; installing it only for the tests would
+# also change what the registry's input validation accepts there but not in production.
+RFC3339 = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$", re.I)
+FORMATS = jsonschema.FormatChecker()
+
+
+@FORMATS.checks("date-time", raises=ValueError)
+def is_rfc3339(value: object) -> bool:
+    if not isinstance(value, str):
+        return True
+    if not RFC3339.match(value):
+        return False
+    datetime.fromisoformat(value.upper().replace("Z", "+00:00"))  # real date and time
+    return True
+
+
 def schema_problems(schema: dict[str, Any], instance: Any) -> list[str]:
-    validator = jsonschema.Draft202012Validator(schema,
-                                                format_checker=jsonschema.FormatChecker())
+    validator = jsonschema.Draft202012Validator(schema, format_checker=FORMATS)
     return [f"{'/'.join(map(str, e.absolute_path)) or '(root)'}: {e.message}"
             for e in validator.iter_errors(instance)]
 
@@ -123,6 +140,35 @@ def all_problems(outcomes: list[Outcome], advertised: dict[str, dict[str, Any]] 
     advertised = advertised or {}
     return [p for o in outcomes
             for p in problems(o, advertised.get(o.tool), expectations=expectations)]
+
+
+# Answer parts the scenario must reach, so that it keeps checking the optional shapes
+# (a scenario drifting to bare answers would conform trivially): (tool, path).
+REACHED_PARTS = [
+    ("start_session", "handoff.summary"), ("start_session", "contextBundle.text"),
+    ("start_session", "taskSource"), ("start_session", "recovery.orphanedTasks.0.taskId"),
+    ("check_recovery", "sessions.0.resumePrompt"), ("check_recovery", "markedRecovered"),
+    ("check_recovery", "sessions.0.toolHistory"), ("report_compaction", "contextBundle"),
+    ("get_task_graph", "focus.task"), ("get_task_graph", "metadata.depth"),
+    ("get_unified_context", "task"), ("detect_conflicts", "detected.0"),
+    ("record_activity", "keyFilesAdded.0"), ("rollback_to", "backupCheckpointId"),
+]
+
+
+def unreached_parts(outcomes: list[Outcome]) -> list[tuple[str, str]]:
+    def reaches(body: Any, path: str) -> bool:
+        for key in path.split("."):
+            if isinstance(body, list) and key.isdigit() and int(key) < len(body):
+                body = body[int(key)]
+            elif isinstance(body, dict) and key in body:
+                body = body[key]
+            else:
+                return False
+        return True
+
+    return [(tool, path) for tool, path in REACHED_PARTS
+            if not any(o.tool == tool and not o.is_error and reaches(o.body, path)
+                       for o in outcomes)]
 
 
 def seed_crashed_session() -> None:

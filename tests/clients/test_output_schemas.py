@@ -86,3 +86,5 @@ def test_rest_answers_conform_to_the_declared_schemas(live_api, settings, tmp_pa
                     if o.is_error and REGISTRY[o.body["error"]["code"]].http_status != o.status]
     assert wrong_status == []
     assert len(outcomes) == len(conformance.steps()) + len(registry.tools())
+    if backends != "backends-down":
+        assert conformance.unreached_parts(outcomes) == []

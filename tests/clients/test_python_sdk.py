@@ -35,4 +35,5 @@ def test_python_sdk_client_accepts_every_result(live_api):
     assert set(advertised) == {t.name for t in registry.tools()}
     problems = conformance.all_problems(outcomes, advertised)
     assert not problems, "\n".join(problems)
+    assert conformance.unreached_parts(outcomes) == []
     assert sum(o.is_error for o in outcomes) > len(registry.tools())

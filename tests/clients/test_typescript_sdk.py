@@ -43,3 +43,4 @@ def test_typescript_sdk_client_accepts_every_result(live_api, node_client_dir):
     assert len(outcomes) == len(conformance.steps()) + len(registry.tools())
     problems = conformance.all_problems(outcomes, advertised)
     assert not problems, "\n".join(problems)
+    assert conformance.unreached_parts(outcomes) == []

@@ -9,6 +9,7 @@
 import { readFileSync } from "node:fs";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { McpError } from "@modelcontextprotocol/sdk/types.js";
 
 const REFERENCE = /^\$\{(\w+)\.([\w.]+)\}$/;
 const UNKNOWN_FIELD_ARGUMENTS = { unexpectedField: true };
@@ -23,14 +24,28 @@ function resolve(value, answers) {
   return match[2].split(".").reduce((found, key) => found[key], answers[match[1]]);
 }
 
+// Seen once on a loaded machine: "fetch failed" (a kept-alive connection closed under the
+// request, which never reached the server). A transport failure is retried once; an
+// McpError (the SDK's schema check included) never is, and a retried call that had in
+// fact run would break the step's expected outcome, not pass silently.
+async function callOnce(client, tool, args) {
+  try {
+    return await client.callTool({ name: tool, arguments: args });
+  } catch (error) {
+    if (error instanceof McpError) throw error;
+    console.error(`retrying ${tool} after a transport failure: ${error.message} ${error.cause ?? ""}`);
+    return await client.callTool({ name: tool, arguments: args });
+  }
+}
+
 async function call(client, tool, args, expect) {
   try {
-    const result = await client.callTool({ name: tool, arguments: args });
+    const result = await callOnce(client, tool, args);
     return { tool, arguments: args, expect, isError: Boolean(result.isError),
              structuredContent: result.structuredContent ?? null, clientError: null };
   } catch (error) {
     return { tool, arguments: args, expect, isError: false, structuredContent: null,
-             clientError: `${error.code ?? ""} ${error.message}`.trim() };
+             clientError: `${error.code ?? ""} ${error.message} ${error.cause ?? ""}`.trim() };
   }
 }
 
