@@ -13,6 +13,7 @@ import pytest
 from graph import backend as graph_backend
 from orchestrator.errors import REGISTRY
 from orchestrator.tools import mcp, registry
+from orchestrator.tools.schema import ERROR_OBJECT
 from tests.clients import conformance
 from tests.conftest import free_port
 
@@ -56,6 +57,18 @@ def take_backends_down(settings, tmp_path) -> None:
     blocker.write_text("a file where a directory should be")
     settings.CONTEXT_DIR = blocker / "contexts"
     settings.RECOVERY_DIR = blocker / "recovery"
+
+
+def test_openapi_documents_the_same_answer_and_error_schemas(admin_client):
+    document = admin_client.get("/api/schema/?format=json").json()
+    advertised = {listed.name: listed.output_schema for listed in mcp._list_tools()}
+    for tool in registry.tools():
+        responses = document["paths"][f"/api/v1/tools/{tool.name}/"]["post"]["responses"]
+        answer = responses["200"]["content"]["application/json"]["schema"]
+        assert answer == tool.output_schema == advertised[tool.name]["anyOf"][0], tool.name
+        for status in {str(entry.http_status) for entry in REGISTRY.values()} | {"413"}:
+            error = responses[status]["content"]["application/json"]["schema"]
+            assert error == ERROR_OBJECT == advertised[tool.name]["anyOf"][1], (tool.name, status)
 
 
 @pytest.mark.slow
