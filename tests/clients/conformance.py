@@ -128,10 +128,11 @@ def problems(outcome: Outcome, advertised: dict[str, Any] | None = None, *,
         got = f"error {code}" if outcome.is_error else "success"
         found.append(f"expected {outcome.expect}, got {got}")
     precise = ERROR_OBJECT if outcome.is_error else tool.output_schema
-    found += [f"schema: {p}" for p in schema_problems(precise, body)]
+    schema_found = [f"schema: {p}" for p in schema_problems(precise, body)]
     for schema in (answer_or_error(tool.output_schema), advertised):
-        if not found and schema is not None and schema_problems(schema, body):
-            found.append("does not conform to the advertised outputSchema")
+        if not schema_found and schema is not None and schema_problems(schema, body):
+            schema_found.append("does not conform to the advertised outputSchema")
+    found += schema_found
     return [f"{outcome.tool} {json.dumps(outcome.arguments)[:200]}: {p}" for p in found]
 
 

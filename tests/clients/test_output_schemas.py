@@ -36,7 +36,7 @@ def test_every_input_schema_refuses_unknown_fields():
 def test_advertised_output_schemas_are_objects_accepting_answer_or_error():
     sample_error = {"success": False, "timestamp": "2026-01-01T00:00:00Z",
                     "error": {"code": "E1612", "message": "bad", "details": [{"field": "x"}]}}
-    for listed in mcp._list_tools():
+    for listed in mcp.list_tools():
         schema = listed.output_schema
         assert schema["type"] == "object", listed.name  # MCP: the root is an object schema
         jsonschema.Draft202012Validator.check_schema(schema)
@@ -61,7 +61,7 @@ def take_backends_down(settings, tmp_path) -> None:
 
 def test_openapi_documents_the_same_answer_and_error_schemas(admin_client):
     document = admin_client.get("/api/schema/?format=json").json()
-    advertised = {listed.name: listed.output_schema for listed in mcp._list_tools()}
+    advertised = {listed.name: listed.output_schema for listed in mcp.list_tools()}
     for tool in registry.tools():
         responses = document["paths"][f"/api/v1/tools/{tool.name}/"]["post"]["responses"]
         answer = responses["200"]["content"]["application/json"]["schema"]
