@@ -68,7 +68,10 @@ register(Tool(
         "summary": obj({k: integer() for k in
                         ("totalTasks", "inProgress", "blocked", "completed", "pending")}),
         "metadata": obj({"source": string(enum=("neo4j", "postgres")), "fallback": boolean(),
-                         "reason": string(), "depth": integer(), "includeCompleted": boolean(),
+                         "reason": string(),
+                         "depth": {"type": ["integer", "null"],
+                                   "description": "null for the whole graph (no taskId)"},
+                         "includeCompleted": boolean(),
                          "generatedAt": TIMESTAMP}, additional=True),
     }, ["nodes", "edges", "readyTasks", "blockedTasks", "summary", "metadata"]),
     handler=_get_task_graph,

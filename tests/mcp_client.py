@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
 import anyio
 import httpx2
+from anyio.from_thread import BlockingPortal, start_blocking_portal
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
 
-async def _with_session(url: str, token: str | None, action):
+@asynccontextmanager
+async def _session(url: str, token: str | None):
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     async with (
         httpx2.AsyncClient(headers=headers, timeout=30) as http,
@@ -18,7 +22,23 @@ async def _with_session(url: str, token: str | None, action):
         ClientSession(streams[0], streams[1]) as session,
     ):
         await session.initialize()
+        yield session
+
+
+async def _with_session(url: str, token: str | None, action):
+    async with _session(url, token) as session:
         return await action(session)
+
+
+@contextmanager
+def open_session(url: str, token: str) -> Iterator[tuple[BlockingPortal, ClientSession]]:
+    """One initialized client session for many calls from synchronous test code:
+    ``portal.call(session.call_tool, name, arguments)``."""
+    with (
+        start_blocking_portal() as portal,
+        portal.wrap_async_context_manager(_session(url, token)) as session,
+    ):
+        yield portal, session
 
 
 def call_tool(url: str, token: str, name: str, arguments: dict[str, Any]):

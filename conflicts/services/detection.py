@@ -263,7 +263,8 @@ def detect_conflicts(task_ids: list[str] | None = None, conflict_types: list[str
     ``existing`` lists the open conflicts (unresolved, investigating, escalated) of the
     requested types and tasks that were stored before this run, re-detections included.
     criticalCount and highCount count both lists. A Redis outage skips the Redis-based
-    methods (listed in ``skipped``); a failed Postgres query is E1640.
+    methods, an unreadable file root the file-based one (listed in ``skipped``); a failed
+    Postgres query is E1640.
     """
     types = check_types(conflict_types)
     if task_ids is not None:
@@ -278,6 +279,8 @@ def detect_conflicts(task_ids: list[str] | None = None, conflict_types: list[str
                 candidates += DETECTORS[conflict_type](task_ids)
             except redis_store.RedisUnavailable as exc:
                 skipped.append({"conflictType": conflict_type, "reason": f"redis: {exc}"})
+            except OSError as exc:  # an unreadable CONTEXT_DIR skips the file backup check
+                skipped.append({"conflictType": conflict_type, "reason": f"files: {exc}"})
         created = store_candidates(candidates, detected_by=detected_by)
         existing = _existing(task_ids, types, exclude=[c.pk for c in created])
     except DatabaseError as exc:

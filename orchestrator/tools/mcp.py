@@ -22,14 +22,20 @@ from mcp.server.transport_security import TransportSecuritySettings
 from orchestrator.errors import OrchestratorError
 from orchestrator.tools import registry
 from orchestrator.tools.fastlane import in_tool_thread
+from orchestrator.tools.schema import answer_or_error
 
 SERVER_NAME = "session-orchestrator"
 
 
-def _list_tools() -> list[types.Tool]:
+def list_tools() -> list[types.Tool]:
+    """The registry as tools/list gives it (HTTP and stdio alike).
+
+    Every tool, present and future, advertises answer-or-error: error results carry the
+    spec's error object as structuredContent, which must conform too.
+    """
     return [
         types.Tool(name=t.name, description=t.description, input_schema=t.input_schema,
-                   output_schema=t.output_schema)
+                   output_schema=answer_or_error(t.output_schema))
         for t in registry.tools()
     ]
 
@@ -54,7 +60,7 @@ def _call(name: str, arguments: dict[str, Any], actor: str) -> types.CallToolRes
 
 
 async def _on_list_tools(ctx, params) -> types.ListToolsResult:
-    return types.ListToolsResult(tools=await in_tool_thread(_list_tools))
+    return types.ListToolsResult(tools=await in_tool_thread(list_tools))
 
 
 async def _on_call_tool(ctx, params: types.CallToolRequestParams) -> types.CallToolResult:

@@ -11,6 +11,7 @@ from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from orchestrator.errors import REGISTRY as ERROR_CODES
 from orchestrator.tools import registry
 from orchestrator.tools.schema import ERROR_OBJECT
 
@@ -25,6 +26,11 @@ class ToolView(APIView):
         return Response(result)
 
 
+# Every status an error can have (the E16xx registry's, and 413 for an oversized body):
+# any tool can meet an outage or a server fault, not only its own business errors.
+ERROR_STATUSES = sorted({entry.http_status for entry in ERROR_CODES.values()} | {413})
+
+
 def _view_for(tool: registry.Tool):
     errors = OpenApiResponse(ERROR_OBJECT, description="Spec error object (11.2.1)")
     decorated = extend_schema(
@@ -34,7 +40,7 @@ def _view_for(tool: registry.Tool):
         tags=["tools"],
         request={"application/json": tool.input_schema},
         responses={200: OpenApiResponse(tool.output_schema, description="Tool output"),
-                   400: errors, 401: errors, 404: errors, 409: errors},
+                   **dict.fromkeys(ERROR_STATUSES, errors)},
     )
 
     # A fresh function per tool: extend_schema stores its data on the function object.

@@ -139,3 +139,13 @@ ERROR_OBJECT = obj(
     ["success", "error", "timestamp"],
     description="Spec 11.2.1 error response",
 )
+
+
+def answer_or_error(answer: Schema) -> Schema:
+    """The outputSchema MCP advertises for a tool: its answer OR the spec's error object.
+
+    A failed ``tools/call`` (``isError: true``) still carries the error object as
+    ``structuredContent``, and clients such as the TypeScript SDK validate structured
+    content on every result, errors included. MCP wants the root to be an object schema.
+    """
+    return {"type": "object", "anyOf": [answer, ERROR_OBJECT]}

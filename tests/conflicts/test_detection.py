@@ -165,6 +165,19 @@ def test_redis_outage_skips_redis_methods(tools, make_task, settings):
                                                              "state_mismatch"}
 
 
+def test_unreadable_file_root_skips_the_file_method(tools, make_task, settings, tmp_path):
+    """Found by the output-schema conformance run: this was an E1699 server fault."""
+    make_task("a", keyFiles=["x"])
+    make_task("b", keyFiles=["x"])
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("a file where a directory should be")
+    settings.CONTEXT_DIR = blocker / "contexts"
+    result = detect(tools)
+    assert len(result["detected"]) == 1
+    assert [s["conflictType"] for s in result["skipped"]] == ["data_inconsistency"]
+    assert result["skipped"][0]["reason"].startswith("files: ")
+
+
 def test_report_conflict_records_a_spec_contradiction_once(tools, make_task):
     make_task("a")
     make_task("b")
