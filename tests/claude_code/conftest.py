@@ -1,0 +1,63 @@
+"""Fixtures of the real Claude Code suite: the pinned binary, a project, the service process."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.claude_code.installation import ensure_claude_code
+from tests.claude_code.orchestrator_server import OrchestratorServer
+from tests.claude_code.runner import ClaudeCode
+from tests.conftest import free_port
+
+
+@pytest.fixture(scope="session")
+def claude_code_install() -> tuple[Path, str]:
+    """The pinned ``claude`` binary and its ``--version`` line (npm ci on first use)."""
+    return ensure_claude_code()
+
+
+@pytest.fixture
+def claude(claude_code_install, tmp_path) -> ClaudeCode:
+    binary, version = claude_code_install
+    return ClaudeCode(binary, version, home=tmp_path / "home")
+
+
+def make_project(path: Path) -> Path:
+    """A git repository on branch main with one committed file, as a user's project is."""
+    path.mkdir(parents=True)
+    (path / "app.py").write_text("def greet():\n    return 'hello'\n")
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com"]
+    for argv in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-q", "-m", "init"]):
+        subprocess.run([*git, *argv], cwd=path, check=True, capture_output=True)
+    return path
+
+
+@pytest.fixture
+def project(tmp_path) -> Path:
+    return make_project(tmp_path / "project")
+
+
+@pytest.fixture
+def orchestrator(transactional_db, tmp_path) -> Iterator[OrchestratorServer]:
+    """The web server in its own process on the test database (committed data only)."""
+    data = tmp_path / "service"
+    data.mkdir()
+    server = OrchestratorServer(free_port(), data)
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def api_token_live(transactional_db) -> str:
+    from orchestrator.models import ApiToken
+
+    _, raw = ApiToken.issue(f"claude-code-{time.monotonic_ns()}")
+    return raw
