@@ -46,8 +46,9 @@ def say(text: str) -> Step:
     return Step(text=text)
 
 
-def call(name: str, before: Callable[[], None] | None = None, **tool_input: Any) -> Step:
-    return Step(tool_uses=[ToolUse(name, tool_input)], before=before)
+def call(tool: str, /, *, before: Callable[[], None] | None = None, **tool_input: Any) -> Step:
+    """A step calling one tool (``tool`` is positional-only: inputs may be named "name")."""
+    return Step(tool_uses=[ToolUse(tool, tool_input)], before=before)
 
 
 @dataclass
@@ -133,10 +134,13 @@ class _Handler(BaseHTTPRequestHandler):
         step = self.standin.next_step(path, body)
         if step.before is not None:
             step.before()
-        if body.get("stream"):
-            self._stream(step, body)
-        else:
-            self._json(200, message(step, body, with_content=True))
+        try:
+            if body.get("stream"):
+                self._stream(step, body)
+            else:
+                self._json(200, message(step, body, with_content=True))
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the client is gone (a test killed it while this step was held back)
 
     def _json(self, status: int, payload: dict[str, Any]) -> None:
         data = json.dumps(payload).encode()

@@ -43,7 +43,7 @@ class ClaudeCode:
         self.binary, self.version, self.home = binary, version, home
         home.mkdir(parents=True, exist_ok=True)
 
-    def env(self, model_url: str) -> dict[str, str]:
+    def env(self, model_url: str, extra: dict[str, str] | None = None) -> dict[str, str]:
         return {
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
             "HOME": str(self.home),
@@ -53,6 +53,7 @@ class ClaudeCode:
             "DISABLE_TELEMETRY": "1",
             "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
             "DISABLE_AUTOUPDATER": "1",
+            **(extra or {}),
         }
 
     def argv(self, prompt: str, tools: tuple[str, ...], resume: str | None) -> list[str]:
@@ -64,17 +65,20 @@ class ClaudeCode:
 
     def start(self, project: Path, prompt: str, model_url: str, *,
               tools: tuple[str, ...] = DEFAULT_TOOLS, resume: str | None = None,
-              ) -> subprocess.Popen:
-        """Claude Code as a background process (to kill it, or to run two at once)."""
+              env: dict[str, str] | None = None) -> subprocess.Popen:
+        """Claude Code as a background process (to kill it, or to run two at once).
+
+        ``env`` adds to the environment; hooks inherit it (e.g. ORCHESTRATOR_FLUSH_SECONDS).
+        """
         return subprocess.Popen(self.argv(prompt, tools, resume), cwd=project,
-                                env=self.env(model_url), stdin=subprocess.DEVNULL,
+                                env=self.env(model_url, env), stdin=subprocess.DEVNULL,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
     def run(self, project: Path, prompt: str, model_url: str, *,
             tools: tuple[str, ...] = DEFAULT_TOOLS, resume: str | None = None,
-            timeout: float = RUN_TIMEOUT) -> RunResult:
+            env: dict[str, str] | None = None, timeout: float = RUN_TIMEOUT) -> RunResult:
         started = time.monotonic()
-        process = self.start(project, prompt, model_url, tools=tools, resume=resume)
+        process = self.start(project, prompt, model_url, tools=tools, resume=resume, env=env)
         return finish(process, started, timeout)
 
 

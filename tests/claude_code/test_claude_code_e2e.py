@@ -1,0 +1,188 @@
+"""The real Claude Code with our hooks after ``manage.py claude_setup``, against the web
+server in its own process: what the orchestrator records, what reaches the model, and
+the crash, outage and parallel-agent paths (issue 10 item 6)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import threading
+import time
+
+import pytest
+
+from contexts.models import TaskContext
+from sessions.models import ActiveSession, SessionHandoff, ToolInvocation
+from sessions.services.recovery import detect_crashed_sessions
+from tests.claude_code.conftest import make_project
+from tests.claude_code.model_standin import ModelStandIn, Step, call, say
+from tests.claude_code.orchestrated import (
+    call_tool,
+    claude_setup,
+    our_session_id,
+    spooled,
+)
+from tests.claude_code.runner import finish
+from tests.waiting import wait_for
+
+pytestmark = pytest.mark.claude_code
+
+HOOK_EVENTS = ("SessionStart", "PostToolUse", "PostToolUseFailure", "Stop", "PreCompact",
+               "SessionEnd")
+# Tool uses wait in the project until a Stop (or this many seconds): one round trip per
+# run here, so the counts below do not depend on how fast this machine is.
+NO_TIME_FLUSH = {"ORCHESTRATOR_FLUSH_SECONDS": "600"}
+# A hook that finds the service down leaves it alone this long (orchestrator_hook.service).
+HOOK_DOWN_SECONDS = 2.0
+
+
+def create_task(server, token, task_id: str, working_on: str) -> None:
+    call_tool(server, token, "create_task", {
+        "taskId": task_id, "name": f"Task {task_id}", "status": "in_progress",
+        "currentPhase": "implementation", "keyFiles": [f"docs/{task_id}.md"],
+        "immediateContext": {"workingOn": working_on, "nextStep": "edit app.py"}})
+
+
+def hook_tools(session_id: str) -> list[str]:
+    """Tool uses the hooks reported for this session, oldest first."""
+    return list(ToolInvocation.objects.filter(session_id=session_id, transport="hook")
+                .order_by("id").values_list("tool", flat=True))
+
+
+def test_a_run_is_recorded_and_its_context_reaches_the_model(
+        claude, project, orchestrator, api_token_live):
+    create_task(orchestrator, api_token_live, "greeting", "MARKER-GREETING-7 personal greetings")
+    output = claude_setup(project, orchestrator, api_token_live, "greeting")
+    settings = json.loads((project / ".claude" / "settings.json").read_text())
+    for event in HOOK_EVENTS:
+        commands = [h["command"] for group in settings["hooks"][event] for h in group["hooks"]]
+        assert any("orchestrator-hook" in c and event in c for c in commands), (event, output)
+    server = json.loads((project / ".mcp.json").read_text())["mcpServers"]["orchestrator"]
+    assert server["url"].startswith(orchestrator.url)
+
+    app, added = project / "app.py", project / "greeting.py"
+    steps = [call("Edit", file_path=str(app), old_string="'hello'", new_string="'hello you'"),
+             call("Write", file_path=str(added), content="NAME = 'you'\n"),
+             call("Bash", command="exit 4", description="fails on purpose"),
+             call("mcp__orchestrator__get_unified_context", taskId="greeting"),
+             say("Greeting done.")]
+    with ModelStandIn(steps) as model:
+        run = claude.run(project, "personalise the greeting", model.url, env=NO_TIME_FLUSH)
+    assert run.result["result"] == "Greeting done."
+    session_id = our_session_id(project, run.session_id)
+
+    session = ActiveSession.objects.get(session_id=session_id)
+    assert (session.task_id, session.project_dir, session.git_branch, session.status) == (
+        "greeting", str(project), "main", "ended")
+    assert session.last_heartbeat > session.started_at
+    assert hook_tools(session_id) == ["Edit", "Write", "Bash",
+                                      "mcp__orchestrator__get_unified_context"]
+    failed = ToolInvocation.objects.get(session_id=session_id, transport="hook", tool="Bash")
+    assert failed.success is False
+    # Four tool uses, one Stop, one SessionEnd: the tool uses travel in one batch.
+    batches = ToolInvocation.objects.filter(session_id=session_id, tool="record_activity")
+    assert batches.count() <= 2
+    assert {"app.py", "greeting.py"} <= set(TaskContext.objects.get(task_id="greeting").key_files)
+    handoff = SessionHandoff.objects.get(from_session_id=session_id)
+    assert handoff.summary
+
+    first = model.scripted_requests[0].text()
+    assert session_id in first and "MARKER-GREETING-7" in first
+    # Claude Code's own MCP client reached /mcp with the bearer header claude_setup wrote.
+    last = model.scripted_requests[-1].body["messages"][-1]["content"][0]
+    assert not last.get("is_error") and "MARKER-GREETING-7" in json.dumps(last)
+
+
+def test_after_a_kill_9_the_next_run_gets_the_recovery_prompt(
+        claude, project, orchestrator, api_token_live, settings):
+    create_task(orchestrator, api_token_live, "crashy", "MARKER-CRASHY-3 the parser")
+    claude_setup(project, orchestrator, api_token_live, "crashy")
+    release = threading.Event()
+    steps = [call("Edit", file_path=str(project / "app.py"), old_string="'hello'",
+                  new_string="'half done'"),
+             Step(text="never delivered", before=lambda: release.wait(60))]
+    with ModelStandIn(steps) as model:
+        started = time.monotonic()
+        process = claude.start(project, "rewrite the greeting", model.url)
+        try:
+            assert wait_for(lambda: len(model.scripted_requests) == 2, timeout=60), (
+                finish(process, started))
+            process.kill()  # SIGKILL: no SessionEnd, no goodbye
+            process.wait(timeout=10)
+        finally:
+            release.set()
+    mapping = json.loads((project / ".claude" / "orchestrator" / "sessions.json").read_text())
+    (crashed_id,) = [entry["sessionId"] for entry in mapping.values()]
+    assert ActiveSession.objects.get(session_id=crashed_id).status == "active"
+
+    # The beat job's sweep with a short threshold, instead of waiting five minutes.
+    settings.CRASH_THRESHOLD_MINUTES = 0.02
+    assert wait_for(lambda: crashed_id in detect_crashed_sessions(), timeout=15, interval=0.3)
+
+    with ModelStandIn([say("Recovered.")]) as model:
+        run = claude.run(project, "carry on", model.url)
+    assert run.result["result"] == "Recovered."
+    seen = model.scripted_requests[0].text()
+    assert "Recovery Required: crash" in seen and crashed_id in seen
+    # The killed run's last tool use, sent by the next run's first hook, is in the prompt.
+    assert "`Edit`" in seen
+    assert hook_tools(crashed_id) == ["Edit"]
+    assert our_session_id(project, run.session_id) != crashed_id
+
+
+def test_the_service_down_mid_run_costs_the_agent_nothing_and_the_spool_arrives_later(
+        claude, project, orchestrator, api_token_live):
+    create_task(orchestrator, api_token_live, "offline", "MARKER-OFFLINE-5")
+    claude_setup(project, orchestrator, api_token_live, "offline")
+    steps = [call("Edit", file_path=str(project / "app.py"), old_string="'hello'",
+                  new_string="'hello offline'"),
+             call("Bash", command="echo working", description="runs while the service is down",
+                  before=orchestrator.stop),
+             call("Write", file_path=str(project / "later.py"), content="x = 1\n"),
+             say("Finished without the service.")]
+    with ModelStandIn(steps) as model:
+        run = claude.run(project, "work offline", model.url)
+    assert run.result["result"] == "Finished without the service."
+    # A refused connection costs a hook milliseconds: a plain run takes ~5-10 s here.
+    assert run.seconds < 45, run.seconds
+    assert spooled(project), "nothing was spooled while the service was down"
+    session_id = our_session_id(project, run.session_id)
+    assert ActiveSession.objects.get(session_id=session_id).status == "active"
+
+    orchestrator.start()
+    time.sleep(HOOK_DOWN_SECONDS)
+    with ModelStandIn([say("Back online.")]) as model:
+        claude.run(project, "go on", model.url, resume=run.session_id)
+    assert spooled(project) == []
+    assert hook_tools(session_id) == ["Edit", "Bash", "Write"]
+    assert ActiveSession.objects.get(session_id=session_id).status == "ended"
+    assert SessionHandoff.objects.filter(from_session_id=session_id).exists()
+
+
+def test_two_agents_editing_the_same_file_on_two_tasks_make_a_file_conflict(
+        claude, tmp_path, orchestrator, api_token_live):
+    tasks = ("alpha", "beta")
+    both_running = threading.Barrier(len(tasks), timeout=60)
+    with contextlib.ExitStack() as stack:
+        runs = []
+        for name in tasks:
+            project = make_project(tmp_path / name)  # two clones of one repository
+            create_task(orchestrator, api_token_live, name, f"{name} changes")
+            claude_setup(project, orchestrator, api_token_live, name)
+            # Each agent edits only once both are running: the sessions overlap.
+            steps = [call("Edit", file_path=str(project / "app.py"), old_string="'hello'",
+                          new_string=f"'hello from {name}'", before=both_running.wait),
+                     say(f"{name} done.")]
+            runs.append((project, stack.enter_context(ModelStandIn(steps))))
+        assert call_tool(orchestrator, api_token_live, "detect_conflicts", {
+            "taskIds": list(tasks), "conflictTypes": ["file_conflict"]})["detected"] == []
+        started = time.monotonic()
+        processes = [claude.start(project, "edit app.py", model.url) for project, model in runs]
+        results = [finish(process, started) for process in processes]
+    assert [r.result["result"] for r in results] == ["alpha done.", "beta done."]
+
+    answer = call_tool(orchestrator, api_token_live, "detect_conflicts",
+                       {"taskIds": list(tasks), "conflictTypes": ["file_conflict"]})
+    (conflict,) = answer["detected"]
+    assert {conflict["taskAId"], conflict["taskBId"]} == {"alpha", "beta"}
+    assert "app.py" in conflict["evidence"]["actualValue"]
