@@ -1,0 +1,5 @@
+import sys
+
+from orchestrator_hook.cli import main
+
+sys.exit(main())

@@ -1,0 +1,81 @@
+"""``orchestrator-hook EVENT``: the command Claude Code runs for each hook.
+
+Exit status is always 0 and stdout holds either nothing or the one JSON object Claude
+Code reads (SessionStart's additionalContext): a hook that fails must never block or
+confuse the agent. What went wrong is written to ``.claude/orchestrator/hook.log``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+# Wall-clock budget of one hook process per event, in seconds. SessionEnd hooks share a
+# 1.5 s budget in Claude Code, Python's start-up included; PostToolUse runs on every tool
+# call. A call that would outlast its budget is spooled instead.
+BUDGET_SECONDS = {
+    "SessionStart": 4.0,
+    "PostToolUse": 1.0,
+    "PostToolUseFailure": 1.0,
+    "Stop": 2.0,
+    "PreCompact": 3.0,
+    "PostCompact": 2.0,
+    "SessionEnd": 1.0,
+}
+EVENT_NAMES = {name.lower(): name for name in BUDGET_SECONDS}
+
+
+def event_name(text: str) -> str:
+    """'SessionStart', 'session-start' and 'session_start' all name SessionStart."""
+    return EVENT_NAMES.get(text.replace("-", "").replace("_", "").lower(), text)
+
+
+def run(event: str, payload: dict[str, Any], started: float) -> dict[str, Any] | None:
+    # Imported here so that `--version` and a misconfigured project cost nothing more.
+    from orchestrator_hook.config import load_config
+    from orchestrator_hook.handlers import HANDLERS, Hook
+    from orchestrator_hook.service import Service
+    from orchestrator_hook.state import ProjectState
+
+    handler = HANDLERS.get(event)
+    if handler is None:
+        return None
+    project_dir = Path(os.environ.get("CLAUDE_PROJECT_DIR") or payload.get("cwd")
+                       or os.getcwd())
+    config = load_config(project_dir)
+    if not config.usable:
+        return None  # this project was not set up with `manage.py claude_setup`
+    state = ProjectState(project_dir)
+    service = Service(state, config, started + BUDGET_SECONDS[event])
+    try:
+        return handler(Hook(event, payload, project_dir, state, config, service))
+    except Exception:
+        state.log(f"{event} failed:\n{traceback.format_exc()}")
+        return None
+
+
+def main(argv: list[str] | None = None) -> int:
+    started = time.monotonic()
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--version"]:
+        from orchestrator_hook import __version__
+        print(f"orchestrator-hook {__version__}")
+        return 0
+    try:
+        raw = sys.stdin.buffer.read() if not sys.stdin.isatty() else b""
+        payload = json.loads(raw) if raw.strip() else {}
+        if not isinstance(payload, dict):
+            payload = {}
+        event = event_name(argv[0] if argv else str(payload.get("hook_event_name") or ""))
+        output = run(event, payload, started)
+        if output:
+            sys.stdout.write(json.dumps(output, ensure_ascii=False))
+            sys.stdout.flush()
+    except Exception:  # never a non-zero exit: stderr of an exit 0 goes to the debug log
+        traceback.print_exc()
+    return 0

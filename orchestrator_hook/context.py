@@ -1,0 +1,80 @@
+"""The text a SessionStart hook injects, and the local copy it falls back to offline."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from orchestrator_hook.config import MAX_CONTEXT_CHARS
+from orchestrator_hook.state import read_json, write_json_atomic
+
+# The client's copy of the last context it injected, beside the spec's backups (6.4.1).
+MIRROR_FILE = Path(".claude") / "contexts" / "_session_context.json"
+TRUNCATED = "\n…(truncated)\n"
+
+
+def compose(sections: list[tuple[str, str]], limit: int = MAX_CONTEXT_CHARS) -> str:
+    """Join (title, body) sections in priority order within ``limit`` characters.
+
+    When too long, the lowest-priority sections are cut first (the context bundle comes
+    last, and it is already tiered by the service: COLD, then WARM were dropped there).
+    """
+    parts = [(f"## {title}\n" if title else "") + body.strip() for title, body in sections
+             if body and body.strip()]
+    total = sum(len(p) for p in parts) + 2 * max(0, len(parts) - 1)
+    while total > limit and parts:
+        over = total - limit
+        last = parts[-1]
+        if len(last) - over > 200:
+            parts[-1] = last[: len(last) - over - len(TRUNCATED)] + TRUNCATED
+        else:
+            parts.pop()
+        total = sum(len(p) for p in parts) + 2 * max(0, len(parts) - 1)
+    return "\n\n".join(parts)[:limit]
+
+
+def handoff_text(handoff: Any) -> str:
+    if not isinstance(handoff, dict) or not handoff.get("summary"):
+        return ""
+    lines = [f"Left by session {handoff.get('fromSessionId')} at {handoff.get('createdAt')}:",
+             str(handoff.get("summary"))]
+    items = handoff.get("openItems") or []
+    if items:
+        lines.append("Open items:")
+        lines.extend(f"- {item}" for item in items)
+    return "\n".join(lines)
+
+
+def recovery_text(report: Any, *, own_session: str | None = None) -> str:
+    """Resume prompts of this project's crashed sessions, and its orphaned tasks."""
+    if not isinstance(report, dict):
+        return ""
+    chunks = []
+    for entry in report.get("sessions") or []:
+        if not isinstance(entry, dict) or entry.get("sessionId") == own_session:
+            continue
+        if entry.get("recoveryType") == "compaction":  # another live session's, not ours
+            continue
+        chunks.append(str(entry.get("resumePrompt") or "").strip())
+    orphans = [o for o in report.get("orphanedTasks") or [] if isinstance(o, dict)]
+    if orphans:
+        chunks.append("Orphaned tasks (their only session crashed): " + ", ".join(
+            f"{o.get('taskId')} ({o.get('name')}, session {o.get('crashedSessionId')})"
+            for o in orphans))
+    return "\n\n".join(c for c in chunks if c)
+
+
+def bundle_text(bundle: Any) -> str:
+    return str(bundle.get("text") or "") if isinstance(bundle, dict) else ""
+
+
+def save_mirror(project_dir: Path, **content: Any) -> None:
+    write_json_atomic(project_dir / MIRROR_FILE,
+                      {"version": 1, "savedAt": time.strftime("%Y-%m-%dT%H:%M:%SZ",
+                                                              time.gmtime()), **content})
+
+
+def load_mirror(project_dir: Path) -> dict[str, Any] | None:
+    data = read_json(project_dir / MIRROR_FILE)
+    return data if isinstance(data, dict) else None

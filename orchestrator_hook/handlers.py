@@ -1,0 +1,430 @@
+"""What each Claude Code hook event does (see the README's "Use it from Claude Code").
+
+    SessionStart  startup/clear/fork: start an orchestrator session, inject its context;
+                  resume: keep the mapped session alive and re-inject; compact: record the
+                  compaction and re-inject (the full bundle on every second one)
+    PostToolUse   tool history + heartbeat, batched: one round trip per few seconds
+    Stop          heartbeat with a conversation summary (every turn)
+    PreCompact    save what the transcript holds before the context is lost
+    PostCompact   record compaction_complete with Claude's own summary
+    SessionEnd    end the session, leaving a handoff note for the next one
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from orchestrator_hook import context
+from orchestrator_hook.config import Config
+from orchestrator_hook.service import Service
+from orchestrator_hook.state import ProjectState
+from orchestrator_hook.transcript import describe_tool_use, read_tail
+from orchestrator_hook.transport import ToolRefused
+
+EDITING_TOOLS = frozenset({"Edit", "Write", "MultiEdit", "NotebookEdit"})
+# The orchestrator no longer takes calls for this session: unknown, ended or crashed.
+SESSION_GONE = frozenset({"E1600", "E1602", "E1603"})
+TOOL_USES_PER_CALL = 200
+SHELLS = frozenset({"sh", "bash", "dash", "zsh", "fish"})
+
+
+@dataclass
+class Hook:
+    event: str
+    payload: dict[str, Any]
+    project_dir: Path
+    state: ProjectState
+    config: Config
+    service: Service
+
+    @property
+    def claude_session(self) -> str:
+        return str(self.payload.get("session_id") or "unknown")
+
+    def mapped_session_id(self) -> str | None:
+        entry = self.state.mapped_session(self.claude_session)
+        return entry.get("sessionId") if entry else None
+
+
+# -- SessionStart ------------------------------------------------------------------------
+
+def session_start(hook: Hook) -> dict[str, Any]:
+    source = str(hook.payload.get("source") or "startup")
+    hook.service.drain()
+    flush_other_sessions(hook)
+    entry = hook.state.mapped_session(hook.claude_session)
+    if entry and not entry.get("ended"):
+        if source == "compact":
+            return after_compaction(hook, entry)
+        if source == "resume":
+            resumed = resume(hook, entry)
+            if resumed is not None:
+                return resumed
+    return start(hook, source)
+
+
+def start(hook: Hook, source: str) -> dict[str, Any]:
+    """Start an orchestrator session for this Claude session and build its context."""
+    session_id = new_session_id()
+    arguments: dict[str, Any] = {
+        "sessionId": session_id, "projectDir": str(hook.project_dir),
+        "agentId": hook.config.agent_id, "contextBudgetTokens": hook.config.budget_tokens}
+    branch = git_branch(hook.project_dir)
+    if branch:
+        arguments["gitBranch"] = branch
+    pid = agent_process_id()
+    if pid:
+        arguments["processId"] = pid
+    if hook.config.task_id:
+        arguments["taskId"] = hook.config.task_id
+    else:
+        arguments["resolveTask"] = True
+    # Map first: the hooks that follow need the id even if the start waits in the spool.
+    hook.state.update_session(hook.claude_session, sessionId=session_id,
+                              taskId=hook.config.task_id, source=source, ended=False)
+    hook.state.mark_flushed(hook.claude_session)
+    try:
+        answer = hook.service.send("start_session", arguments)
+    except ToolRefused as exc:
+        answer = start_again(hook, arguments, exc)
+        if answer is None:
+            return offline(hook, f"the orchestrator refused to start a session ({exc.code}); "
+                                 "see .claude/orchestrator/hook.log")
+    if answer is None:
+        return offline(hook, "the session orchestrator could not be reached")
+    task_id = answer.get("taskId")
+    hook.state.update_session(hook.claude_session, taskId=task_id)
+    bundle, handoff = answer.get("contextBundle"), answer.get("handoff")
+    context.save_mirror(hook.project_dir, sessionId=session_id, taskId=task_id,
+                        contextBundle=bundle, handoff=handoff)
+    recovery = answer.get("recovery")
+    text = context.compose([
+        ("", session_header(session_id, task_id, answer.get("taskSource"))),
+        ("Recovery: an earlier session of this project stopped without ending",
+         context.recovery_text(recovery, own_session=session_id)),
+        ("Handoff note from the previous session", context.handoff_text(handoff)),
+        (f"Task context: {task_id}" if task_id else "Task context", context.bundle_text(bundle)),
+    ])
+    mark_resumed_crashes(hook, recovery, task_id, session_id)
+    return additional_context(text)
+
+
+def start_again(hook: Hook, arguments: dict[str, Any], refusal: ToolRefused
+                ) -> dict[str, Any] | None:
+    """One more try after a refused start, without what the service objected to."""
+    hook.state.log(f"start_session refused: {refusal}")
+    if refusal.code == "E1610" and "taskId" in arguments:
+        # The configured task is gone: choose from the branch or the active task instead.
+        arguments.pop("taskId")
+        arguments["resolveTask"] = True
+    elif refusal.code == "E1612":
+        # An older service without the bundle and task choice: a plain start still helps.
+        arguments.pop("contextBudgetTokens", None)
+        arguments.pop("resolveTask", None)
+    else:
+        return None
+    return hook.service.send_quietly("start_session", arguments)
+
+
+def resume(hook: Hook, entry: dict[str, Any]) -> dict[str, Any] | None:
+    """``claude --resume``: carry on in the mapped session if the orchestrator still has
+    it open; None when it does not (the caller starts a new one)."""
+    session_id = entry["sessionId"]
+    try:
+        alive = hook.service.send("heartbeat", {"sessionId": session_id})
+    except ToolRefused as exc:
+        if exc.code in SESSION_GONE:
+            return None
+        hook.state.log(f"heartbeat refused on resume: {exc}")
+        alive = None
+    if alive is None:
+        return offline(hook, "the session orchestrator could not be reached")
+    bundle = None
+    if alive.get("taskId"):
+        bundle = hook.service.send_quietly(
+            "get_context_bundle", {"sessionId": session_id,
+                                   "budgetTokens": hook.config.budget_tokens})
+        if bundle:
+            context.save_mirror(hook.project_dir, sessionId=session_id,
+                                taskId=alive.get("taskId"), contextBundle=bundle)
+    return additional_context(context.compose([
+        ("", session_header(session_id, alive.get("taskId"), "resumed")),
+        (f"Task context: {alive.get('taskId')}", context.bundle_text(bundle))]))
+
+
+def after_compaction(hook: Hook, entry: dict[str, Any]) -> dict[str, Any]:
+    session_id = entry["sessionId"]
+    flush_activity(hook, hook.claude_session)
+    arguments = {"sessionId": session_id, "trigger": entry.get("compactTrigger") or "auto",
+                 "contextBudgetTokens": hook.config.budget_tokens}
+    try:
+        answer = hook.service.send("report_compaction", arguments)
+    except ToolRefused as exc:
+        if exc.code in SESSION_GONE:
+            return start(hook, "compact")
+        hook.state.log(f"report_compaction refused: {exc}")
+        answer = None
+    hook.state.update_session(hook.claude_session, compactTrigger=None)
+    if answer is None:
+        return offline(hook, "the session orchestrator could not be reached after a "
+                             "compaction")
+    bundle = answer.get("contextBundle")
+    if bundle:
+        context.save_mirror(hook.project_dir, sessionId=session_id,
+                            taskId=bundle.get("taskId"), contextBundle=bundle)
+    number, full = answer.get("compactionNumber"), answer.get("fullReloadDue")
+    header = (f"The conversation was compacted (compaction {number} of orchestrator session "
+              f"{session_id}). " + ("This is a full reload: the whole task context follows."
+                                    if full else "The essential task context follows."))
+    return additional_context(context.compose([
+        ("", header), ("Resume prompt", str(answer.get("resumePrompt") or "")),
+        ("Task context", context.bundle_text(bundle))]))
+
+
+def offline(hook: Hook, reason: str) -> dict[str, Any]:
+    """The service is unreachable: inject the last context mirrored in the project."""
+    mirror = context.load_mirror(hook.project_dir) or {}
+    note = (f"Session orchestrator offline: {reason}. Heartbeats and tool history are kept "
+            "in .claude/orchestrator/spool and sent when it is back.")
+    if mirror:
+        note += f" The context below is the local copy saved at {mirror.get('savedAt')}."
+    text = context.compose([
+        ("", note),
+        ("Handoff note from the previous session", context.handoff_text(mirror.get("handoff"))),
+        (f"Task context: {mirror.get('taskId')}", context.bundle_text(mirror.get("contextBundle"))),
+    ])
+    return additional_context(text, system_message="Session orchestrator offline; using the "
+                                                    "local copy of the context.")
+
+
+def session_header(session_id: str, task_id: Any, how: Any) -> str:
+    chosen = {"argument": "set for this project", "branch": "from the git branch",
+              "active": "the project's active task", "resumed": "resumed"}.get(str(how), "")
+    task = (f"works on task `{task_id}`" + (f" ({chosen})" if chosen else "")
+            if task_id else "has no task yet")
+    return (f"Session orchestrator: this Claude Code session is orchestrator session "
+            f"`{session_id}` and {task}. Heartbeats, tool history, compactions and a handoff "
+            "note at the end are recorded by hooks; the orchestrator's MCP tools give the "
+            "full context (get_unified_context) and save it (save_context_snapshot).")
+
+
+def mark_resumed_crashes(hook: Hook, recovery: Any, task_id: Any, session_id: str) -> None:
+    """A crashed session of this same task is taken over by the new one: mark it recovered.
+    Crashed sessions of other tasks stay listed: their work is still orphaned."""
+    if not task_id or not isinstance(recovery, dict):
+        return
+    for entry in recovery.get("sessions") or []:
+        if (isinstance(entry, dict) and entry.get("taskId") == task_id
+                and entry.get("recoveryType") != "compaction"
+                and entry.get("sessionId") != session_id):
+            hook.service.send_quietly("check_recovery", {"markRecovered": entry["sessionId"]})
+
+
+# -- tool uses, turns, compaction, end ----------------------------------------------------
+
+def post_tool_use(hook: Hook) -> None:
+    hook.state.append_activity(hook.claude_session,
+                               tool_use_entry(hook, success=hook.event == "PostToolUse"))
+    if time.time() - hook.state.last_flush(hook.claude_session) >= hook.config.flush_seconds:
+        flush_activity(hook, hook.claude_session)
+
+
+def stop(hook: Hook) -> None:
+    flush_activity(hook, hook.claude_session, summary=conversation_summary(hook))
+
+
+def pre_compact(hook: Hook) -> None:
+    trigger = hook.payload.get("trigger") if hook.payload.get("trigger") in (
+        "manual", "auto") else "auto"
+    tail = read_tail(hook.payload.get("transcript_path"))
+    session_id = flush_activity(hook, hook.claude_session, summary=conversation_summary(hook))
+    hook.state.update_session(hook.claude_session, compactTrigger=trigger)
+    if session_id:
+        hook.service.send_quietly("append_session_event", {
+            "sessionId": session_id, "type": "system_event", "role": "system",
+            "content": "pre_compact",
+            "parts": {"trigger": trigger,
+                      "customInstructions": hook.payload.get("custom_instructions") or "",
+                      "lastRequests": tail.user_prompts[-3:],
+                      "lastToolActions": tail.tool_actions[-20:]}})
+
+
+def post_compact(hook: Hook) -> None:
+    summary = str(hook.payload.get("compact_summary") or "")
+    session_id = flush_activity(hook, hook.claude_session,
+                                summary=summary[-20000:] if summary else None)
+    if session_id:
+        hook.service.send_quietly("append_session_event", {
+            "sessionId": session_id, "type": "system_event", "role": "system",
+            "content": "compaction_complete",
+            "parts": {"trigger": hook.payload.get("trigger"),
+                      "compactSummary": summary[:20000]}})
+
+
+def session_end(hook: Hook) -> None:
+    session_id = flush_activity(hook, hook.claude_session, start_if_missing=False)
+    if not session_id:
+        return
+    reason = str(hook.payload.get("reason") or "other")
+    summary = (f"Claude Code session ended ({reason}).\n"
+               + read_tail(hook.payload.get("transcript_path")).summary(6000))
+    hook.service.send_quietly("end_session", {"sessionId": session_id,
+                                              "summary": summary[:20000]})
+    hook.state.update_session(hook.claude_session, ended=True)
+
+
+def flush_activity(hook: Hook, claude_session: str, *, summary: str | None = None,
+                   heartbeat: bool = True, start_if_missing: bool = True) -> str | None:
+    """Send the session's unsent tool uses with a heartbeat; returns the session id used."""
+    entry = hook.state.mapped_session(claude_session)
+    if (not entry or entry.get("ended")) and claude_session == hook.claude_session:
+        if not start_if_missing:
+            return None
+        start(hook, "implicit")  # hooks were installed mid-session, or the map was lost
+        entry = hook.state.mapped_session(claude_session)
+    if not entry or not entry.get("sessionId"):
+        return None
+    session_id = entry["sessionId"]
+    uses = hook.state.take_activity(claude_session)
+    hook.state.mark_flushed(claude_session)
+    batches = [uses[i:i + TOOL_USES_PER_CALL] for i in range(0, len(uses),
+                                                               TOOL_USES_PER_CALL)] or [[]]
+    for number, batch in enumerate(batches):
+        arguments: dict[str, Any] = {"sessionId": session_id, "toolUses": batch,
+                                     "heartbeat": heartbeat}
+        if summary and number == len(batches) - 1:
+            arguments["conversationSummary"] = summary[:50000]
+        try:
+            hook.service.send("record_activity", arguments)
+        except ToolRefused as exc:
+            if exc.code in SESSION_GONE and heartbeat and claude_session == hook.claude_session:
+                # Our orchestrator session was ended or marked crashed (a machine that
+                # slept past the crash threshold): carry on in a fresh one.
+                hook.state.log(f"session {session_id} is gone ({exc.code}); starting anew")
+                start(hook, "restart")
+                return hook.mapped_session_id()
+            hook.state.log(f"record_activity refused: {exc}")
+    return session_id
+
+
+def flush_other_sessions(hook: Hook) -> None:
+    """Tool uses left unsent by Claude sessions that are gone (killed, crashed)."""
+    for claude_session in hook.state.sessions_with_activity():
+        if claude_session != hook.claude_session and hook.service.remaining() > 0.5:
+            flush_activity(hook, claude_session, heartbeat=False)
+
+
+def tool_use_entry(hook: Hook, *, success: bool) -> dict[str, Any]:
+    name = str(hook.payload.get("tool_name") or "unknown")[:100]
+    tool_input = hook.payload.get("tool_input")
+    tool_input = tool_input if isinstance(tool_input, dict) else {}
+    summary = describe_tool_use(name, tool_input)
+    if not success and hook.payload.get("error"):
+        summary += f" failed: {str(hook.payload.get('error'))[:200]}"
+    entry: dict[str, Any] = {"tool": name, "success": success, "timestamp": iso_now(),
+                             "summary": summary[:500]}
+    if name in EDITING_TOOLS:
+        paths = [project_relative(tool_input[key], hook.project_dir)
+                 for key in ("file_path", "notebook_path")
+                 if isinstance(tool_input.get(key), str) and tool_input[key]]
+        if paths:
+            entry["filePaths"] = paths
+    return entry
+
+
+def conversation_summary(hook: Hook) -> str:
+    tail = read_tail(hook.payload.get("transcript_path"))
+    last = hook.payload.get("last_assistant_message")
+    if isinstance(last, str) and last.strip() and (not tail.assistant_texts
+                                                   or tail.assistant_texts[-1] != last.strip()):
+        tail.assistant_texts.append(last.strip())
+    return tail.summary()
+
+
+# -- small helpers -------------------------------------------------------------------------
+
+def additional_context(text: str, *, system_message: str | None = None) -> dict[str, Any]:
+    output: dict[str, Any] = {"hookSpecificOutput": {"hookEventName": "SessionStart",
+                                                     "additionalContext": text}}
+    if system_message:
+        output["systemMessage"] = system_message
+    return output
+
+
+def new_session_id() -> str:
+    """The service's own format (spec 8.1.1): session-<ms>-<uuid4>. Made here, so that a
+    start that waits in the spool and the calls queued after it name the same session.
+    (uuid4 from os.urandom by hand: importing ``uuid`` costs a hook more than this.)"""
+    raw = bytearray(os.urandom(16))
+    raw[6] = (raw[6] & 0x0F) | 0x40
+    raw[8] = (raw[8] & 0x3F) | 0x80
+    h = raw.hex()
+    return f"session-{int(time.time() * 1000)}-{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+
+
+def iso_now() -> str:
+    now = time.time()
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now % 1 * 1000):03d}Z"
+
+
+def project_relative(path: str, project_dir: Path) -> str:
+    """Paths inside the project are stored relative to it, so two clones of one repository
+    name the same file the same way (that is what file-conflict detection compares)."""
+    if not os.path.isabs(path):
+        return path
+    try:
+        relative = os.path.relpath(path, project_dir)
+    except ValueError:
+        return path
+    return path if relative.startswith("..") else relative
+
+
+def git_branch(start: Path) -> str | None:
+    """The checked-out branch, read from .git/HEAD (no git process: hooks must be quick)."""
+    directory = start
+    for _ in range(30):
+        dot_git = directory / ".git"
+        try:
+            if dot_git.is_file():  # a worktree or submodule: "gitdir: <path>"
+                gitdir = dot_git.read_text().strip().removeprefix("gitdir:").strip()
+                dot_git = (directory / gitdir).resolve()
+            head = (dot_git / "HEAD").read_text().strip()
+        except OSError:
+            if directory.parent == directory:
+                return None
+            directory = directory.parent
+            continue
+        if head.startswith("ref: refs/heads/"):
+            return head.removeprefix("ref: refs/heads/")
+        return head[:12] or None  # detached HEAD
+    return None
+
+
+def agent_process_id() -> int | None:
+    """Claude Code's pid: the hook's parent, or its grandparent when a shell ran the hook."""
+    try:
+        pid = os.getppid()
+        for _ in range(2):
+            with open(f"/proc/{pid}/comm", encoding="utf-8") as handle:
+                if handle.read().strip() not in SHELLS:
+                    return pid
+            with open(f"/proc/{pid}/stat", encoding="utf-8") as handle:
+                pid = int(handle.read().rsplit(")", 1)[1].split()[1])
+        return pid
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+HANDLERS = {
+    "SessionStart": session_start,
+    "PostToolUse": post_tool_use,
+    "PostToolUseFailure": post_tool_use,
+    "Stop": stop,
+    "PreCompact": pre_compact,
+    "PostCompact": post_compact,
+    "SessionEnd": session_end,
+}

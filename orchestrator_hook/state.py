@@ -1,0 +1,204 @@
+"""What the client keeps in the project: ``<project>/.claude/orchestrator/``.
+
+    config.json      url, token, taskId, budgets (written by ``manage.py claude_setup``)
+    sessions.json    Claude session id -> orchestrator session id, task, pending compaction
+    activity/        tool uses not sent yet, one JSON line each, per Claude session
+    spool/           calls that could not be sent, replayed in file-name (= time) order
+    down-until       after a failed call: the time before which hooks don't try the network
+    hook.log         what went wrong (bounded); hooks never print errors to Claude
+
+Every read-modify-write happens under an ``flock``: several hooks of one session, and
+several Claude sessions of one project, run at the same time.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+STATE_DIR = Path(".claude") / "orchestrator"
+LOG_LIMIT_BYTES = 256 * 1024
+MAPPED_SESSIONS_KEPT = 200
+
+
+def read_json(path: Path, default: Any = None) -> Any:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return json.load(handle)
+    except (OSError, ValueError):
+        return default
+
+
+def write_json_atomic(path: Path, data: Any, *, fsync: bool = False) -> None:
+    """Temp file in the same directory, then rename: readers see the old or the new file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with open(temp, "w", encoding="utf-8") as handle:
+        json.dump(data, handle, ensure_ascii=False, indent=1)
+        if fsync:
+            handle.flush()
+            os.fsync(handle.fileno())
+    os.replace(temp, path)
+
+
+@contextlib.contextmanager
+def locked(path: Path, *, shared: bool = False, blocking: bool = True) -> Iterator[bool]:
+    """Hold an flock on ``path``; yields False when ``blocking`` is off and it is taken."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        mode = fcntl.LOCK_SH if shared else fcntl.LOCK_EX
+        try:
+            fcntl.flock(fd, mode if blocking else mode | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        yield True
+    finally:
+        os.close(fd)
+
+
+class ProjectState:
+    def __init__(self, project_dir: Path) -> None:
+        self.project_dir = project_dir
+        self.root = project_dir / STATE_DIR
+
+    # -- log ---------------------------------------------------------------------------
+    def log(self, message: str) -> None:
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+            path = self.root / "hook.log"
+            with contextlib.suppress(OSError):
+                if path.stat().st_size > LOG_LIMIT_BYTES:
+                    os.replace(path, path.with_suffix(".log.1"))
+            stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime())
+            with open(path, "a", encoding="utf-8") as handle:
+                handle.write(f"{stamp} [{os.getpid()}] {message}\n")
+        except OSError:
+            pass  # a log that cannot be written must not break the hook
+
+    # -- Claude session -> orchestrator session -----------------------------------------
+    @property
+    def sessions_path(self) -> Path:
+        return self.root / "sessions.json"
+
+    def mapped_session(self, claude_session_id: str) -> dict[str, Any] | None:
+        entry = (read_json(self.sessions_path, {}) or {}).get(claude_session_id)
+        return entry if isinstance(entry, dict) else None
+
+    def update_session(self, claude_session_id: str, **fields: Any) -> dict[str, Any]:
+        with locked(self.root / "sessions.lock"):
+            sessions = read_json(self.sessions_path, {})
+            if not isinstance(sessions, dict):
+                sessions = {}
+            entry = {**(sessions.get(claude_session_id) or {}), **fields,
+                     "updatedAt": time.time()}
+            sessions[claude_session_id] = entry
+            if len(sessions) > MAPPED_SESSIONS_KEPT:
+                oldest = sorted(sessions, key=lambda k: sessions[k].get("updatedAt", 0))
+                for key in oldest[: len(sessions) - MAPPED_SESSIONS_KEPT]:
+                    sessions.pop(key, None)
+            write_json_atomic(self.sessions_path, sessions)
+        return entry
+
+    # -- unsent tool uses ----------------------------------------------------------------
+    def _activity_path(self, claude_session_id: str) -> Path:
+        return self.root / "activity" / f"{_file_safe(claude_session_id)}.jsonl"
+
+    def append_activity(self, claude_session_id: str, entry: dict[str, Any]) -> None:
+        path = self._activity_path(claude_session_id)
+        line = json.dumps(entry, ensure_ascii=False) + "\n"
+        # Appenders share the lock; a flush takes it alone, so no line is lost between
+        # the flush reading the file and emptying it.
+        with locked(path.with_suffix(".lock"), shared=True), \
+                open(path, "a", encoding="utf-8") as handle:
+            handle.write(line)
+
+    def take_activity(self, claude_session_id: str) -> list[dict[str, Any]]:
+        """Remove and return the session's unsent tool uses (oldest first)."""
+        path = self._activity_path(claude_session_id)
+        if not path.exists():
+            return []
+        with locked(path.with_suffix(".lock")):
+            try:
+                with open(path, encoding="utf-8") as handle:
+                    lines = handle.readlines()
+                os.unlink(path)
+            except OSError:
+                return []
+        entries = []
+        for line in lines:
+            with contextlib.suppress(ValueError):
+                entries.append(json.loads(line))
+        return entries
+
+    def sessions_with_activity(self) -> list[str]:
+        folder = self.root / "activity"
+        return sorted(p.stem for p in folder.glob("*.jsonl")) if folder.is_dir() else []
+
+    def last_flush(self, claude_session_id: str) -> float:
+        try:
+            return self._activity_path(claude_session_id).with_suffix(".flushed").stat().st_mtime
+        except OSError:
+            return 0.0
+
+    def mark_flushed(self, claude_session_id: str) -> None:
+        path = self._activity_path(claude_session_id).with_suffix(".flushed")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.touch()
+        os.utime(path)
+
+    # -- calls waiting for the service ---------------------------------------------------
+    @property
+    def spool_dir(self) -> Path:
+        return self.root / "spool"
+
+    def spool(self, tool: str, arguments: dict[str, Any]) -> None:
+        # Names sort in the order the calls were made: nanoseconds, then pid for ties.
+        name = f"{time.time_ns():020d}-{os.getpid():07d}-{tool}.json"
+        write_json_atomic(self.spool_dir / name,
+                          {"tool": tool, "arguments": arguments, "queuedAt": time.time()},
+                          fsync=True)
+
+    def spooled(self) -> list[Path]:
+        if not self.spool_dir.is_dir():
+            return []
+        return sorted(p for p in self.spool_dir.glob("*.json") if not p.name.startswith("."))
+
+    def reject_spooled(self, path: Path, reason: str) -> None:
+        """Keep a refused call for a person to look at, out of the replay queue."""
+        rejected = self.spool_dir / "rejected"
+        rejected.mkdir(parents=True, exist_ok=True)
+        with contextlib.suppress(OSError):
+            os.replace(path, rejected / path.name)
+        self.log(f"spooled call {path.name} refused by the service: {reason}")
+        kept = sorted(rejected.glob("*.json"))
+        for old in kept[:-100]:
+            with contextlib.suppress(OSError):
+                old.unlink()
+
+    # -- service outage memo -------------------------------------------------------------
+    def service_down(self) -> bool:
+        try:
+            return float((self.root / "down-until").read_text()) > time.time()
+        except (OSError, ValueError):
+            return False
+
+    def mark_down(self, seconds: float) -> None:
+        with contextlib.suppress(OSError):
+            self.root.mkdir(parents=True, exist_ok=True)
+            (self.root / "down-until").write_text(str(time.time() + seconds))
+
+    def mark_up(self) -> None:
+        with contextlib.suppress(OSError):
+            (self.root / "down-until").unlink()
+
+
+def _file_safe(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)[:120] or "unknown"

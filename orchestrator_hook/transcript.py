@@ -1,0 +1,93 @@
+"""What the transcript holds that the orchestrator lacks: the last prompts, answers and
+tool actions, read from the tail of Claude Code's JSONL transcript.
+
+The transcript is written asynchronously and may lag the current turn (PROTOCOL.md 2),
+and its line format is not a documented contract: everything here is best effort and
+tolerates lines it does not understand.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+TAIL_BYTES = 512 * 1024
+
+
+@dataclass
+class TranscriptTail:
+    user_prompts: list[str] = field(default_factory=list)
+    assistant_texts: list[str] = field(default_factory=list)
+    tool_actions: list[str] = field(default_factory=list)
+
+    def summary(self, limit: int = 4000) -> str:
+        parts = []
+        if self.user_prompts:
+            parts.append("Last requests: " + " | ".join(_clip(p, 400)
+                                                        for p in self.user_prompts[-3:]))
+        if self.assistant_texts:
+            parts.append("Last answer: " + _clip(self.assistant_texts[-1], 1500))
+        if self.tool_actions:
+            parts.append("Last tool actions: " + "; ".join(self.tool_actions[-10:]))
+        return _clip("\n".join(parts), limit)
+
+
+def read_tail(path: str | None) -> TranscriptTail:
+    tail = TranscriptTail()
+    if not path:
+        return tail
+    try:
+        with open(path, "rb") as handle:
+            size = handle.seek(0, os.SEEK_END)
+            handle.seek(max(0, size - TAIL_BYTES))
+            data = handle.read()
+    except OSError:
+        return tail
+    for raw in data.splitlines():
+        try:
+            line = json.loads(raw)
+        except ValueError:
+            continue  # the first line of a tail is usually cut
+        if isinstance(line, dict):
+            _take(line, tail)
+    return tail
+
+
+def _take(line: dict[str, Any], tail: TranscriptTail) -> None:
+    message = line.get("message")
+    if not isinstance(message, dict):
+        return
+    role, content = message.get("role"), message.get("content")
+    if isinstance(content, str):
+        content = [{"type": "text", "text": content}]
+    if not isinstance(content, list):
+        return
+    for block in content:
+        if not isinstance(block, dict):
+            continue
+        kind = block.get("type")
+        if kind == "text" and isinstance(block.get("text"), str) and block["text"].strip():
+            text = block["text"].strip()
+            if role == "user" and not text.startswith("<"):  # skip injected reminders
+                tail.user_prompts.append(text)
+            elif role == "assistant":
+                tail.assistant_texts.append(text)
+        elif kind == "tool_use" and role == "assistant":
+            tail.tool_actions.append(describe_tool_use(str(block.get("name")),
+                                                       block.get("input")))
+
+
+def describe_tool_use(name: str, tool_input: Any) -> str:
+    if isinstance(tool_input, dict):
+        for key in ("file_path", "notebook_path", "command", "pattern", "path", "url"):
+            value = tool_input.get(key)
+            if isinstance(value, str) and value:
+                return f"{name} {_clip(value, 160)}"
+    return name
+
+
+def _clip(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -1,0 +1,119 @@
+"""One POST per tool call to ``/api/v1/tools/<tool>/``, with hard time limits.
+
+HTTP/1.1 over a plain socket: ``http.client`` pulls in the ``email`` package, which costs
+more start-up time than the rest of the hook together, and a hook makes one to three
+small calls with ``Connection: close``.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+from typing import Any
+from urllib.parse import urlsplit
+
+
+class ServiceUnavailable(Exception):
+    """The service could not be reached or did not answer in time: spool and retry later."""
+
+
+class ToolRefused(Exception):
+    """The service answered and refused the call (4xx): retrying the same call won't help."""
+
+    def __init__(self, status: int, code: str, message: str) -> None:
+        super().__init__(f"{code}: {message}")
+        self.status, self.code, self.message = status, code, message
+
+
+# Statuses that say "try again later" rather than "this call is wrong".
+RETRYABLE_STATUSES = frozenset({408, 425, 429})
+
+
+class Client:
+    def __init__(self, url: str, token: str, connect_timeout: float = 0.3) -> None:
+        parts = urlsplit(url.rstrip("/"))
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(f"not an http(s) URL: {url!r}")
+        self.https = parts.scheme == "https"
+        self.host = parts.hostname
+        self.port = parts.port or (443 if self.https else 80)
+        self.base_path = parts.path
+        self.token = token
+        self.connect_timeout = connect_timeout
+
+    def call(self, tool: str, arguments: dict[str, Any], timeout: float) -> dict[str, Any]:
+        """Return the tool's answer; raise ServiceUnavailable or ToolRefused."""
+        if timeout <= 0:
+            raise ServiceUnavailable("no time left for the call")
+        body = json.dumps(arguments, ensure_ascii=False).encode()
+        head = (f"POST {self.base_path}/api/v1/tools/{tool}/ HTTP/1.1\r\n"
+                f"Host: {self.host}:{self.port}\r\n"
+                f"Authorization: Bearer {self.token}\r\n"
+                "Content-Type: application/json\r\n"
+                f"Content-Length: {len(body)}\r\n"
+                "User-Agent: orchestrator-hook\r\nConnection: close\r\n\r\n")
+        try:
+            status, payload = self._exchange(head.encode() + body, timeout)
+        except (OSError, ValueError) as exc:
+            raise ServiceUnavailable(f"{type(exc).__name__}: {exc}") from None
+        try:
+            answer = json.loads(payload) if payload else {}
+        except ValueError:
+            answer = None
+        if 200 <= status < 300 and isinstance(answer, dict):
+            return answer
+        if status >= 500 or status in RETRYABLE_STATUSES or not isinstance(answer, dict):
+            raise ServiceUnavailable(f"HTTP {status}")
+        error = answer.get("error") if isinstance(answer.get("error"), dict) else {}
+        code = str(error.get("code") or f"HTTP{status}")
+        raise ToolRefused(status, code, str(error.get("message") or answer.get("detail") or ""))
+
+    def _exchange(self, request: bytes, timeout: float) -> tuple[int, bytes]:
+        sock = socket.create_connection((self.host, self.port),
+                                        timeout=min(self.connect_timeout, timeout))
+        try:
+            if self.https:
+                import ssl
+
+                sock = ssl.create_default_context().wrap_socket(sock,
+                                                                server_hostname=self.host)
+            sock.settimeout(timeout)
+            sock.sendall(request)
+            chunks = []
+            while True:
+                chunk = sock.recv(65536)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+        finally:
+            sock.close()
+        return parse_response(b"".join(chunks))
+
+
+def parse_response(raw: bytes) -> tuple[int, bytes]:
+    """Status and body of a complete HTTP/1.1 response (Content-Length or chunked)."""
+    head, separator, body = raw.partition(b"\r\n\r\n")
+    if not separator:
+        raise ValueError("incomplete HTTP response")
+    lines = head.split(b"\r\n")
+    status = int(lines[0].split()[1])
+    headers = {}
+    for line in lines[1:]:
+        name, _, value = line.partition(b":")
+        headers[name.strip().lower()] = value.strip().lower()
+    if headers.get(b"transfer-encoding") == b"chunked":
+        decoded, rest = [], body
+        while rest:
+            size_line, _, rest = rest.partition(b"\r\n")
+            size = int(size_line.split(b";")[0], 16)
+            if size == 0:
+                break
+            decoded.append(rest[:size])
+            rest = rest[size + 2:]
+        body = b"".join(decoded)
+    elif b"content-length" in headers:
+        length = int(headers[b"content-length"])
+        if len(body) < length:
+            raise ValueError("truncated HTTP response")
+        body = body[:length]
+    return status, body

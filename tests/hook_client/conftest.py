@@ -1,0 +1,89 @@
+"""Helpers to run the real ``orchestrator-hook`` executable on Claude Code's fixtures."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "claude-code" / "fixtures"
+HOOK = str(Path(sys.executable).parent / "orchestrator-hook")
+
+
+def fixture(name: str, **overrides: Any) -> dict[str, Any]:
+    payload = json.loads((FIXTURES / f"{name}.json").read_text())
+    payload.update(overrides)
+    return payload
+
+
+@dataclass
+class HookRun:
+    returncode: int
+    stdout: str
+    stderr: str
+    seconds: float
+
+    @property
+    def output(self) -> dict[str, Any] | None:
+        return json.loads(self.stdout) if self.stdout.strip() else None
+
+    @property
+    def context(self) -> str:
+        output = self.output or {}
+        return (output.get("hookSpecificOutput") or {}).get("additionalContext", "")
+
+
+class Project:
+    """A project directory set up for the hook client (config written as claude_setup does)."""
+
+    def __init__(self, root: Path, url: str, token: str, task_id: str | None = None) -> None:
+        self.root = root
+        self.state = root / ".claude" / "orchestrator"
+        self.configure(url, token, task_id)
+
+    def configure(self, url: str, token: str, task_id: str | None = None) -> None:
+        self.state.mkdir(parents=True, exist_ok=True)
+        config = {"url": url, "token": token}
+        if task_id:
+            config["taskId"] = task_id
+        (self.state / "config.json").write_text(json.dumps(config))
+
+    def hook(self, event: str, payload: dict[str, Any], *, env: dict[str, str] | None = None
+             ) -> HookRun:
+        payload = {**payload, "cwd": str(self.root)}
+        started = time.monotonic()
+        done = subprocess.run([HOOK, event], input=json.dumps(payload), capture_output=True,
+                              text=True, timeout=30, cwd=self.root,
+                              env={"PATH": "/usr/bin:/bin", "CLAUDE_PROJECT_DIR": str(self.root),
+                                   **(env or {})})
+        return HookRun(done.returncode, done.stdout, done.stderr, time.monotonic() - started)
+
+    def spooled(self) -> list[dict[str, Any]]:
+        folder = self.state / "spool"
+        return [json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))]
+
+    def mapped(self, claude_session: str) -> dict[str, Any] | None:
+        path = self.state / "sessions.json"
+        return json.loads(path.read_text()).get(claude_session) if path.exists() else None
+
+    def log(self) -> str:
+        path = self.state / "hook.log"
+        return path.read_text() if path.exists() else ""
+
+
+def dead_url() -> str:
+    """A real port with nothing listening: the service is down."""
+    from tests.conftest import free_port
+
+    return f"http://127.0.0.1:{free_port()}"
+
+
+@pytest.fixture
+def offline_project(tmp_path) -> Project:
+    return Project(tmp_path / "project", dead_url(), "token-of-a-service-that-is-down")

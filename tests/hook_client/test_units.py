@@ -1,0 +1,74 @@
+"""Pure logic of the hook client: composition limits, response parsing, transcript reading."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from orchestrator_hook.cli import event_name
+from orchestrator_hook.context import compose
+from orchestrator_hook.transcript import read_tail
+from orchestrator_hook.transport import parse_response
+
+
+def test_event_names_in_any_spelling():
+    assert event_name("SessionStart") == "SessionStart"
+    assert event_name("session-start") == "SessionStart"
+    assert event_name("post_tool_use_failure") == "PostToolUseFailure"
+    assert event_name("Notification") == "Notification"
+
+
+@pytest.mark.parametrize("sizes", [(100, 100, 100), (3000, 4000, 20000), (12000,), (9000, 9000)])
+def test_composed_context_stays_under_the_inline_limit(sizes):
+    sections = [(f"S{i}", chr(65 + i) * size) for i, size in enumerate(sizes)]
+    text = compose(sections)
+    assert len(text) <= 9500
+    assert text.startswith("## S0\nA")  # the first section is kept whole or cut last
+
+
+def test_the_lowest_priority_section_is_cut_first():
+    text = compose([("Recovery", "R" * 3000), ("Handoff", "H" * 2000), ("Task", "T" * 8000)])
+    assert "R" * 3000 in text and "H" * 2000 in text and "(truncated)" in text
+
+
+@pytest.mark.parametrize("raw,expected", [
+    (b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\n{}", (200, b"{}")),
+    (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n", (200, b"{}")),
+    (b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n", (404, b"")),
+])
+def test_http_responses_are_parsed(raw, expected):
+    assert parse_response(raw) == expected
+
+
+def test_a_truncated_response_is_an_error():
+    with pytest.raises(ValueError):
+        parse_response(b"HTTP/1.1 200 OK\r\ncontent-length: 10\r\n\r\n{}")
+
+
+def test_transcript_tail_keeps_prompts_answers_and_tool_actions(tmp_path):
+    path = tmp_path / "t.jsonl"
+    lines = [
+        {"type": "user", "message": {"role": "user", "content": "Fix the login bug"}},
+        {"type": "assistant", "message": {"role": "assistant", "content": [
+            {"type": "text", "text": "Looking at auth.ts"},
+            {"type": "tool_use", "name": "Edit", "input": {"file_path": "src/auth.ts"}}]}},
+        {"type": "user", "message": {"role": "user", "content": [
+            {"type": "tool_result", "content": "ok"}]}},
+        {"type": "user", "message": {"role": "user", "content": "<system-reminder>x"}},
+        {"type": "assistant", "message": {"role": "assistant", "content": [
+            {"type": "tool_use", "name": "Bash", "input": {"command": "pytest -q"}},
+            {"type": "text", "text": "Tests pass."}]}},
+    ]
+    path.write_text("garbage line\n" + "\n".join(json.dumps(line) for line in lines) + "\n")
+    tail = read_tail(str(path))
+    assert tail.user_prompts == ["Fix the login bug"]
+    assert tail.assistant_texts[-1] == "Tests pass."
+    assert tail.tool_actions == ["Edit src/auth.ts", "Bash pytest -q"]
+    summary = tail.summary()
+    assert "Fix the login bug" in summary and "Bash pytest -q" in summary
+
+
+def test_a_missing_transcript_is_an_empty_tail(tmp_path):
+    assert read_tail(str(tmp_path / "nope.jsonl")).summary() == ""
+    assert read_tail(None).summary() == ""
