@@ -53,6 +53,10 @@ def orchestrator(transactional_db, tmp_path) -> Iterator[OrchestratorServer]:
         yield server
     finally:
         server.stop()
+        # Shown by pytest only when the test failed: what the service and the hooks said.
+        print(f"--- web server log ---\n{server.log()[-4000:]}")
+        for log in sorted(tmp_path.rglob(".claude/orchestrator/hook.log")):
+            print(f"--- {log} ---\n{log.read_text(errors='replace')[-4000:]}")
 
 
 @pytest.fixture
