@@ -6,8 +6,10 @@ blocks), streamed as server-sent events the way the real API streams them. Every
 body is recorded, so a test can assert what reached the model (tool results, a hook's
 ``additionalContext``).
 
-Claude Code also makes requests of its own (a session title, a summary, a token count):
-they carry no tool list, so they get a plain text answer and never consume the script.
+Claude Code also makes requests of its own, which get a plain text answer and never
+consume the script: side requests without a tool list (a session title, a token count),
+and the compaction request, which carries the agent's tools and system prompt (for the
+prompt cache) but ends with the summary instruction; it gets ``compact_summary``.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 MODEL = "claude-sonnet-4-5"
+# The start of the instruction Claude Code appends to the conversation to compact it.
+COMPACTION_INSTRUCTION = "Your task is to create a detailed summary of"
 
 
 @dataclass
@@ -55,7 +59,11 @@ def call(tool: str, /, *, before: Callable[[], None] | None = None, **tool_input
 class Request:
     path: str
     body: dict[str, Any]
-    scripted: bool
+    kind: str  # "agent" (answered from the script), "compaction" or "side"
+
+    @property
+    def scripted(self) -> bool:
+        return self.kind == "agent"
 
     def text(self) -> str:
         """Everything the model was shown (system prompt and messages) as one string."""
@@ -65,9 +73,11 @@ class Request:
 class ModelStandIn:
     """Serves one script; ``requests`` lists every request received, in order."""
 
-    def __init__(self, steps: list[Step], final_text: str = "Done.") -> None:
+    def __init__(self, steps: list[Step], final_text: str = "Done.",
+                 compact_summary: str = "The user asked for work; it was done.") -> None:
         self.steps = list(steps)
         self.final_text = final_text
+        self.compact_summary = compact_summary
         self.requests: list[Request] = []
         self.lock = threading.Lock()
         handler = type("Handler", (_Handler,), {"standin": self})
@@ -90,19 +100,31 @@ class ModelStandIn:
             return [r for r in self.requests if r.scripted]
 
     def next_step(self, path: str, body: dict[str, Any]) -> Step:
-        scripted = is_agent_loop(body)
+        kind = request_kind(body)
         with self.lock:
-            self.requests.append(Request(path, body, scripted))
-            if not scripted:
+            self.requests.append(Request(path, body, kind))
+            if kind == "side":
                 return say("Untitled")
+            if kind == "compaction":
+                return say(f"<analysis>Scripted.</analysis>\n<summary>{self.compact_summary}"
+                           "</summary>")
             if self.steps:
                 return self.steps.pop(0)
         return say(self.final_text)
 
 
-def is_agent_loop(body: dict[str, Any]) -> bool:
-    """The agent's own turns offer it tools; title/summary/quota side requests do not."""
-    return bool(body.get("tools"))
+def request_kind(body: dict[str, Any]) -> str:
+    """The agent's own turns offer it tools; title/quota side requests do not; the
+    compaction request offers them too but its last user message asks for the summary."""
+    if not body.get("tools"):
+        return "side"
+    messages = body.get("messages") or []
+    last = messages[-1].get("content") if messages else None
+    texts = [last] if isinstance(last, str) else [
+        part.get("text", "") for part in last or [] if isinstance(part, dict)]
+    if any(COMPACTION_INSTRUCTION in text for text in texts):
+        return "compaction"
+    return "agent"
 
 
 class _Handler(BaseHTTPRequestHandler):

@@ -73,14 +73,18 @@ def test_print_mode_fires_the_hooks_and_injects_session_start_context(claude, pr
 def test_resume_and_compact_fire_their_hooks(claude, project, tmp_path):
     log = tmp_path / "hooks.jsonl"
     recording_settings(project, log)
-    with ModelStandIn([say("First answer.")]) as model:
-        first = claude.run(project, "hello", model.url)
+    steps = [*(call("Bash", command=f"echo {n}", description="count") for n in range(3)),
+             say("First answer.")]
+    with ModelStandIn(steps, compact_summary="SUMMARY-MARKER-9") as model:
+        first = claude.run(project, "count to three", model.url)
         log.write_text("")
         compact = claude.run(project, "/compact", model.url, resume=first.session_id)
     assert compact.session_id == first.session_id
-    events = [(e["hook_event_name"], e.get("source") or e.get("trigger") or e.get("reason"))
-              for e in recorded(log)]
-    assert events[0] == ("SessionStart", "resume")
-    assert ("PreCompact", "manual") in events
-    assert events[-1] == ("SessionEnd", "other")
-    assert {e["session_id"] for e in recorded(log)} == {first.session_id}
+    assert [r.kind for r in model.requests] == ["agent"] * 4 + ["compaction"]
+    events = recorded(log)
+    assert [(e["hook_event_name"], e.get("source") or e.get("trigger") or e.get("reason"))
+            for e in events] == [("SessionStart", "resume"), ("PreCompact", "manual"),
+                                 ("SessionStart", "compact"), ("PostCompact", "manual"),
+                                 ("SessionEnd", "other")]
+    assert {e["session_id"] for e in events} == {first.session_id}
+    assert "SUMMARY-MARKER-9" in events[3]["compact_summary"]
