@@ -1,0 +1,126 @@
+"""Benchmark of the Claude Code hook client (issue 10). Not a test: it prints one table.
+
+    DATABASE_URL=postgresql://.../orch_bench REDIS_URL=redis://127.0.0.1:6379/9 \\
+        python -m bench.hooks [--url http://127.0.0.1:8000] [--runs 40]
+
+Wall time of one ``orchestrator-hook EVENT`` process per event, as Claude Code runs it
+(fork, exec, Python start-up, the event's work, exit), fed the protocol fixtures of
+../shared/claude-code/fixtures, with the service up (``python -m orchestrator.webserver``
+started for the run, or ``--url``) and down (a port with nothing listening).
+PostToolUse is shown twice: a call inside the flush interval only appends to the local
+buffer; a flushing one also sends the batch with a heartbeat (one round trip).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from bench.common import ServerProcess, free_port, percentile, print_table, setup_django
+
+FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "claude-code" / "fixtures"
+HOOK = str(Path(sys.executable).parent / "orchestrator-hook")
+TARGETS = {("PostToolUse (buffered)", "up"): "p50 <= 60", ("PostToolUse (flush)", "up"): "p50 <= 60",
+           ("SessionStart", "up"): "p50 <= 250", ("SessionEnd", "up"): "p99 < 1000"}
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--url", help="base URL of a running server (default: start one)")
+    parser.add_argument("--runs", type=int, default=40, help="hook processes per row")
+    return parser.parse_args()
+
+
+def payload(name: str, **overrides) -> dict:
+    return {**json.loads((FIXTURES / f"{name}.json").read_text()), **overrides}
+
+
+def run_hook(project: Path, event: str, data: dict, env: dict[str, str]) -> float:
+    data = {**data, "cwd": str(project)}
+    started = time.perf_counter()
+    subprocess.run([HOOK, event], input=json.dumps(data).encode(), capture_output=True,
+                   check=True, cwd=project,
+                   env={"PATH": "/usr/bin:/bin", "CLAUDE_PROJECT_DIR": str(project), **env})
+    return time.perf_counter() - started
+
+
+def configure(project: Path, url: str, token: str, task: str) -> None:
+    state = project / ".claude" / "orchestrator"
+    state.mkdir(parents=True, exist_ok=True)
+    (state / "config.json").write_text(json.dumps({"url": url, "token": token, "taskId": task}))
+    (state / "down-until").unlink(missing_ok=True)
+
+
+def bench_events(project: Path, runs: int, service: str) -> list[list[str]]:
+    rows = []
+
+    def row(name: str, samples: list[float]) -> None:
+        ms = [s * 1000 for s in samples]
+        rows.append([name, service, str(len(ms)), f"{percentile(ms, 0.5):.1f}",
+                     f"{percentile(ms, 0.99):.1f}", f"{max(ms):.1f}",
+                     TARGETS.get((name, service), "<= 300" if service == "down" else "")])
+
+    starts, buffered, flushes, stops, ends = [], [], [], [], []
+    slow = {"ORCHESTRATOR_FLUSH_SECONDS": "3600"}
+    fast = {"ORCHESTRATOR_FLUSH_SECONDS": "0"}
+    for i in range(runs):
+        claude = f"bench-{time.time_ns()}-{i}"
+        starts.append(run_hook(project, "SessionStart",
+                               payload("session_start_startup", session_id=claude), slow))
+        edit = payload("post_tool_use_edit", session_id=claude)
+        edit["tool_input"]["file_path"] = str(project / "src" / f"file{i % 5}.ts")
+        buffered.append(run_hook(project, "PostToolUse", edit, slow))
+        flushes.append(run_hook(project, "PostToolUse", edit, fast))
+        stops.append(run_hook(project, "Stop", payload("stop", session_id=claude), slow))
+        ends.append(run_hook(project, "SessionEnd",
+                             payload("session_end_other", session_id=claude), slow))
+    row("SessionStart", starts)
+    row("PostToolUse (buffered)", buffered)
+    row("PostToolUse (flush)", flushes)
+    row("Stop", stops)
+    row("SessionEnd", ends)
+    return rows
+
+
+def main() -> None:
+    args = parse_args()
+    setup_django()
+    from django.core.management import call_command
+
+    from contexts.services.tasks import create_task
+    from orchestrator.models import ApiToken
+
+    call_command("migrate", verbosity=0)
+    _, token = ApiToken.issue(f"bench-hooks-{time.time_ns()}")
+    task = f"bench-hooks-{time.time_ns()}"
+    create_task({"taskId": task, "name": "Hook bench",
+                 "immediateContext": {"nextSteps": ["measure the hooks"]}})
+    # Python's own start-up, the floor under every row.
+    floor = [0.0] * 20
+    for i in range(20):
+        started = time.perf_counter()
+        subprocess.run([sys.executable, "-c", "pass"], check=True)
+        floor[i] = time.perf_counter() - started
+    rows = [["python -c pass (floor)", "-", "20", f"{percentile(floor, 0.5) * 1000:.1f}",
+             f"{percentile(floor, 0.99) * 1000:.1f}", f"{max(floor) * 1000:.1f}", ""]]
+    with tempfile.TemporaryDirectory() as temp:
+        project = Path(temp) / "project"
+        server = contextlib.nullcontext() if args.url else ServerProcess(free_port())
+        with server as live:
+            configure(project, args.url or live.url, token, task)
+            rows.extend(bench_events(project, args.runs, "up"))
+        configure(project, f"http://127.0.0.1:{free_port()}", token, task)
+        rows.extend(bench_events(project, args.runs, "down"))
+        spooled = len(list((project / ".claude" / "orchestrator" / "spool").glob("*.json")))
+    print_table(["hook", "service", "runs", "p50 ms", "p99 ms", "max ms", "target ms"], rows)
+    print(f"calls spooled while the service was down: {spooled}")
+
+
+if __name__ == "__main__":
+    main()
