@@ -24,7 +24,9 @@ MAX_DEPTH = 10
 EDGE_TYPES = ("blocks", "depends_on", "related_to", "parent_of")
 
 NODE = obj({"taskId": string(), "name": string(), "status": string(enum=TASK_STATUSES),
-            "phase": string(), "priority": integer(), "score": number()},
+            "phase": string(), "priority": integer(), "score": number(),
+            "orphaned": boolean("Present (true) when the task's only sessions crashed: "
+                                "orphaned work, seed 004")},
            ["taskId", "name", "status", "priority"], description="TaskGraphNode")
 NODES = array(NODE)
 EDGE = obj({"from": string(), "to": string(), "type": string(enum=EDGE_TYPES),

@@ -69,6 +69,8 @@ class ToolInvocation(models.Model):
     transport = models.CharField(max_length=20, blank=True, default="")
     duration_ms = models.FloatField(default=0)
     timestamp = models.DateTimeField(db_default=Now())
+    # What a hook-reported tool use did ("Edit src/app.py"); shown in resume prompts.
+    summary = models.CharField(max_length=500, null=True, blank=True)
 
     class Meta:
         ordering = ["-id"]
@@ -114,8 +116,11 @@ class SessionHandoff(models.Model):
     open_items = models.JSONField(default=list)
     active = models.BooleanField(default=True)
     created_at = models.DateTimeField(db_default=Now())
+    # First read by a starting session; the note stays active until the next end_session
+    # of the project replaces it, so parallel sessions all see it (seed 001).
     consumed_at = models.DateTimeField(null=True, blank=True)
     consumed_by_session_id = models.CharField(max_length=255, null=True, blank=True)
+    last_confirmed_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from contexts.services import bundle
 from orchestrator.tools import Tool, ToolContext, register
 from orchestrator.tools.schema import (
     RECOVERY_TYPES,
@@ -21,7 +22,7 @@ from orchestrator.tools.schema import (
     string_list,
 )
 from sessions.models import EVENT_ROLES, EVENT_TYPES
-from sessions.services import compaction, events, lifecycle, recovery
+from sessions.services import activity, agent_context, compaction, events, lifecycle, recovery
 
 SESSION_ID = safe_id("Session id (letters, digits, . _ : -)")
 TASK_ID = safe_id("Task the session works on")
@@ -33,12 +34,34 @@ UNSAVED_CHANGES = array(
     obj({"type": string(max_length=100, min_length=1), "path": string(max_length=1000),
          "description": string(max_length=5000)}, ["type", "path"]),
     "Changes not yet saved anywhere (spec 4.1.8)", max_items=500)
-TOOL_USE = obj({"timestamp": TIMESTAMP, "tool": string(), "success": boolean()},
+TOOL_USE = obj({"timestamp": TIMESTAMP, "tool": string(), "success": boolean(),
+                "summary": string("What a hook-reported tool use did")},
                ["timestamp", "tool", "success"])
 HANDOFF = {"type": ["object", "null"], "properties": {
     "handoffId": string(), "projectDir": string(), "fromSessionId": string(),
     "fromAgent": string(nullable=True), "summary": string(), "openItems": string_list(),
-    "createdAt": TIMESTAMP, "consumedAt": string(nullable=True), "active": boolean()}}
+    "createdAt": TIMESTAMP,
+    "consumedAt": string("First read by a starting session", nullable=True),
+    "consumedBySessionId": string(nullable=True),
+    "lastConfirmedAt": string("Latest read by a starting session", nullable=True),
+    "active": boolean("True until the next end_session of the project replaces it")}}
+ORPHANED_TASK = obj({"taskId": string(), "name": string(), "crashedSessionId": string(),
+                     "lastActivity": string(nullable=True)},
+                    ["taskId", "name", "crashedSessionId", "lastActivity"],
+                    description="Seed 004 orphaned work: an unfinished task a crashed session "
+                                "worked on and no live session works on")
+BUDGET_TOKENS = integer("Token budget of the context bundle (tokens ~ characters / 4); "
+                        "0 = no bundle", minimum=0, maximum=bundle.MAX_BUDGET_TOKENS)
+TIER = string(enum=bundle.TIERS)
+CONTEXT_BUNDLE = obj({
+    "taskId": string(), "budgetTokens": integer(),
+    "estimatedTokens": integer("ceil(characters of text / 4)"),
+    "tiers": array(TIER, "Tiers in the text, hot first"),
+    "droppedTiers": array(TIER, "Tiers left out to fit the budget (cold goes first)"),
+    "truncated": boolean("HOT alone was over the budget and was cut item by item"),
+    "text": string("Markdown ready to inject")},
+    ["taskId", "budgetTokens", "estimatedTokens", "tiers", "droppedTiers", "truncated", "text"],
+    description="Seed 001 tiered context bundle of a task")
 RECOVERY_SESSION = obj({
     "sessionId": string(), "taskId": string(nullable=True), "taskName": string(nullable=True),
     "recoveryType": string(enum=RECOVERY_TYPES), "lastActivity": string(nullable=True),
@@ -49,7 +72,7 @@ RECOVERY_SESSION = obj({
     ["sessionId", "recoveryType", "lastActivity", "resumePrompt", "unsavedChanges"])
 RECOVERY_REPORT = obj({
     "needsRecovery": boolean(), "sessions": array(RECOVERY_SESSION), "summary": string(),
-    "timestamp": TIMESTAMP,
+    "timestamp": TIMESTAMP, "orphanedTasks": array(ORPHANED_TASK),
     "markedRecovered": obj({"sessionId": string(), "status": string()})},
     ["needsRecovery", "sessions", "summary", "timestamp"])
 
@@ -63,20 +86,31 @@ register(Tool(
     description=(
         "Register an agent session (id generated as session-<ms>-<uuid4> when omitted; an "
         "existing id is E1601). The answer carries the project's handoff note left by the "
-        "previous session (now consumed), what check_recovery reports for the same project, "
-        "and notificationStatus."
+        "last end_session (it stays active for parallel sessions until the next end_session "
+        "replaces it), what check_recovery reports for the same project (crashed sessions "
+        "with resume prompts, orphaned tasks) and notificationStatus. resolveTask picks a "
+        "task when none is given (taskSource: branch = the task of the latest session of "
+        "this projectDir and gitBranch, else active = the global active task); "
+        "contextBudgetTokens > 0 adds the task's tiered contextBundle."
     ),
     input_schema=obj({"sessionId": SESSION_ID, "taskId": TASK_ID,
                       "projectDir": string(max_length=1000), "gitBranch": string(max_length=255),
                       "agentId": string(max_length=255),
                       "processId": integer("Agent process id (crash detection, 8.1.2)",
-                                           minimum=0)}),
+                                           minimum=0),
+                      "resolveTask": boolean("Without taskId, pick the task from the branch "
+                                             "or the global active task", default=False),
+                      "contextBudgetTokens": BUDGET_TOKENS}),
     output_schema=obj({"success": boolean(), "sessionId": string(),
                        "status": string(enum=SESSION_STATUSES), "startedAt": TIMESTAMP,
-                       "taskId": string(nullable=True), "projectDir": string(nullable=True),
+                       "taskId": string(nullable=True),
+                       "taskSource": string("Where taskId came from", nullable=True,
+                                            enum=("argument", "branch", "active")),
+                       "projectDir": string(nullable=True),
                        "gitBranch": string(nullable=True), "agentId": string(nullable=True),
                        "processId": {"type": ["integer", "null"]},
                        "heartbeatIntervalMs": integer(), "handoff": HANDOFF,
+                       "contextBundle": CONTEXT_BUNDLE,
                        "recovery": RECOVERY_REPORT, "savedTo": SAVED_TO,
                        "notificationStatus": NOTIFICATION_STATUS},
                       ["success", "sessionId", "status", "startedAt", "notificationStatus"]),
@@ -157,7 +191,8 @@ def _report_compaction(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]
         args["sessionId"], trigger=args.get("trigger", "auto"),
         conversation_summary=args.get("conversationSummary"),
         unsaved_changes=args.get("unsavedChanges"),
-        context_remaining=args.get("contextRemaining"))
+        context_remaining=args.get("contextRemaining"),
+        context_budget_tokens=args.get("contextBudgetTokens"))
 
 
 register(Tool(
@@ -166,17 +201,20 @@ register(Tool(
         "Report that the session's context window was compacted (manual or auto). Records a "
         "recovery record (type 'compaction': task state, summary, unsaved changes, tool "
         "history), counts compactions and returns the resume prompt; every second compaction "
-        "needs a full plan reload (fullReloadDue)."
+        "needs a full plan reload (fullReloadDue). contextBudgetTokens > 0 adds the task's "
+        "contextBundle to re-inject: every tier that fits when fullReloadDue, else HOT only."
     ),
     input_schema=obj({"sessionId": SESSION_ID, "trigger": string(enum=("manual", "auto")),
                       "conversationSummary": string(max_length=50000),
                       "unsavedChanges": UNSAVED_CHANGES,
                       "contextRemaining": number("Share of the window left, 0-1", minimum=0,
-                                                 maximum=1)}, ["sessionId"]),
+                                                 maximum=1),
+                      "contextBudgetTokens": BUDGET_TOKENS}, ["sessionId"]),
     output_schema=obj({"success": boolean(), "sessionId": string(),
                        "status": {"const": "compacted"}, "recoveryType": {"const": "compaction"},
                        "compactionNumber": integer(), "fullReloadDue": boolean(),
-                       "resumePrompt": string(), "timestamp": TIMESTAMP},
+                       "resumePrompt": string(), "timestamp": TIMESTAMP,
+                       "contextBundle": CONTEXT_BUNDLE},
                       ["success", "sessionId", "compactionNumber", "fullReloadDue",
                        "resumePrompt"]),
     handler=_report_compaction,
@@ -264,4 +302,71 @@ register(Tool(
                      ["sessionId", "patch"]),
     output_schema=SCRATCHPAD,
     handler=_update_scratchpad,
+))
+
+
+def _record_activity(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
+    return activity.record_activity(args)
+
+
+HOOK_TOOL_USE = obj({
+    "tool": string("Agent tool name (Edit, Write, Bash, ...)", min_length=1, max_length=100),
+    "success": boolean(),
+    "timestamp": string("ISO 8601 time of the tool use", max_length=64, fmt="date-time"),
+    "filePaths": string_list("Files the tool touched; those of Edit, Write, MultiEdit and "
+                             "NotebookEdit join the task's keyFiles", max_items=50,
+                             max_length=1000),
+    "summary": string("What it did, shown in resume prompts", max_length=500)},
+    ["tool", "success", "timestamp"])
+
+register(Tool(
+    name="record_activity",
+    description=(
+        "One round trip for a batch of agent hook events: a heartbeat (same rules and codes "
+        "as heartbeat: E1600 unknown, E1602 ended, E1603 crashed; heartbeat false skips it), "
+        "a tool-history row per tool use (transport hook; they appear in check_recovery and "
+        "resume prompts) and the paths of Edit/Write/MultiEdit/NotebookEdit merged into the "
+        "session task's keyFiles (relative to the session's projectDir when under it; a new "
+        "context version only when a path is new), so detect_conflicts finds file conflicts "
+        "between parallel agents."
+    ),
+    input_schema=obj({"sessionId": SESSION_ID, "taskId": TASK_ID,
+                      "toolUses": array(HOOK_TOOL_USE, max_items=200),
+                      "conversationSummary": string(max_length=50000),
+                      "heartbeat": boolean(default=True)}, ["sessionId"]),
+    output_schema=obj({"success": boolean(), "sessionId": string(),
+                       "taskId": string(nullable=True), "recorded": integer(),
+                       "keyFilesAdded": string_list(), "lastHeartbeat": string(nullable=True)},
+                      ["success", "sessionId", "taskId", "recorded", "keyFilesAdded",
+                       "lastHeartbeat"]),
+    handler=_record_activity,
+))
+
+
+def _get_context_bundle(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
+    return agent_context.bundle_for(
+        task_id=args.get("taskId"), session_id=args.get("sessionId"),
+        budget_tokens=args.get("budgetTokens", bundle.DEFAULT_BUDGET_TOKENS),
+        tiers=args.get("tiers"))
+
+
+register(Tool(
+    name="get_context_bundle",
+    description=(
+        "A task's context (or the task of sessionId) as markdown ready to inject, tiered as "
+        "seed 001 says: HOT (status, immediate context, blockers, locks, unresolved "
+        "conflicts, hard rules; never dropped), WARM (description, notes, key files, recent "
+        "decisions, relationships, tech stack), COLD (older decisions, keywords, version "
+        "history, key paths). Over budgetTokens (tokens ~ characters / 4) COLD goes first, "
+        "then WARM; HOT alone over budget is cut item by item (truncated)."
+    ),
+    input_schema=obj({"taskId": TASK_ID, "sessionId": SESSION_ID,
+                      "budgetTokens": integer("Default 2000", minimum=1,
+                                              maximum=bundle.MAX_BUDGET_TOKENS,
+                                              default=bundle.DEFAULT_BUDGET_TOKENS),
+                      "tiers": array(TIER, "Tiers wanted (HOT is always in)", unique=True)}),
+    output_schema=obj({"success": boolean(), **CONTEXT_BUNDLE["properties"]},
+                      ["success", *CONTEXT_BUNDLE["required"]]),
+    handler=_get_context_bundle,
+    read_only=True,
 ))

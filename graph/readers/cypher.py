@@ -110,6 +110,18 @@ class CypherReader:
                       "RETURN DISTINCT a.agentId, a.type", {"id": task_id})
         return [{"agentId": a, "type": kind or a} for a, kind in sorted(rows)]
 
+    def orphaned(self, task_ids: set[str] | None) -> set[str]:
+        # Seed 004 orphaned work (graph.services.work.orphaned_work): a crashed session
+        # WORKS_ON the unfinished task and no live one does. OPTIONAL MATCH with a count,
+        # not an EXISTS subquery, which ArcadeDB's Cypher does not take everywhere.
+        where, params = _scope(task_ids)
+        rows = cypher("MATCH (s:Session)-[:WORKS_ON]->(t:Task) WHERE s.status = 'crashed' "
+                      f"AND NOT t.status IN ['completed', 'archived']{where} WITH DISTINCT t "
+                      "OPTIONAL MATCH (l:Session)-[:WORKS_ON]->(t) "
+                      "WHERE l.status IN ['active', 'compacted'] "
+                      "WITH t, count(l) AS live WHERE live = 0 RETURN t.taskId", params)
+        return {r[0] for r in rows}
+
     def recent_sessions(self, task_id: str, limit: int) -> list[dict[str, str]]:
         rows = cypher("MATCH (s:Session)-[w:WORKS_ON]->(:Task {taskId: $id}) "
                       "WHERE w.startedAt IS NOT NULL RETURN s.sessionId, w.startedAt",

@@ -12,7 +12,7 @@ from django.db import connection
 
 from graph.readers import Edge, Node, edge_order, iso, make_edge, make_node, node_order
 from graph.services.types import GRAPH_LABELS
-from graph.services.work import WORK_TABLE
+from graph.services.work import WORK_TABLE, orphaned_work
 from orchestrator.db import qualified
 
 _NODE_COLUMNS = "t.task_id, t.name, t.status, t.current_phase, t.priority, t.score"
@@ -130,6 +130,9 @@ class PostgresReader:
             "ON s.session_id = w.session_id WHERE w.task_id = %s AND w.agent_id IS NOT NULL",
             [task_id, task_id])
         return [{"agentId": r[0], "type": r[0]} for r in sorted(rows)]
+
+    def orphaned(self, task_ids: set[str] | None) -> set[str]:
+        return {row[0] for row in orphaned_work(task_ids)}
 
     def recent_sessions(self, task_id: str, limit: int) -> list[dict[str, str]]:
         rows = _rows(f"SELECT w.session_id, w.started_at FROM {WORK_TABLE} w "

@@ -109,6 +109,10 @@ def get_task_graph(task_id: str | None = None, depth: int = 2,
         nodes = [n for n in all_nodes if n["taskId"] == task_id or _visible(n, include_completed)]
         kept = {n["taskId"] for n in nodes}
         edges = [e for e in reader.edges(scope) if e["from"] in kept and e["to"] in kept]
+        orphaned = reader.orphaned(scope)
+        for node in nodes:
+            if node["taskId"] in orphaned:
+                node["orphaned"] = True  # seed 004: its only session(s) crashed
         blocked = reader.blocked(scope)
         result: dict[str, Any] = {
             "nodes": nodes,

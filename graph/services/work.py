@@ -43,3 +43,32 @@ def forget_sessions(session_ids: list[str]) -> set[str]:
         cursor.execute(f"DELETE FROM {WORK_TABLE} WHERE session_id = ANY(%s) RETURNING task_id",
                        [list(session_ids)])
         return {r[0] for r in cursor.fetchall()}
+
+
+# Seed 004's orphaned work, read from the work records: an unfinished task that a crashed
+# session worked on and that no live session works on. The Cypher reader asks the
+# mirror the same question (Session status and WORKS_ON edges).
+_ORPHANED_WORK_SQL = """
+SELECT t.task_id, t.name, s.session_id, s.last_heartbeat
+FROM {work} w
+JOIN {sessions} s ON s.session_id = w.session_id
+JOIN {tasks} t ON t.task_id = w.task_id
+WHERE s.status = 'crashed' AND COALESCE(t.status, 'pending') NOT IN ('completed', 'archived')
+  AND (%(tasks)s::text[] IS NULL OR t.task_id = ANY(%(tasks)s::text[]))
+  AND (%(project)s::text IS NULL OR s.project_dir = %(project)s::text)
+  AND NOT EXISTS (SELECT 1 FROM {work} lw JOIN {sessions} ls ON ls.session_id = lw.session_id
+                  WHERE lw.task_id = w.task_id AND ls.status IN ('active', 'compacted'))
+ORDER BY s.last_heartbeat DESC NULLS LAST, t.task_id
+"""
+
+
+def orphaned_work(task_ids: set[str] | None = None,
+                  project_dir: str | None = None) -> list[tuple[str, str, str, datetime | None]]:
+    """(taskId, name, crashed sessionId, its last heartbeat), newest crash first; a task
+    appears once per crashed session that worked on it."""
+    sql = _ORPHANED_WORK_SQL.format(work=WORK_TABLE, sessions=qualified("active_sessions"),
+                                    tasks=qualified("task_contexts"))
+    with connection.cursor() as cursor:
+        cursor.execute(sql, {"tasks": None if task_ids is None else sorted(task_ids),
+                             "project": project_dir})
+        return cursor.fetchall()

@@ -17,7 +17,7 @@ from django.db import connection, transaction
 from orchestrator import metrics
 from orchestrator.backends import files
 from orchestrator.errors import now_iso
-from sessions.services import events, recovery
+from sessions.services import agent_context, events, recovery
 from sessions.services.common import (
     DETAIL_TABLE,
     logger,
@@ -33,7 +33,10 @@ STATE_FILE = ".session-state.json"
 def report_compaction(session_id: str, *, trigger: str = "auto",
                       conversation_summary: str | None = None,
                       unsaved_changes: list[dict[str, Any]] | None = None,
-                      context_remaining: float | None = None) -> dict[str, Any]:
+                      context_remaining: float | None = None,
+                      context_budget_tokens: int | None = None) -> dict[str, Any]:
+    """Count and record a compaction; with a token budget, the bundle to re-inject: every
+    tier that fits when a full reload is due (seed 004), else HOT only."""
     with transaction.atomic():
         # Same lock order as appends and end_session: detail row, then the session row.
         events.lock_open_session(session_id, action="reporting a compaction")
@@ -71,10 +74,16 @@ def report_compaction(session_id: str, *, trigger: str = "auto",
                                             "fullReload": full_reload, "trigger": trigger})
     state = recovery.recovery_state(session_id)
     _write_state_file(session_id, number, full_reload, state.task)
-    return {"success": True, "sessionId": session_id, "status": "compacted",
-            "recoveryType": "compaction", "compactionNumber": number,
-            "fullReloadDue": full_reload, "resumePrompt": resume_prompt(state),
-            "timestamp": now_iso()}
+    result = {"success": True, "sessionId": session_id, "status": "compacted",
+              "recoveryType": "compaction", "compactionNumber": number,
+              "fullReloadDue": full_reload, "resumePrompt": resume_prompt(state),
+              "timestamp": now_iso()}
+    bundle = agent_context.bundle_or_none((state.task or {}).get("taskId"),
+                                          context_budget_tokens,
+                                          None if full_reload else ["hot"])
+    if bundle is not None:
+        result["contextBundle"] = bundle
+    return result
 
 
 def _write_state_file(session_id: str, number: int, full_reload: bool,

@@ -1,7 +1,8 @@
 """Handoff notes between sessions of one project (seed 001 AD-2).
 
 Exactly one active handoff per project: the partial unique index enforces it and
-``leave_handoff`` replaces the previous one in the caller's transaction. A transaction-
+``leave_handoff`` replaces the previous one in the caller's transaction. Starting
+sessions read it without deactivating it (``read_handoff``). A transaction-
 scoped advisory lock per project serialises concurrent replacements, so two sessions
 ending at once leave the later one active instead of one failing on the index.
 """
@@ -12,7 +13,6 @@ from typing import Any
 
 from django.conf import settings
 from django.db import connection
-from django.utils import timezone
 
 from sessions.models import SessionHandoff
 from sessions.services.common import iso
@@ -39,18 +39,21 @@ def leave_handoff(*, project_dir: str | None, session_id: str, agent_id: str | N
                                          open_items=open_items)
 
 
-def consume_handoff(*, project_dir: str | None, session_id: str) -> SessionHandoff | None:
-    """Take the project's active handoff for a starting session (call in atomic)."""
-    key = project_key(project_dir)
-    _lock_project(key)
-    handoff = SessionHandoff.objects.filter(project_key=key, active=True).first()
-    if handoff is None:
-        return None
-    handoff.active = False
-    handoff.consumed_at = timezone.now()
-    handoff.consumed_by_session_id = session_id
-    handoff.save(update_fields=["active", "consumed_at", "consumed_by_session_id"])
-    return handoff
+def read_handoff(*, project_dir: str | None, session_id: str) -> SessionHandoff | None:
+    """The project's active handoff, as a starting session reads it.
+
+    The note stays active (seed 001: until the next end_session replaces it), so parallel
+    sessions all get it: the first read sets ``consumed_at`` (and who), every read sets
+    ``last_confirmed_at``. One conditional UPDATE, no project lock: reads must not queue
+    behind each other, and the row lock orders them against a replacing end_session.
+    """
+    table = SessionHandoff._meta.db_table
+    rows = list(SessionHandoff.objects.raw(
+        f"UPDATE {table} SET consumed_at = COALESCE(consumed_at, now()), "
+        "consumed_by_session_id = COALESCE(consumed_by_session_id, %s), "
+        "last_confirmed_at = now() WHERE project_key = %s AND active RETURNING *",
+        [session_id, project_key(project_dir)]))
+    return rows[0] if rows else None
 
 
 def handoff_data(handoff: SessionHandoff | None) -> dict[str, Any] | None:
@@ -65,5 +68,7 @@ def handoff_data(handoff: SessionHandoff | None) -> dict[str, Any] | None:
         "openItems": list(handoff.open_items or []),
         "createdAt": iso(handoff.created_at),
         "consumedAt": iso(handoff.consumed_at),
+        "consumedBySessionId": handoff.consumed_by_session_id,
+        "lastConfirmedAt": iso(handoff.last_confirmed_at),
         "active": handoff.active,
     }

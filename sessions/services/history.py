@@ -29,7 +29,8 @@ from sessions.services.common import HISTORY_TABLE, fetch_dicts, iso, sessions_t
 
 logger = logging.getLogger("orchestrator.sessions")
 
-NOT_RECORDED = frozenset({"heartbeat"})
+# record_activity is a heartbeat carrying the hook's own rows; its call is not work either.
+NOT_RECORDED = frozenset({"heartbeat", "record_activity"})
 MIRROR_SIZE = 50
 HISTORY_FILE = ".tool-history.json"
 
@@ -76,11 +77,11 @@ def recent_history(session_id: str, limit: int, *,
                    exclude: frozenset[str] = frozenset()) -> list[dict[str, Any]]:
     """The session's last ``limit`` tool uses, newest first, in the spec's shape."""
     rows = fetch_dicts(
-        f"SELECT timestamp, tool, success FROM {HISTORY_TABLE} WHERE session_id = %s "
+        f"SELECT timestamp, tool, success, summary FROM {HISTORY_TABLE} WHERE session_id = %s "
         "AND NOT (tool = ANY(%s)) ORDER BY id DESC LIMIT %s",
         [session_id, list(exclude), limit])
-    return [{"timestamp": iso(r["timestamp"]), "tool": r["tool"], "success": r["success"]}
-            for r in rows]
+    return [{"timestamp": iso(r["timestamp"]), "tool": r["tool"], "success": r["success"],
+             **({"summary": r["summary"]} if r["summary"] else {})} for r in rows]
 
 
 def write_mirror() -> bool:

@@ -17,7 +17,7 @@ from orchestrator.db import qualified
 from orchestrator.errors import OrchestratorError, now_iso
 from sessions import signals
 from sessions.models import ActiveSession
-from sessions.services import handoffs, notifications
+from sessions.services import agent_context, handoffs, notifications
 from sessions.services.common import (
     DETAIL_TABLE,
     LIVE_STATUSES,
@@ -61,6 +61,9 @@ def start_session(args: dict[str, Any]) -> dict[str, Any]:
     task_id, project_dir = args.get("taskId"), args.get("projectDir")
     agent_id, process_id = args.get("agentId"), args.get("processId")
     _require_task(task_id)
+    task_source = "argument" if task_id else None
+    if task_id is None and args.get("resolveTask"):
+        task_id, task_source = agent_context.resolve_task(project_dir, args.get("gitBranch"))
     with transaction.atomic():
         with connection.cursor() as cursor:
             cursor.execute(
@@ -81,7 +84,7 @@ def start_session(args: dict[str, Any]) -> dict[str, Any]:
         started_at = row[0]
         if task_id:
             record_work(session_id, task_id, agent_id=agent_id, started_at=started_at)
-        handoff = handoffs.consume_handoff(project_dir=project_dir, session_id=session_id)
+        handoff = handoffs.read_handoff(project_dir=project_dir, session_id=session_id)
         transaction.on_commit(lambda: signals.session_started.send(
             sender=ActiveSession, session_id=session_id, task_id=task_id, agent_id=agent_id,
             started_at=started_at))
@@ -96,6 +99,7 @@ def start_session(args: dict[str, Any]) -> dict[str, Any]:
         "status": "active",
         "startedAt": iso(started_at),
         "taskId": task_id,
+        "taskSource": task_source,
         "projectDir": project_dir,
         "gitBranch": args.get("gitBranch"),
         "agentId": agent_id,
@@ -104,6 +108,9 @@ def start_session(args: dict[str, Any]) -> dict[str, Any]:
         "handoff": handoffs.handoff_data(handoff),
         "savedTo": saved_to,
     }
+    bundle = agent_context.bundle_or_none(task_id, args.get("contextBudgetTokens"))
+    if bundle is not None:
+        result["contextBundle"] = bundle
     if settings.ENABLE_AUTO_RECOVERY_CHECK:
         result["recovery"] = recovery.check_recovery(project_dir=project_dir,
                                                      exclude_session=session_id)

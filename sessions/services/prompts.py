@@ -44,6 +44,8 @@ class RecoveryState:
     conversation_summary: str | None = None
     compaction_count: int = 0
     git_branch: str | None = None
+    # Seed 004: unfinished tasks this session worked on that no live session took over.
+    orphaned_tasks: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def full_reload_due(self) -> bool:
@@ -76,6 +78,7 @@ def resume_prompt(state: RecoveryState) -> str:
     ]
     uses = state.tool_history[:PROMPT_TOOL_USES]
     lines += [f"- {u['timestamp']} `{u['tool']}` ({'ok' if u['success'] else 'failed'})"
+              + (f": {u['summary']}" if u.get("summary") else "")
               for u in uses] or ["- (no tool usage recorded)"]
     lines += ["", "### Pending Changes"]
     lines += [f"- **{_text(c.get('type'), 'change')}** `{_text(c.get('path'), '?')}`: "
@@ -107,6 +110,11 @@ def recommended_actions(state: RecoveryState) -> list[str]:
         branch = f" on branch {state.git_branch}" if state.git_branch else ""
         actions.append(f"Check the working tree{branch} (git status, diff): the session "
                        f"stopped responding after {_text(state.last_activity, 'an unknown time')}.")
+    if state.orphaned_tasks:
+        names = ", ".join(f"`{t['taskId']}` ({t['name']})" for t in state.orphaned_tasks)
+        actions.append(f"Orphaned work: {names} has no live session since this one "
+                       "crashed; take it over (start_session or switch_task with its taskId) "
+                       "or hand it back.")
     if blockers:
         actions.append("Resolve the blockers first: " + "; ".join(blockers) + ".")
     if state.unsaved_changes:

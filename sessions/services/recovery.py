@@ -17,7 +17,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from graph.services.work import forget_sessions
+from graph.services.work import forget_sessions, orphaned_work
 from orchestrator.db import qualified
 from orchestrator.errors import OrchestratorError, now_iso
 from sessions import signals
@@ -229,6 +229,11 @@ def check_recovery(*, mark_recovered_id: str | None = None, include_history: boo
     counts = dict(SessionDetail.objects.filter(session_id__in=[r.session_id for r in rows])
                   .values_list("session_id", "compaction_count"))
     states = [_state_from_row(r, counts.get(r.session_id, 0)) for r in rows]
+    orphans = orphaned_work(project_dir=project_dir)
+    for state in states:
+        state.orphaned_tasks = [{"taskId": task_id, "name": name}
+                                for task_id, name, session_id, _ in orphans
+                                if session_id == state.session_id]
     if project_dir is None:
         from_file = _stale_file_state({s.session_id for s in states} | {exclude_session or ""})
         if from_file:
@@ -238,10 +243,21 @@ def check_recovery(*, mark_recovered_id: str | None = None, include_history: boo
         f"{s['sessionId']} ({s['recoveryType']})" for s in sessions)
         if sessions else "No sessions need recovery.")
     result: dict[str, Any] = {"needsRecovery": bool(sessions), "sessions": sessions,
+                              "orphanedTasks": _orphaned_tasks(orphans),
                               "summary": summary, "timestamp": now_iso()}
     if marked:
         result["markedRecovered"] = {"sessionId": mark_recovered_id, "status": marked}
     return result
+
+
+def _orphaned_tasks(rows: list[tuple]) -> list[dict[str, Any]]:
+    """One entry per orphaned task, naming the session that crashed on it last."""
+    tasks: dict[str, dict[str, Any]] = {}
+    for task_id, name, session_id, last_heartbeat in rows:  # newest crash first
+        tasks.setdefault(task_id, {"taskId": task_id, "name": name,
+                                   "crashedSessionId": session_id,
+                                   "lastActivity": iso(last_heartbeat)})
+    return list(tasks.values())
 
 
 def _session_entry(state: RecoveryState, include_history: bool) -> dict[str, Any]:

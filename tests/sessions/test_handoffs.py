@@ -26,10 +26,58 @@ def test_handoff_round_trip_start_end_start(tools):
     nxt = tools.ok("start_session", {"sessionId": "b", "projectDir": "/repo"})
     assert nxt["handoff"]["summary"] == "Parser done"
     assert nxt["handoff"]["openItems"] == ["write docs", "bench"]
-    assert nxt["handoff"]["active"] is False and nxt["handoff"]["consumedAt"]
-    assert tools.ok("start_session", {"sessionId": "c", "projectDir": "/repo"})["handoff"] is None
+    # Seed 001: the note stays active until the next end_session replaces it.
+    assert nxt["handoff"]["active"] is True and nxt["handoff"]["consumedAt"]
+    assert nxt["handoff"]["consumedBySessionId"] == "b"
     other = tools.ok("start_session", {"sessionId": "d", "projectDir": "/elsewhere"})
     assert other["handoff"] is None
+    tools.ok("end_session", {"sessionId": "b"})  # no summary: leaves the note as it is
+    assert tools.ok("start_session", {"sessionId": "c", "projectDir": "/repo"})["handoff"][
+        "summary"] == "Parser done"
+    tools.ok("end_session", {"sessionId": "c", "summary": "Docs written"})
+    assert tools.ok("start_session", {"sessionId": "e", "projectDir": "/repo"})["handoff"][
+        "summary"] == "Docs written"
+
+
+@pytest.mark.django_db
+def test_two_parallel_sessions_both_see_the_handoff(tools):
+    tools.ok("start_session", {"sessionId": "a", "projectDir": "/repo"})
+    tools.ok("end_session", {"sessionId": "a", "summary": "Parser done"})
+    first = tools.ok("start_session", {"sessionId": "p1", "projectDir": "/repo"})["handoff"]
+    second = tools.ok("start_session", {"sessionId": "p2", "projectDir": "/repo"})["handoff"]
+    assert first["handoffId"] == second["handoffId"]
+    assert first["summary"] == second["summary"] == "Parser done"
+    # consumedAt is the first read, kept; lastConfirmedAt moves with every read.
+    assert second["consumedAt"] == first["consumedAt"]
+    assert second["consumedBySessionId"] == "p1"
+    assert second["lastConfirmedAt"] >= first["lastConfirmedAt"]
+    note = SessionHandoff.objects.get(project_key="/repo")
+    assert note.active and note.consumed_by_session_id == "p1"
+    assert note.last_confirmed_at >= note.consumed_at
+
+
+@pytest.mark.django_db(transaction=True)
+def test_parallel_starts_read_the_note_while_it_stays_the_only_active_one(tools):
+    tools.ok("start_session", {"sessionId": "a", "projectDir": "/repo"})
+    tools.ok("end_session", {"sessionId": "a", "summary": "shared note"})
+    barrier = threading.Barrier(4)
+    seen: list[str | None] = []
+
+    def start(n: int) -> None:
+        barrier.wait()
+        try:
+            answer = lifecycle.start_session({"sessionId": f"p{n}", "projectDir": "/repo"})
+            seen.append((answer["handoff"] or {}).get("summary"))
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=start, args=(n,)) for n in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert seen == ["shared note"] * 4
+    assert SessionHandoff.objects.filter(project_key="/repo", active=True).count() == 1
 
 
 @pytest.mark.django_db

@@ -1,0 +1,172 @@
+"""record_activity: a batch of hook events in one call (issue 10, the Claude Code hooks).
+
+A hook client flushes what happened since its last call: the tool uses (spec 6.4.1 tool
+history, transport "hook"), the files the edits touched and the conversation summary,
+and it counts as a heartbeat. This runs every few seconds per agent, so it is built to
+cost few round trips:
+
+1. the heartbeat (one conditional UPDATE, as ``heartbeat`` does it, plus Redis);
+2. one statement inserting every tool-use row and returning which edited paths the
+   session's task does not list in ``keyFiles`` yet (paths under the session's
+   projectDir are stored relative to it, so parallel worktrees of one repository match);
+3. only when a path is new: the task locked, the paths appended (one new context
+   version) and published, so detect_conflicts sees two agents editing one file.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from django.db import connection, transaction
+
+from conflicts import locks
+from contexts.services import save
+from contexts.services.validation import LIST_LIMITS
+from orchestrator.errors import OrchestratorError
+from sessions.services import lifecycle
+from sessions.services.common import (
+    HISTORY_TABLE,
+    LIVE_STATUSES,
+    iso,
+    logger,
+    refuse_for_status,
+    session_status,
+    sessions_table,
+    tasks_table,
+)
+
+# Claude Code tools whose file paths are edits (Read, Grep and Bash touch nothing named).
+EDIT_TOOLS = frozenset({"Edit", "Write", "MultiEdit", "NotebookEdit"})
+MAX_KEY_FILES = LIST_LIMITS["keyFiles"][0]
+
+_RECORD_SQL = """
+WITH commit_mode AS (SELECT {commit}),
+session AS (SELECT session_id, rtrim(project_dir, '/') AS root FROM {sessions}
+            WHERE session_id = %(session)s),
+uses AS (SELECT * FROM unnest(%(tools)s::text[], %(successes)s::boolean[],
+                              %(stamps)s::timestamptz[], %(summaries)s::text[])
+         WITH ORDINALITY AS u(tool, success, stamp, summary, n)),
+inserted AS (
+  INSERT INTO {history} (session_id, tool, success, transport, duration_ms, timestamp, summary)
+  SELECT %(session)s, tool, success, 'hook', 0, stamp, summary FROM uses, session ORDER BY n
+  RETURNING 1),
+edited AS (
+  SELECT CASE WHEN s.root <> '' AND starts_with(f.path, s.root || '/')
+              THEN substr(f.path, length(s.root) + 2) ELSE f.path END AS path, f.n
+  FROM unnest(%(paths)s::text[]) WITH ORDINALITY AS f(path, n), session s),
+listed AS (
+  SELECT k.path FROM {tasks} t CROSS JOIN LATERAL jsonb_array_elements_text(
+    CASE WHEN jsonb_typeof(t.key_files) = 'array' THEN t.key_files ELSE '[]'::jsonb END
+  ) AS k(path) WHERE t.task_id = %(task)s)
+SELECT (SELECT count(*) FROM inserted),
+       ARRAY(SELECT path FROM (SELECT path, min(n) AS first FROM edited
+                               WHERE path NOT IN (SELECT path FROM listed) GROUP BY path) p
+             ORDER BY first)
+FROM session, commit_mode
+"""
+
+
+def _stamp(value: str, index: int) -> str:
+    try:
+        datetime.fromisoformat(value)
+    except ValueError:
+        raise OrchestratorError("E1612", f"toolUses[{index}].timestamp is not an ISO 8601 "
+                                "timestamp", {"field": f"toolUses.{index}.timestamp",
+                                              "value": value[:100]}) from None
+    return value
+
+
+def _edited_paths(tool_uses: list[dict[str, Any]]) -> list[str]:
+    return [path for use in tool_uses if use["tool"] in EDIT_TOOLS
+            for path in use.get("filePaths") or [] if path.strip()]
+
+
+def _live_session(session_id: str, task_id: str | None) -> tuple[str | None, str]:
+    """Without a heartbeat: the session must still be live; (its task, its heartbeat)."""
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT status, task_id, last_heartbeat FROM {sessions_table()} "
+                       "WHERE session_id = %s", [session_id])
+        row = cursor.fetchone()
+    status = None if row is None else (row[0] or "active")
+    if status not in LIVE_STATUSES:
+        raise refuse_for_status(session_id, status, action="recording activity")
+    if task_id is not None:
+        with connection.cursor() as cursor:
+            cursor.execute(f"SELECT 1 FROM {tasks_table()} WHERE task_id = %s", [task_id])
+            if cursor.fetchone() is None:
+                raise OrchestratorError("E1610", f"Task {task_id!r} does not exist",
+                                        {"taskId": task_id})
+    return task_id or row[1], iso(row[2])
+
+
+def _record(session_id: str, task_id: str | None, tool_uses: list[dict[str, Any]],
+            paths: list[str]) -> tuple[int, list[str]]:
+    """Insert the tool-use rows; the edited paths the task does not list yet."""
+    commit = ("set_config('synchronous_commit', 'off', true)" if not connection.in_atomic_block
+              else "1")  # inside a caller's transaction, never weaken its commit
+    sql = _RECORD_SQL.format(commit=commit, sessions=sessions_table(), history=HISTORY_TABLE,
+                             tasks=tasks_table())
+    with connection.cursor() as cursor:
+        cursor.execute(sql, {
+            "session": session_id, "task": task_id,
+            "tools": [u["tool"] for u in tool_uses],
+            "successes": [u["success"] for u in tool_uses],
+            "stamps": [_stamp(u["timestamp"], i) for i, u in enumerate(tool_uses)],
+            "summaries": [u.get("summary") or None for u in tool_uses],
+            "paths": paths})
+        row = cursor.fetchone()
+    if row is None:  # the session vanished since the heartbeat (cleaned up meanwhile)
+        raise refuse_for_status(session_id, session_status(session_id),
+                                action="recording activity")
+    return row[0], list(row[1]) if task_id else []
+
+
+def _add_key_files(task_id: str, session_id: str, paths: list[str]) -> list[str]:
+    """Append new paths to the task's keyFiles (one version); [] when a lock forbids it."""
+    try:
+        with transaction.atomic():
+            task = save.lock_task(task_id)
+            current = list(task.key_files or [])
+            added = [p for p in paths if p not in current][:max(0, MAX_KEY_FILES - len(current))]
+            if not added:
+                return []
+            locks.check_write_allowed(task, {"keyFiles": current + added}, session_id)
+            save.apply_changes(task, {"key_files": current + added}, change_type="auto_save",
+                               change_summary="keyFiles from edits: " + ", ".join(added)[:500],
+                               session_id=session_id, actor=session_id)
+            save.notify_changed(task_id, "auto_save")
+    except OrchestratorError as exc:
+        if exc.code != "E1613":
+            raise
+        # Another session holds the task's lock: the edits are in the tool history; the
+        # lock holder decides what the task lists.
+        logger.info("keyFiles not merged: task locked", extra={"taskId": task_id,
+                                                                "sessionId": session_id})
+        return []
+    save.publish_committed(task)
+    return added
+
+
+def record_activity(args: dict[str, Any]) -> dict[str, Any]:
+    """Heartbeat + tool history + keyFiles for one batch of hook events."""
+    session_id = args["sessionId"]
+    tool_uses = args.get("toolUses") or []
+    if args.get("heartbeat", True):
+        beat = lifecycle.heartbeat({"sessionId": session_id, "taskId": args.get("taskId"),
+                                    "conversationSummary": args.get("conversationSummary")})
+        task_id, last_heartbeat = beat["taskId"], beat["lastHeartbeat"]
+    else:
+        if args.get("conversationSummary") is not None:
+            raise OrchestratorError("E1612", "conversationSummary is stored with the "
+                                    "heartbeat; it needs heartbeat true",
+                                    {"field": "conversationSummary"})
+        task_id, last_heartbeat = _live_session(session_id, args.get("taskId"))
+    recorded, added = 0, []
+    paths = _edited_paths(tool_uses)
+    if tool_uses:
+        recorded, new_paths = _record(session_id, task_id, tool_uses, paths)
+        if new_paths:
+            added = _add_key_files(task_id, session_id, new_paths)
+    return {"success": True, "sessionId": session_id, "taskId": task_id, "recorded": recorded,
+            "keyFilesAdded": added, "lastHeartbeat": last_heartbeat}

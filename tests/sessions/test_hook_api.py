@@ -1,0 +1,225 @@
+"""The server side of the Claude Code hooks: record_activity, start_session's resolveTask and
+contextBundle, report_compaction's bundle (issue 10)."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from contexts.models import ContextVersion, GlobalContext, TaskContext
+from sessions.models import ToolInvocation
+from sessions.services import activity
+from tests import mcp_client
+from tests.sessions.helpers import backdate
+
+STAMP = "2026-11-23T08:00:00Z"
+
+
+def use(tool: str, *paths: str, success: bool = True, summary: str | None = None) -> dict:
+    entry: dict = {"tool": tool, "success": success, "timestamp": STAMP}
+    if paths:
+        entry["filePaths"] = list(paths)
+    if summary:
+        entry["summary"] = summary
+    return entry
+
+
+@pytest.mark.django_db
+def test_record_activity_heartbeats_records_history_and_merges_key_files(tools):
+    tools.ok("create_task", {"taskId": "t1", "name": "Parser", "keyFiles": ["src/old.py"]})
+    tools.ok("start_session", {"sessionId": "s1", "taskId": "t1", "projectDir": "/repo"})
+    backdate("s1", 1)
+    before = TaskContext.objects.get(task_id="t1").version
+    body = tools.ok("record_activity", {"sessionId": "s1", "conversationSummary": "parsing", "toolUses": [
+        use("Read", "/repo/src/old.py"),
+        use("Edit", "/repo/src/parser.py", summary="Edit src/parser.py"),
+        use("Write", "/repo/src/parser.py", "/repo/src/old.py", "/elsewhere/x.py"),
+        use("Bash", success=False)]})
+    assert body == {"success": True, "sessionId": "s1", "taskId": "t1", "recorded": 4,
+                    "keyFilesAdded": ["src/parser.py", "/elsewhere/x.py"],
+                    "lastHeartbeat": body["lastHeartbeat"]}
+    task = TaskContext.objects.get(task_id="t1")
+    assert task.key_files == ["src/old.py", "src/parser.py", "/elsewhere/x.py"]
+    assert task.version == before + 1
+    version = ContextVersion.objects.get(task_id="t1", version=task.version)
+    assert version.change_type == "auto_save" and version.session_id == "s1"
+    rows = list(ToolInvocation.objects.filter(session_id="s1").order_by("id")
+                .values_list("tool", "success", "transport", "summary"))
+    # start_session's own row first, then the hook's rows in order; the record_activity
+    # call itself is not history (it is a heartbeat).
+    assert rows == [("start_session", True, "rest", None), ("Read", True, "hook", None),
+                    ("Edit", True, "hook", "Edit src/parser.py"), ("Write", True, "hook", None),
+                    ("Bash", False, "hook", None)]
+    recovery = tools.ok("check_recovery", {"includeHistory": True})
+    assert recovery["needsRecovery"] is False  # the heartbeat moved
+    # Nothing new: no new version.
+    again = tools.ok("record_activity", {"sessionId": "s1",
+                                         "toolUses": [use("Edit", "/repo/src/parser.py")]})
+    assert again["keyFilesAdded"] == [] and again["recorded"] == 1
+    assert TaskContext.objects.get(task_id="t1").version == before + 1
+
+
+@pytest.mark.django_db
+def test_hook_tool_uses_show_in_recovery_and_the_resume_prompt(tools):
+    tools.ok("create_task", {"taskId": "t1", "name": "Parser"})
+    tools.ok("start_session", {"sessionId": "s1", "taskId": "t1", "projectDir": "/repo"})
+    tools.ok("record_activity", {"sessionId": "s1", "toolUses": [
+        use("Edit", "/repo/a.py", summary="Edit a.py"), use("Bash", success=False)]})
+    backdate("s1", 10)
+    entry = tools.ok("check_recovery", {"includeHistory": True, "projectDir": "/repo"})[
+        "sessions"][0]
+    assert [h["tool"] for h in entry["toolHistory"][:2]] == ["Bash", "Edit"]
+    assert "`Edit` (ok): Edit a.py" in entry["resumePrompt"]
+    assert "The last `Bash` call failed" in entry["resumePrompt"]
+
+
+@pytest.mark.django_db
+def test_record_activity_errors(tools):
+    tools.ok("start_session", {"sessionId": "live"})
+    tools.ok("start_session", {"sessionId": "done"})
+    tools.ok("end_session", {"sessionId": "done"})
+    tools.ok("start_session", {"sessionId": "dead"})
+    backdate("dead", 10)
+    tools.ok("check_recovery", {})
+    cases = [
+        ({"sessionId": "ghost"}, 404, "E1600"),
+        ({"sessionId": "done"}, 409, "E1602"),
+        ({"sessionId": "dead"}, 409, "E1603"),
+        ({"sessionId": "ghost", "heartbeat": False}, 404, "E1600"),
+        ({"sessionId": "dead", "heartbeat": False}, 409, "E1603"),
+        ({"sessionId": "live", "taskId": "nope"}, 404, "E1610"),
+        ({"sessionId": "live", "taskId": "nope", "heartbeat": False}, 404, "E1610"),
+        ({"sessionId": "live", "heartbeat": False, "conversationSummary": "x"}, 400, "E1612"),
+        ({"sessionId": "live", "toolUses": [use("Edit")] * 201}, 400, "E1612"),
+        ({"sessionId": "live", "toolUses": [{"tool": "Edit", "success": True}]}, 400, "E1612"),
+        ({"sessionId": "live", "toolUses": [{**use("Edit"), "timestamp": "yesterday"}]},
+         400, "E1612"),
+    ]
+    for args, status, code in cases:
+        answer = tools.call("record_activity", args)
+        assert (answer.status, answer.error_code) == (status, code), (args, answer.body)
+    assert not ToolInvocation.objects.filter(transport="hook").exists()
+
+
+@pytest.mark.django_db
+def test_record_activity_costs_two_database_round_trips(tools):
+    tools.ok("create_task", {"taskId": "t1", "name": "Parser", "keyFiles": ["a.py"]})
+    tools.ok("start_session", {"sessionId": "s1", "taskId": "t1", "projectDir": "/repo"})
+    args = {"sessionId": "s1", "toolUses": [use("Edit", "/repo/a.py"), use("Read", "/repo/b"),
+                                            use("Bash")] * 20}
+    with CaptureQueriesContext(connection) as queries:
+        assert activity.record_activity(args)["recorded"] == 60
+    assert len(queries) == 2, [q["sql"][:80] for q in queries]
+    with CaptureQueriesContext(connection) as queries:
+        activity.record_activity({"sessionId": "s1"})
+    assert len(queries) == 1
+
+
+@pytest.mark.django_db
+def test_without_heartbeat_the_heartbeat_does_not_move(tools):
+    tools.ok("start_session", {"sessionId": "s1"})
+    backdate("s1", 1)
+    body = tools.ok("record_activity", {"sessionId": "s1", "heartbeat": False,
+                                        "toolUses": [use("Bash")]})
+    assert body["recorded"] == 1 and body["taskId"] is None
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT now() - last_heartbeat > interval '50 seconds' FROM "
+                       "mcp_contexts.active_sessions WHERE session_id = 's1'")
+        assert cursor.fetchone()[0] is True
+
+
+@pytest.mark.django_db
+def test_two_sessions_on_two_tasks_editing_one_file_make_a_file_conflict(tools):
+    for task in ("t1", "t2"):
+        tools.ok("create_task", {"taskId": task, "name": task, "status": "in_progress"})
+    # Two worktrees of one repository: relative paths meet.
+    tools.ok("start_session", {"sessionId": "a", "taskId": "t1", "projectDir": "/work/wt-a"})
+    tools.ok("start_session", {"sessionId": "b", "taskId": "t2", "projectDir": "/work/wt-b/"})
+    tools.ok("record_activity", {"sessionId": "a", "toolUses": [use("Edit", "/work/wt-a/app.py")]})
+    tools.ok("record_activity", {"sessionId": "b", "toolUses": [
+        use("MultiEdit", "/work/wt-b/app.py")]})
+    found = tools.ok("detect_conflicts", {"conflictTypes": ["file_conflict"]})
+    assert len(found["detected"]) == 1, found
+    conflict = found["detected"][0]
+    assert conflict["conflictType"] == "file_conflict"
+    assert {conflict["taskAId"], conflict["taskBId"]} == {"t1", "t2"}
+    assert conflict["evidence"]["actualValue"] == ["app.py"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_record_activity_over_mcp(live_api):
+    from contexts.services.tasks import create_task
+    from sessions.services import lifecycle
+
+    url, token = live_api
+    create_task({"taskId": "t1", "name": "Parser"})
+    lifecycle.start_session({"sessionId": "s1", "taskId": "t1", "projectDir": "/repo"})
+    result = mcp_client.call_tool(url, token, "record_activity", {
+        "sessionId": "s1", "toolUses": [use("Write", "/repo/src/new.py")]})
+    assert not result.is_error, result
+    assert result.structured_content["keyFilesAdded"] == ["src/new.py"]
+    assert result.structured_content["recorded"] == 1
+    assert TaskContext.objects.get(task_id="t1").key_files == ["src/new.py"]
+    refused = mcp_client.call_tool(url, token, "record_activity", {"sessionId": "ghost"})
+    assert refused.is_error
+
+
+@pytest.mark.django_db
+def test_start_session_resolves_the_task_from_the_branch_then_the_active_task(tools):
+    for task in ("t1", "t2", "t3"):
+        tools.ok("create_task", {"taskId": task, "name": task})
+    base = {"projectDir": "/repo", "gitBranch": "feature/x", "resolveTask": True}
+    nothing = tools.ok("start_session", {"sessionId": "s0", **base})
+    assert (nothing["taskId"], nothing["taskSource"]) == (None, None)
+    GlobalContext.objects.update(active_task_id="t3")
+    active = tools.ok("start_session", {"sessionId": "s1", **base})
+    assert (active["taskId"], active["taskSource"]) == ("t3", "active")
+    backdate("s1", 1)  # one test transaction has one now(): order the starts
+    tools.ok("start_session", {"sessionId": "s2", "taskId": "t1", "projectDir": "/repo",
+                               "gitBranch": "feature/x"})
+    branch = tools.ok("start_session", {"sessionId": "s3", **base})
+    assert (branch["taskId"], branch["taskSource"]) == ("t1", "branch")
+    other_branch = tools.ok("start_session", {"sessionId": "s4", **base, "gitBranch": "main"})
+    assert (other_branch["taskId"], other_branch["taskSource"]) == ("t3", "active")
+    given = tools.ok("start_session", {"sessionId": "s5", **base, "taskId": "t2"})
+    assert (given["taskId"], given["taskSource"]) == ("t2", "argument")
+    plain = tools.ok("start_session", {"sessionId": "s6", "projectDir": "/repo",
+                                       "gitBranch": "feature/x"})
+    assert (plain["taskId"], plain["taskSource"]) == (None, None)
+    assert "contextBundle" not in plain
+
+
+@pytest.mark.django_db
+def test_start_session_carries_the_bundle_and_the_crash_of_the_project(tools):
+    tools.ok("create_task", {"taskId": "t1", "name": "Parser",
+                             "immediateContext": {"nextStep": "handle escapes"}})
+    tools.ok("start_session", {"sessionId": "old", "taskId": "t1", "projectDir": "/repo"})
+    backdate("old", 10)
+    body = tools.ok("start_session", {"sessionId": "new", "taskId": "t1", "projectDir": "/repo",
+                                      "contextBudgetTokens": 500})
+    bundle = body["contextBundle"]
+    assert bundle["taskId"] == "t1" and bundle["budgetTokens"] == 500
+    assert "**Next Step**: handle escapes" in bundle["text"]
+    crashed = body["recovery"]["sessions"]
+    assert [s["sessionId"] for s in crashed] == ["old"]
+    assert crashed[0]["resumePrompt"].startswith("## Recovery Required: crash")
+    refused = tools.call("start_session", {"sessionId": "x", "contextBudgetTokens": 20001})
+    assert (refused.status, refused.error_code) == (400, "E1612")
+
+
+@pytest.mark.django_db
+def test_report_compaction_bundle_is_full_every_second_compaction(tools):
+    tools.ok("create_task", {"taskId": "t1", "name": "Parser", "description": "long " * 50,
+                             "keywords": ["parser"]})
+    tools.ok("start_session", {"sessionId": "s1", "taskId": "t1"})
+    first = tools.ok("report_compaction", {"sessionId": "s1", "contextBudgetTokens": 2000})
+    assert first["fullReloadDue"] is False
+    assert first["contextBundle"]["tiers"] == ["hot"]
+    assert "### WARM" not in first["contextBundle"]["text"]
+    second = tools.ok("report_compaction", {"sessionId": "s1", "contextBudgetTokens": 2000})
+    assert second["fullReloadDue"] is True
+    assert second["contextBundle"]["tiers"] == ["hot", "warm", "cold"]
+    assert "**Keywords**: parser" in second["contextBundle"]["text"]
+    third = tools.ok("report_compaction", {"sessionId": "s1"})
+    assert "contextBundle" not in third
