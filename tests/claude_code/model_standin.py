@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -60,6 +61,7 @@ class Request:
     path: str
     body: dict[str, Any]
     kind: str  # "agent" (answered from the script), "compaction" or "side"
+    received_at: float  # time.monotonic()
 
     @property
     def scripted(self) -> bool:
@@ -102,7 +104,7 @@ class ModelStandIn:
     def next_step(self, path: str, body: dict[str, Any]) -> Step:
         kind = request_kind(body)
         with self.lock:
-            self.requests.append(Request(path, body, kind))
+            self.requests.append(Request(path, body, kind, time.monotonic()))
             if kind == "side":
                 return say("Untitled")
             if kind == "compaction":

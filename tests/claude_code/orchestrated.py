@@ -23,6 +23,16 @@ def call_tool(server: OrchestratorServer, token: str, tool: str, payload: dict[s
         return json.loads(response.read())
 
 
+def tool_calls(server: OrchestratorServer, tool: str) -> float:
+    """How many calls of ``tool`` the server process answered (its Prometheus counter;
+    the server runs one worker, so this is every call)."""
+    with urllib.request.urlopen(f"{server.url}/metrics", timeout=30) as response:
+        text = response.read().decode()
+    prefix = "session_orchestration_tool_calls_total{"
+    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+               if line.startswith(prefix) and f'tool="{tool}"' in line)
+
+
 def claude_setup(project: Path, server: OrchestratorServer, token: str,
                  task_id: str | None = None) -> str:
     """``manage.py claude_setup`` for the project, as a user runs it; returns its output."""

@@ -5,6 +5,7 @@ the crash, outage and parallel-agent paths (issue 10 item 6)."""
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import threading
 import time
@@ -21,6 +22,7 @@ from tests.claude_code.orchestrated import (
     claude_setup,
     our_session_id,
     spooled,
+    tool_calls,
 )
 from tests.claude_code.runner import finish
 from tests.waiting import wait_for
@@ -80,8 +82,7 @@ def test_a_run_is_recorded_and_its_context_reaches_the_model(
     failed = ToolInvocation.objects.get(session_id=session_id, transport="hook", tool="Bash")
     assert failed.success is False
     # Four tool uses, one Stop, one SessionEnd: the tool uses travel in one batch.
-    batches = ToolInvocation.objects.filter(session_id=session_id, tool="record_activity")
-    assert batches.count() <= 2
+    assert 1 <= tool_calls(orchestrator, "record_activity") <= 2
     assert {"app.py", "greeting.py"} <= set(TaskContext.objects.get(task_id="greeting").key_files)
     handoff = SessionHandoff.objects.get(from_session_id=session_id)
     assert handoff.summary
@@ -134,17 +135,27 @@ def test_the_service_down_mid_run_costs_the_agent_nothing_and_the_spool_arrives_
         claude, project, orchestrator, api_token_live):
     create_task(orchestrator, api_token_live, "offline", "MARKER-OFFLINE-5")
     claude_setup(project, orchestrator, api_token_live, "offline")
+    stopped_at: list[float] = []
+
+    def stop_the_service() -> None:
+        orchestrator.stop()
+        stopped_at.append(time.monotonic())
+
     steps = [call("Edit", file_path=str(project / "app.py"), old_string="'hello'",
                   new_string="'hello offline'"),
              call("Bash", command="echo working", description="runs while the service is down",
-                  before=orchestrator.stop),
+                  before=stop_the_service),
              call("Write", file_path=str(project / "later.py"), content="x = 1\n"),
              say("Finished without the service.")]
     with ModelStandIn(steps) as model:
         run = claude.run(project, "work offline", model.url)
     assert run.result["result"] == "Finished without the service."
-    # A refused connection costs a hook milliseconds: a plain run takes ~5-10 s here.
-    assert run.seconds < 45, run.seconds
+    # Between two model requests after the outage: a tool, its Pre/PostToolUse hooks and
+    # Claude Code's own work (~1-3 s here). A hook waiting on the dead service until
+    # Claude Code's hook timeout (10 s, claude_setup) would show as a gap over it.
+    times = [*stopped_at, *(r.received_at for r in model.scripted_requests[2:])]
+    gaps = [later - earlier for earlier, later in itertools.pairwise(times)]
+    assert len(gaps) == 2 and max(gaps) < 8, gaps
     assert spooled(project), "nothing was spooled while the service was down"
     session_id = our_session_id(project, run.session_id)
     assert ActiveSession.objects.get(session_id=session_id).status == "active"
