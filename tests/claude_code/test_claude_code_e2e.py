@@ -13,7 +13,13 @@ import time
 import pytest
 
 from contexts.models import TaskContext
-from sessions.models import ActiveSession, SessionHandoff, ToolInvocation
+from sessions.models import (
+    ActiveSession,
+    SessionDetail,
+    SessionEvent,
+    SessionHandoff,
+    ToolInvocation,
+)
 from sessions.services.recovery import detect_crashed_sessions
 from tests.claude_code.conftest import make_project
 from tests.claude_code.model_standin import ModelStandIn, Step, call, say
@@ -92,6 +98,29 @@ def test_a_run_is_recorded_and_its_context_reaches_the_model(
     # Claude Code's own MCP client reached /mcp with the bearer header claude_setup wrote.
     last = model.scripted_requests[-1].body["messages"][-1]["content"][0]
     assert not last.get("is_error") and "MARKER-GREETING-7" in json.dumps(last)
+
+
+def test_a_compaction_is_recorded_and_its_context_reaches_the_model_after_it(
+        claude, project, orchestrator, api_token_live):
+    create_task(orchestrator, api_token_live, "compacting", "MARKER-COMPACT-8 the cache")
+    claude_setup(project, orchestrator, api_token_live, "compacting")
+    steps = [*(call("Bash", command=f"echo {n}", description="count") for n in range(3)),
+             say("Counted.")]
+    with ModelStandIn(steps, compact_summary="The user had us count to three.") as model:
+        first = claude.run(project, "count to three", model.url)
+        claude.run(project, "/compact", model.url, resume=first.session_id)
+        # Each -p run ends its orchestrator session (SessionEnd); the resumed one is new.
+        session_id = our_session_id(project, first.session_id)
+        after = len(model.requests)
+        claude.run(project, "go on", model.url, resume=first.session_id)
+    assert [r.kind for r in model.requests] == ["agent"] * 4 + ["compaction", "agent"]
+    assert SessionDetail.objects.get(session_id=session_id).compaction_count == 1
+    events = SessionEvent.objects.filter(session_id=session_id, event_type="system_event")
+    assert {"pre_compact", "compaction_complete"} <= set(events.values_list("content", flat=True))
+    # SessionStart(compact) re-injected the task context into the compacted conversation.
+    seen = model.requests[after].text()
+    assert f"compaction 1 of orchestrator session {session_id}" in seen
+    assert "MARKER-COMPACT-8" in seen and "The user had us count to three." in seen
 
 
 def test_after_a_kill_9_the_next_run_gets_the_recovery_prompt(
