@@ -100,7 +100,7 @@ def main() -> None:
     _, token = ApiToken.issue(f"bench-hooks-{time.time_ns()}")
     task = f"bench-hooks-{time.time_ns()}"
     create_task({"taskId": task, "name": "Hook bench",
-                 "immediateContext": {"nextSteps": ["measure the hooks"]}})
+                 "immediateContext": {"nextStep": "measure the hooks"}})
     # Python's own start-up, the floor under every row.
     floor = [0.0] * 20
     for i in range(20):

@@ -104,10 +104,10 @@ def start(hook: Hook, source: str) -> dict[str, Any]:
     recovery = answer.get("recovery")
     text = context.compose([
         ("", session_header(session_id, task_id, answer.get("taskSource"))),
-        ("Recovery: an earlier session of this project stopped without ending",
-         context.recovery_text(recovery, own_session=session_id)),
+        # The resume prompts and the bundle carry their own headings.
+        ("", context.recovery_text(recovery, own_session=session_id)),
         ("Handoff note from the previous session", context.handoff_text(handoff)),
-        (f"Task context: {task_id}" if task_id else "Task context", context.bundle_text(bundle)),
+        ("", context.bundle_text(bundle)),
     ])
     mark_resumed_crashes(hook, recovery, task_id, session_id)
     return additional_context(text)
@@ -153,7 +153,7 @@ def resume(hook: Hook, entry: dict[str, Any]) -> dict[str, Any] | None:
                                 taskId=alive.get("taskId"), contextBundle=bundle)
     return additional_context(context.compose([
         ("", session_header(session_id, alive.get("taskId"), "resumed")),
-        (f"Task context: {alive.get('taskId')}", context.bundle_text(bundle))]))
+        ("", context.bundle_text(bundle))]))
 
 
 def after_compaction(hook: Hook, entry: dict[str, Any]) -> dict[str, Any]:
@@ -181,8 +181,8 @@ def after_compaction(hook: Hook, entry: dict[str, Any]) -> dict[str, Any]:
               f"{session_id}). " + ("This is a full reload: the whole task context follows."
                                     if full else "The essential task context follows."))
     return additional_context(context.compose([
-        ("", header), ("Resume prompt", str(answer.get("resumePrompt") or "")),
-        ("Task context", context.bundle_text(bundle))]))
+        ("", header), ("", str(answer.get("resumePrompt") or "")),
+        ("", context.bundle_text(bundle))]))
 
 
 def offline(hook: Hook, reason: str) -> dict[str, Any]:
@@ -195,7 +195,7 @@ def offline(hook: Hook, reason: str) -> dict[str, Any]:
     text = context.compose([
         ("", note),
         ("Handoff note from the previous session", context.handoff_text(mirror.get("handoff"))),
-        (f"Task context: {mirror.get('taskId')}", context.bundle_text(mirror.get("contextBundle"))),
+        ("", context.bundle_text(mirror.get("contextBundle"))),
     ])
     return additional_context(text, system_message="Session orchestrator offline; using the "
                                                     "local copy of the context.")
@@ -229,7 +229,10 @@ def mark_resumed_crashes(hook: Hook, recovery: Any, task_id: Any, session_id: st
 def post_tool_use(hook: Hook) -> None:
     hook.state.append_activity(hook.claude_session,
                                tool_use_entry(hook, success=hook.event == "PostToolUse"))
-    if time.time() - hook.state.last_flush(hook.claude_session) >= hook.config.flush_seconds:
+    due = time.time() - hook.state.last_flush(hook.claude_session) >= hook.config.flush_seconds
+    # Calls wait in the spool and the service may be back: send now, behind them.
+    backlog = hook.state.spooled() and not hook.state.service_down()
+    if due or backlog:
         flush_activity(hook, hook.claude_session)
 
 

@@ -12,6 +12,7 @@ import pytest
 from django.db import connection
 
 from contexts.models import TaskContext
+from orchestrator.db import qualified
 from sessions.models import ActiveSession, SessionEvent, SessionHandoff, ToolInvocation
 from sessions.services import recovery
 from tests.hook_client.conftest import Project, dead_url, fixture
@@ -25,7 +26,7 @@ def live_project(live_api, tmp_path, tools_live):
     url, token = live_api
     tools_live("create_task", {"taskId": "login-form", "name": "Login form",
                                "currentPhase": "implementation",
-                               "immediateContext": {"nextSteps": ["wire the submit button"]}})
+                               "immediateContext": {"nextStep": "wire the submit button"}})
     return Project(tmp_path / "project", url, token, task_id="login-form")
 
 
@@ -128,7 +129,7 @@ def test_a_crashed_session_is_reported_to_the_next_one(live_project):
     edit(live_project, "src/auth.ts", "11111111-1111-4111-8111-111111111111")
     # Claude Code was killed: no more heartbeats, and the sweep finds it stale.
     with connection.cursor() as cursor:
-        cursor.execute(f"UPDATE {ActiveSession._meta.db_table} SET last_heartbeat = "
+        cursor.execute(f"UPDATE {qualified('active_sessions')} SET last_heartbeat = "
                        "now() - interval '1 hour' WHERE session_id = %s", [crashed])
     assert crashed in recovery.detect_crashed_sessions()
 
