@@ -42,21 +42,33 @@ def project(tmp_path) -> Path:
     return make_project(tmp_path / "project")
 
 
-@pytest.fixture
-def orchestrator(transactional_db, tmp_path) -> Iterator[OrchestratorServer]:
-    """The web server in its own process on the test database (committed data only)."""
-    data = tmp_path / "service"
-    data.mkdir()
-    server = OrchestratorServer(free_port(), data)
-    server.start()
+@pytest.fixture(scope="module")
+def orchestrator_process(django_db_setup, django_db_blocker, tmp_path_factory,
+                         ) -> Iterator[OrchestratorServer]:
+    """One web server process per module (starting one costs seconds on a busy machine)."""
+    server = OrchestratorServer(free_port(), tmp_path_factory.mktemp("service"))
+    with django_db_blocker.unblock():
+        server.start()
     try:
         yield server
     finally:
         server.stop()
-        # Shown by pytest only when the test failed: what the service and the hooks said.
-        print(f"--- web server log ---\n{server.log()[-4000:]}")
-        for log in sorted(tmp_path.rglob(".claude/orchestrator/hook.log")):
-            print(f"--- {log} ---\n{log.read_text(errors='replace')[-4000:]}")
+
+
+@pytest.fixture
+def orchestrator(orchestrator_process, transactional_db, tmp_path,
+                 ) -> Iterator[OrchestratorServer]:
+    """The web server in its own process on the test database (committed data only),
+    running when the test starts (a test may stop it; the next one gets it back)."""
+    server = orchestrator_process
+    if not server.answers():
+        server.start()
+    log_start = len(server.log())
+    yield server
+    # Shown by pytest only when the test failed: what the service and the hooks said.
+    print(f"--- web server log ---\n{server.log()[log_start:][-4000:]}")
+    for log in sorted(tmp_path.rglob(".claude/orchestrator/hook.log")):
+        print(f"--- {log} ---\n{log.read_text(errors='replace')[-4000:]}")
 
 
 @pytest.fixture
