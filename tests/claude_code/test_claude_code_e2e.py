@@ -189,6 +189,13 @@ def test_the_service_down_mid_run_costs_the_agent_nothing_and_the_spool_arrives_
     session_id = our_session_id(project, run.session_id)
     assert ActiveSession.objects.get(session_id=session_id).status == "active"
 
+    # A new session while the service is still down gets the context mirrored locally.
+    with ModelStandIn([say("Offline noted.")]) as model:
+        offline = claude.run(project, "what now?", model.url)
+    seen = model.scripted_requests[0].text()
+    assert "Session orchestrator offline" in seen and "MARKER-OFFLINE-5" in seen
+    offline_id = our_session_id(project, offline.session_id)
+
     orchestrator.start()
     time.sleep(HOOK_DOWN_SECONDS)
     with ModelStandIn([say("Back online.")]) as model:
@@ -197,6 +204,8 @@ def test_the_service_down_mid_run_costs_the_agent_nothing_and_the_spool_arrives_
     assert hook_tools(session_id) == ["Edit", "Bash", "Write"]
     assert ActiveSession.objects.get(session_id=session_id).status == "ended"
     assert SessionHandoff.objects.filter(from_session_id=session_id).exists()
+    # The offline session's own start and end were replayed after the first one's.
+    assert ActiveSession.objects.get(session_id=offline_id).status == "ended"
 
 
 def test_two_agents_editing_the_same_file_on_two_tasks_make_a_file_conflict(
