@@ -7,7 +7,8 @@ Heartbeats over HTTP with 8 clients (throughput and p50/p99) against ``--url`` (
 started with the same environment) or, without it, against ``python -m
 orchestrator.webserver`` (two workers, as ``make run``) started for the run; append_event
 at the service level and over HTTP with 8 clients (a session each, then all on one
-session); recent events (30 turns); one crash sweep over ``--sweep`` stale sessions.
+session); record_activity (a hook flush of 5 tool uses) over HTTP, 1 and 8 clients;
+recent events (30 turns); one crash sweep over ``--sweep`` stale sessions.
 Bench sessions are named ``bench-...`` and removed afterwards.
 """
 
@@ -53,9 +54,9 @@ def cleanup() -> None:
         cursor.execute("SELECT set_config('orchestrator.allow_version_pruning', 'on', false)")
         for model in (SessionEvent, ToolInvocation, SessionDetail):
             cursor.execute(f"DELETE FROM {model._meta.db_table} WHERE session_id LIKE 'bench-%%'")
-        for table in ("context_versions", "task_contexts"):  # the sweep's tasks
+        for table in ("context_versions", "task_contexts"):  # the sweep's and hooks' tasks
             cursor.execute(f"DELETE FROM {qualified(table)} "
-                           "WHERE task_id LIKE 'bench-sweep-task-%%'")
+                           "WHERE task_id LIKE 'bench-sweep-task-%%' OR task_id = 'bench-ra'")
         cursor.execute("SELECT set_config('orchestrator.allow_version_pruning', '', false)")
 
 
@@ -135,6 +136,37 @@ def bench_events(url: str, token: str, requests: int) -> list[list[str]]:
             row("recent events, 30 turns (service)", 1, reads, "", "p99 ≤ 20")]
 
 
+def bench_record_activity(url: str, token: str, requests: int) -> list[list[str]]:
+    """A hook flush: heartbeat + 5 tool-history rows + the keyFiles check of one edit."""
+    from contexts.services.tasks import create_task
+    from sessions.services import lifecycle
+
+    create_task({"taskId": "bench-ra", "name": "Hook bench"})
+    for c in range(8):
+        lifecycle.start_session({"sessionId": f"bench-ra-{c}", "taskId": "bench-ra",
+                                 "projectDir": "/bench"})
+    http = ToolClients(url, token)
+    stamp = "2026-01-01T00:00:00Z"
+    bodies = [json.dumps({"sessionId": f"bench-ra-{c}", "toolUses": [
+        {"tool": "Read", "success": True, "timestamp": stamp, "filePaths": ["/bench/a.py"]},
+        {"tool": "Edit", "success": True, "timestamp": stamp, "filePaths": ["/bench/a.py"],
+         "summary": "Edit a.py"},
+        {"tool": "Bash", "success": False, "timestamp": stamp},
+        {"tool": "Grep", "success": True, "timestamp": stamp},
+        {"tool": "Write", "success": True, "timestamp": stamp,
+         "filePaths": [f"/bench/out{c}.py"]}]}).encode() for c in range(8)]
+
+    def flush(client: int, i: int) -> None:
+        http.post("record_activity", bodies[client])
+
+    alone = measure(flush, clients=1, requests=requests, warmup=10)
+    started = time.perf_counter()
+    loaded = measure(flush, clients=8, requests=requests, warmup=10)
+    rate = f"{requests / (time.perf_counter() - started):,.0f}/s"
+    return [row("record_activity (HTTP), 5 tool uses", 1, alone, "", "(hook flush)"),
+            row("record_activity (HTTP), 5 tool uses", 8, loaded, rate, "(load)")]
+
+
 def bench_sweep(count: int, runs: int = 5) -> list[list[str]]:
     """Sweeps of ``count`` stale sessions, ``runs`` times each: sessions without a task,
     then sessions working on tasks, whose snapshot copies the task's whole row."""
@@ -194,6 +226,7 @@ def main() -> None:
             url = args.url or live.url
             rows.append(bench_heartbeats(url, token, args.clients, args.heartbeats))
             rows.extend(bench_events(url, token, args.requests))
+            rows.extend(bench_record_activity(url, token, args.requests))
         rows.extend(bench_sweep(args.sweep))
     finally:
         cleanup()

@@ -22,6 +22,7 @@ from django.utils.html import format_html
 
 from conflicts import selectors
 from contexts.models import Checkpoint, ContextVersion, GlobalContext, TaskContext
+from contexts.orphans_admin import OrphanedFilter, orphaned_task_ids
 from contexts.services import rollback
 from orchestrator.errors import OrchestratorError
 from orchestrator.tools import ToolContext, call_tool
@@ -73,8 +74,8 @@ def _rollback_target(request: HttpRequest) -> dict[str, Any]:
 @admin.register(TaskContext)
 class TaskContextAdmin(ReadOnlyAdmin):
     list_display = ("task_id", "name", "status", "current_phase", "iteration", "version",
-                    "updated_at", "active")
-    list_filter = ("status", "agent_type")
+                    "updated_at", "active", "orphaned")
+    list_filter = ("status", "agent_type", OrphanedFilter)
     search_fields = ("task_id", "name")
     ordering = ("-updated_at",)
     change_form_template = "admin/contexts/taskcontext/change_form.html"
@@ -82,7 +83,13 @@ class TaskContextAdmin(ReadOnlyAdmin):
     def get_list_display(self, request: HttpRequest):
         # One query for the active marker of the whole page, not one per row.
         self._active = _active_task_id()
+        self._orphaned = orphaned_task_ids()
         return super().get_list_display(request)
+
+    @admin.display(description="orphaned")
+    def orphaned(self, obj: TaskContext) -> str:
+        return format_html('<strong style="color:#ba2121">{}</strong>',
+                           "⚠ orphaned") if obj.task_id in getattr(self, "_orphaned", ()) else ""
 
     @admin.display(description="active")
     def active(self, obj: TaskContext) -> str:

@@ -121,7 +121,7 @@ class ActiveSessionAdmin(admin.ModelAdmin):
             if note:
                 parts.append(format_html("<p><b>{}</b> ({}, {}): {}<br>open: {}</p>", label,
                                          note.project_key, "active" if note.active else
-                                         "consumed/replaced", note.summary,
+                                         "replaced", note.summary,
                                          ", ".join(note.open_items or []) or "none"))
         return format_html("{}", format_html_join("", "{}", ((p,) for p in parts))) \
             if parts else "none"
@@ -148,7 +148,7 @@ class ActiveSessionAdmin(admin.ModelAdmin):
 @admin.register(SessionHandoff)
 class SessionHandoffAdmin(admin.ModelAdmin):
     list_display = ("project_key", "from_session_id", "from_agent", "active", "created_at",
-                    "consumed_at", "consumed_by_session_id")
+                    "consumed_at", "consumed_by_session_id", "last_confirmed_at")
     list_filter = ("active", "project_key")
     readonly_fields = [f.name for f in SessionHandoff._meta.fields]
 

@@ -51,7 +51,8 @@ class ToolUseSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = ToolInvocation
-        fields = ["timestamp", "tool", "success", "errorCode", "transport", "durationMs"]
+        fields = ["timestamp", "tool", "success", "errorCode", "transport", "durationMs",
+                  "summary"]
 
 
 class HandoffSerializer(serializers.ModelSerializer):
@@ -64,11 +65,13 @@ class HandoffSerializer(serializers.ModelSerializer):
     consumedAt = serializers.DateTimeField(source="consumed_at", allow_null=True)
     consumedBySessionId = serializers.CharField(source="consumed_by_session_id",
                                                 allow_null=True)
+    lastConfirmedAt = serializers.DateTimeField(source="last_confirmed_at", allow_null=True)
 
     class Meta:
         model = SessionHandoff
         fields = ["handoffId", "projectDir", "fromSessionId", "fromAgent", "summary",
-                  "openItems", "active", "createdAt", "consumedAt", "consumedBySessionId"]
+                  "openItems", "active", "createdAt", "consumedAt", "consumedBySessionId",
+                  "lastConfirmedAt"]
 
 
 class SequenceCursor(CursorPagination):

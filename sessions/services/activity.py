@@ -67,14 +67,13 @@ FROM session, commit_mode
 """
 
 
-def _stamp(value: str, index: int) -> str:
+def _check_stamp(value: str, index: int) -> None:
     try:
         datetime.fromisoformat(value)
     except ValueError:
         raise OrchestratorError("E1612", f"toolUses[{index}].timestamp is not an ISO 8601 "
                                 "timestamp", {"field": f"toolUses.{index}.timestamp",
                                               "value": value[:100]}) from None
-    return value
 
 
 def _edited_paths(tool_uses: list[dict[str, Any]]) -> list[str]:
@@ -118,7 +117,7 @@ def _record(session_id: str, task_id: str | None, tool_uses: list[dict[str, Any]
             "session": session_id, "task": task_id,
             "tools": [u["tool"] for u in tool_uses],
             "successes": [u["success"] for u in tool_uses],
-            "stamps": [_stamp(u["timestamp"], i) for i, u in enumerate(tool_uses)],
+            "stamps": [u["timestamp"] for u in tool_uses],
             "summaries": [u.get("summary") or None for u in tool_uses],
             "paths": paths})
         row = cursor.fetchone()
@@ -158,6 +157,8 @@ def record_activity(args: dict[str, Any]) -> dict[str, Any]:
     """Heartbeat + tool history + keyFiles for one batch of hook events."""
     session_id = args["sessionId"]
     tool_uses = args.get("toolUses") or []
+    for index, use in enumerate(tool_uses):  # before anything is written
+        _check_stamp(use["timestamp"], index)
     if args.get("heartbeat", True):
         beat = lifecycle.heartbeat({"sessionId": session_id, "taskId": args.get("taskId"),
                                     "conversationSummary": args.get("conversationSummary")})

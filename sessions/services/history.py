@@ -29,8 +29,10 @@ from sessions.services.common import HISTORY_TABLE, fetch_dicts, iso, sessions_t
 
 logger = logging.getLogger("orchestrator.sessions")
 
-# record_activity is a heartbeat carrying the hook's own rows; its call is not work either.
-NOT_RECORDED = frozenset({"heartbeat", "record_activity"})
+# record_activity is a heartbeat carrying the hook's own rows, and get_context_bundle is
+# the hook reloading context after a compaction: neither is the agent's work, and as rows
+# they would push that work out of a resume prompt's last tool uses.
+NOT_RECORDED = frozenset({"heartbeat", "record_activity", "get_context_bundle"})
 MIRROR_SIZE = 50
 HISTORY_FILE = ".tool-history.json"
 

@@ -88,3 +88,22 @@ def test_versions_are_read_only(admin_client, make_task):
     assert admin_client.post(url, {"change_summary": "edited"}).status_code == 403
     delete = reverse("admin:contexts_contextversion_delete", args=[version.pk])
     assert admin_client.post(delete, {"post": "yes"}).status_code == 403
+
+
+def test_task_list_marks_and_filters_orphaned_work(admin_client, tools, make_task):
+    from sessions.services import recovery
+    from tests.sessions.helpers import backdate
+
+    make_task("adm-orphan", status="in_progress")
+    make_task("adm-busy", status="in_progress")
+    tools.ok("start_session", {"sessionId": "adm-s1", "taskId": "adm-orphan"})
+    tools.ok("start_session", {"sessionId": "adm-s2", "taskId": "adm-busy"})
+    backdate("adm-s1", 10)
+    recovery.detect_crashed_sessions()
+    url = reverse("admin:contexts_taskcontext_changelist")
+    html = admin_client.get(url).content.decode()
+    assert html.count("⚠ orphaned") == 1
+    only = admin_client.get(url, {"orphaned": "yes"}).content.decode()
+    assert "adm-orphan" in only and "adm-busy" not in only
+    others = admin_client.get(url, {"orphaned": "no"}).content.decode()
+    assert "adm-busy" in others and "adm-orphan" not in others

@@ -7,6 +7,8 @@ import math
 import pytest
 
 from contexts.models import GlobalContext
+from sessions.models import ToolInvocation
+from tests.sessions.helpers import conforms
 
 DECISIONS = [f"Decision {n}: " + "use the streaming parser " * 3 for n in range(12)]
 
@@ -27,6 +29,7 @@ def _rich_task(tools, task_id: str = "t1") -> None:
 
 
 def _check(body: dict, budget: int) -> None:
+    conforms("get_context_bundle", body)
     assert body["budgetTokens"] == budget
     assert body["estimatedTokens"] == math.ceil(len(body["text"]) / 4)
     assert body["estimatedTokens"] <= budget
@@ -101,6 +104,8 @@ def test_bundle_by_session_and_errors(tools):
     tools.ok("start_session", {"sessionId": "s1", "taskId": "t1"})
     tools.ok("start_session", {"sessionId": "s2"})
     assert tools.ok("get_context_bundle", {"sessionId": "s1"})["taskId"] == "t1"
+    # A context reload is not the agent's work: no tool-history row.
+    assert not ToolInvocation.objects.filter(tool="get_context_bundle").exists()
     for args, status, code in [
         ({}, 400, "E1612"),
         ({"sessionId": "s2"}, 404, "E1610"),

@@ -1,10 +1,14 @@
-"""Helpers for the session tests: backdate heartbeats with real SQL."""
+"""Helpers for the session tests: backdate heartbeats with real SQL, check output schemas."""
 
 from __future__ import annotations
 
+from typing import Any
+
+import jsonschema
 from django.db import connection
 
 from orchestrator.db import qualified
+from orchestrator.tools import get_tool
 
 
 def backdate(session_id: str, minutes: float) -> None:
@@ -20,3 +24,10 @@ def status_of(session_id: str) -> tuple:
         cursor.execute(f"SELECT status, recovery_needed, recovery_type FROM "
                        f"{qualified('active_sessions')} WHERE session_id = %s", [session_id])
         return cursor.fetchone()
+
+
+def conforms(tool: str, body: dict[str, Any]) -> dict[str, Any]:
+    """``body`` after checking it against the tool's declared output schema (MCP clients
+    validate structuredContent against it)."""
+    jsonschema.Draft202012Validator(get_tool(tool).output_schema).validate(body)
+    return body

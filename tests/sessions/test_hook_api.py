@@ -8,10 +8,11 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from contexts.models import ContextVersion, GlobalContext, TaskContext
+from orchestrator.db import qualified
 from sessions.models import ToolInvocation
 from sessions.services import activity
 from tests import mcp_client
-from tests.sessions.helpers import backdate
+from tests.sessions.helpers import backdate, conforms
 
 STAMP = "2026-11-23T08:00:00Z"
 
@@ -36,6 +37,7 @@ def test_record_activity_heartbeats_records_history_and_merges_key_files(tools):
         use("Edit", "/repo/src/parser.py", summary="Edit src/parser.py"),
         use("Write", "/repo/src/parser.py", "/repo/src/old.py", "/elsewhere/x.py"),
         use("Bash", success=False)]})
+    conforms("record_activity", body)
     assert body == {"success": True, "sessionId": "s1", "taskId": "t1", "recorded": 4,
                     "keyFilesAdded": ["src/parser.py", "/elsewhere/x.py"],
                     "lastHeartbeat": body["lastHeartbeat"]}
@@ -67,8 +69,8 @@ def test_hook_tool_uses_show_in_recovery_and_the_resume_prompt(tools):
     tools.ok("record_activity", {"sessionId": "s1", "toolUses": [
         use("Edit", "/repo/a.py", summary="Edit a.py"), use("Bash", success=False)]})
     backdate("s1", 10)
-    entry = tools.ok("check_recovery", {"includeHistory": True, "projectDir": "/repo"})[
-        "sessions"][0]
+    entry = conforms("check_recovery", tools.ok("check_recovery", {
+        "includeHistory": True, "projectDir": "/repo"}))["sessions"][0]
     assert [h["tool"] for h in entry["toolHistory"][:2]] == ["Bash", "Edit"]
     assert "`Edit` (ok): Edit a.py" in entry["resumePrompt"]
     assert "The last `Bash` call failed" in entry["resumePrompt"]
@@ -96,10 +98,16 @@ def test_record_activity_errors(tools):
         ({"sessionId": "live", "toolUses": [{**use("Edit"), "timestamp": "yesterday"}]},
          400, "E1612"),
     ]
+    backdate("live", 1)
     for args, status, code in cases:
         answer = tools.call("record_activity", args)
         assert (answer.status, answer.error_code) == (status, code), (args, answer.body)
+    # Refused batches wrote nothing: no rows, and the live session's heartbeat stayed put.
     assert not ToolInvocation.objects.filter(transport="hook").exists()
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT now() - last_heartbeat > interval '50 seconds' FROM "
+                       f"{qualified('active_sessions')} WHERE session_id = 'live'")
+        assert cursor.fetchone()[0] is True
 
 
 @pytest.mark.django_db
@@ -125,7 +133,7 @@ def test_without_heartbeat_the_heartbeat_does_not_move(tools):
     assert body["recorded"] == 1 and body["taskId"] is None
     with connection.cursor() as cursor:
         cursor.execute("SELECT now() - last_heartbeat > interval '50 seconds' FROM "
-                       "mcp_contexts.active_sessions WHERE session_id = 's1'")
+                       f"{qualified('active_sessions')} WHERE session_id = 's1'")
         assert cursor.fetchone()[0] is True
 
 
@@ -194,7 +202,7 @@ def test_start_session_resolves_the_task_from_the_branch_then_the_active_task(to
     backdate("s1", 1)  # one test transaction has one now(): order the starts
     tools.ok("start_session", {"sessionId": "s2", "taskId": "t1", "projectDir": "/repo",
                                "gitBranch": "feature/x"})
-    branch = tools.ok("start_session", {"sessionId": "s3", **base})
+    branch = conforms("start_session", tools.ok("start_session", {"sessionId": "s3", **base}))
     assert (branch["taskId"], branch["taskSource"]) == ("t1", "branch")
     other_branch = tools.ok("start_session", {"sessionId": "s4", **base, "gitBranch": "main"})
     assert (other_branch["taskId"], other_branch["taskSource"]) == ("t3", "active")
@@ -212,8 +220,8 @@ def test_start_session_carries_the_bundle_and_the_crash_of_the_project(tools):
                              "immediateContext": {"nextStep": "handle escapes"}})
     tools.ok("start_session", {"sessionId": "old", "taskId": "t1", "projectDir": "/repo"})
     backdate("old", 10)
-    body = tools.ok("start_session", {"sessionId": "new", "taskId": "t1", "projectDir": "/repo",
-                                      "contextBudgetTokens": 500})
+    body = conforms("start_session", tools.ok("start_session", {
+        "sessionId": "new", "taskId": "t1", "projectDir": "/repo", "contextBudgetTokens": 500}))
     bundle = body["contextBundle"]
     assert bundle["taskId"] == "t1" and bundle["budgetTokens"] == 500
     assert "**Next Step**: handle escapes" in bundle["text"]
@@ -229,7 +237,8 @@ def test_report_compaction_bundle_is_full_every_second_compaction(tools):
     tools.ok("create_task", {"taskId": "t1", "name": "Parser", "description": "long " * 50,
                              "keywords": ["parser"]})
     tools.ok("start_session", {"sessionId": "s1", "taskId": "t1"})
-    first = tools.ok("report_compaction", {"sessionId": "s1", "contextBudgetTokens": 2000})
+    first = conforms("report_compaction", tools.ok("report_compaction", {
+        "sessionId": "s1", "contextBudgetTokens": 2000}))
     assert first["fullReloadDue"] is False
     assert first["contextBundle"]["tiers"] == ["hot"]
     assert "### WARM" not in first["contextBundle"]["text"]
@@ -239,3 +248,34 @@ def test_report_compaction_bundle_is_full_every_second_compaction(tools):
     assert "**Keywords**: parser" in second["contextBundle"]["text"]
     third = tools.ok("report_compaction", {"sessionId": "s1"})
     assert "contextBundle" not in third
+
+
+@pytest.mark.django_db(transaction=True)
+def test_parallel_flushes_on_one_task_lose_no_key_file(tools):
+    import threading
+
+    tools.ok("create_task", {"taskId": "t1", "name": "Parser"})
+    for n in range(6):
+        tools.ok("start_session", {"sessionId": f"s{n}", "taskId": "t1", "projectDir": "/repo"})
+    barrier = threading.Barrier(6)
+    errors: list[BaseException] = []
+
+    def flush(n: int) -> None:
+        barrier.wait()
+        try:
+            activity.record_activity({"sessionId": f"s{n}", "toolUses": [
+                use("Write", f"/repo/file{n}.py", "/repo/shared.py")]})
+        except BaseException as exc:  # noqa: BLE001 - asserted below
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=flush, args=(n,)) for n in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    key_files = TaskContext.objects.get(task_id="t1").key_files
+    assert sorted(key_files) == sorted([f"file{n}.py" for n in range(6)] + ["shared.py"])
+    assert len(key_files) == len(set(key_files))
