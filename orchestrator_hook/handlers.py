@@ -21,7 +21,7 @@ from typing import Any
 from orchestrator_hook import context
 from orchestrator_hook.config import Config
 from orchestrator_hook.service import Service
-from orchestrator_hook.state import ProjectState
+from orchestrator_hook.state import ProjectState, read_json
 from orchestrator_hook.transcript import describe_tool_use, read_tail
 from orchestrator_hook.transport import ToolRefused
 
@@ -79,13 +79,19 @@ def start(hook: Hook, source: str) -> dict[str, Any]:
     pid = agent_process_id()
     if pid:
         arguments["processId"] = pid
+    crashed = dead_sessions(hook)
+    if crashed:
+        arguments["crashedSessionIds"] = crashed
     if hook.config.task_id:
         arguments["taskId"] = hook.config.task_id
     else:
         arguments["resolveTask"] = True
     # Map first: the hooks that follow need the id even if the start waits in the spool.
     hook.state.update_session(hook.claude_session, sessionId=session_id,
-                              taskId=hook.config.task_id, source=source, ended=False)
+                              taskId=hook.config.task_id, source=source, ended=False,
+                              agentPid=pid, agentStarted=process_start_time(pid))
+    for claude_session in crashed_claude_sessions(hook, crashed):
+        hook.state.update_session(claude_session, ended=True, crashed=True)
     hook.state.mark_flushed(hook.claude_session)
     try:
         answer = hook.service.send("start_session", arguments)
@@ -143,6 +149,9 @@ def resume(hook: Hook, entry: dict[str, Any]) -> dict[str, Any] | None:
         alive = None
     if alive is None:
         return offline(hook, "the session orchestrator could not be reached")
+    pid = agent_process_id()  # a resumed session may run in a new Claude Code process
+    hook.state.update_session(hook.claude_session, agentPid=pid,
+                              agentStarted=process_start_time(pid))
     bundle = None
     if alive.get("taskId"):
         bundle = hook.service.send_quietly(
@@ -405,6 +414,46 @@ def git_branch(start: Path) -> str | None:
             return head.removeprefix("ref: refs/heads/")
         return head[:12] or None  # detached HEAD
     return None
+
+
+def dead_sessions(hook: Hook) -> list[str]:
+    """Orchestrator sessions of this project whose Claude Code process is gone without a
+    SessionEnd (killed, crashed): reported at once, instead of after the crash threshold.
+    A pid that now belongs to another process (its start time differs) counts as gone."""
+    mapped = read_json_dict(hook.state.sessions_path)
+    dead = []
+    for claude_session, entry in mapped.items():
+        if (claude_session == hook.claude_session or not isinstance(entry, dict)
+                or entry.get("ended") or not entry.get("sessionId") or not entry.get("agentPid")):
+            continue
+        started = process_start_time(entry["agentPid"])
+        if started is None or started != entry.get("agentStarted"):
+            dead.append(entry["sessionId"])
+    return dead[-50:]
+
+
+def crashed_claude_sessions(hook: Hook, session_ids: list[str]) -> list[str]:
+    wanted = set(session_ids)
+    return [claude for claude, entry in read_json_dict(hook.state.sessions_path).items()
+            if isinstance(entry, dict) and entry.get("sessionId") in wanted]
+
+
+def read_json_dict(path: Path) -> dict[str, Any]:
+    data = read_json(path, {})
+    return data if isinstance(data, dict) else {}
+
+
+def process_start_time(pid: Any) -> int | None:
+    """The process's start time in clock ticks since boot (/proc/PID/stat field 22), or
+    None when no such process runs: with the pid, it names one process for good."""
+    if not isinstance(pid, int) or pid <= 0:
+        return None
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8") as handle:
+            fields = handle.read().rsplit(")", 1)[1].split()
+        return None if fields[0] in ("Z", "X") else int(fields[19])
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def agent_process_id() -> int | None:

@@ -28,6 +28,10 @@ SESSION_ID = safe_id("Session id (letters, digits, . _ : -)")
 TASK_ID = safe_id("Task the session works on")
 NOTIFICATION_STATUS = string("Slack notification outcome; never fails the call",
                              enum=("sent", "skipped", "failed"))
+CRASHED_SESSIONS = array(
+    SESSION_ID, "Sessions whose agent process the caller saw exit without ending them (a "
+    "hook finding the process gone): marked crashed now, not CRASH_THRESHOLD_MINUTES later; "
+    "sessions that are not live are left as they are", max_items=50)
 SAVED_TO = obj({"database": boolean(), "redis": boolean(), "file": boolean()},
                ["database", "redis", "file"])
 UNSAVED_CHANGES = array(
@@ -100,7 +104,8 @@ register(Tool(
                                            minimum=0),
                       "resolveTask": boolean("Without taskId, pick the task from the branch "
                                              "or the global active task", default=False),
-                      "contextBudgetTokens": BUDGET_TOKENS}),
+                      "contextBudgetTokens": BUDGET_TOKENS,
+                      "crashedSessionIds": CRASHED_SESSIONS}),
     output_schema=obj({"success": boolean(), "sessionId": string(),
                        "status": string(enum=SESSION_STATUSES), "startedAt": TIMESTAMP,
                        "taskId": string(nullable=True),
@@ -167,7 +172,8 @@ register(Tool(
 def _check_recovery(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
     return recovery.check_recovery(mark_recovered_id=args.get("markRecovered"),
                                    include_history=args.get("includeHistory", False),
-                                   project_dir=args.get("projectDir"))
+                                   project_dir=args.get("projectDir"),
+                                   crashed_session_ids=args.get("crashedSessionIds"))
 
 
 register(Tool(
@@ -179,7 +185,8 @@ register(Tool(
     ),
     input_schema=obj({"markRecovered": SESSION_ID,
                       "includeHistory": boolean("Add the last 10 tool uses", default=False),
-                      "projectDir": string("Only sessions of this project", max_length=1000)}),
+                      "projectDir": string("Only sessions of this project", max_length=1000),
+                      "crashedSessionIds": CRASHED_SESSIONS}),
     output_schema=RECOVERY_REPORT,
     handler=_check_recovery,
     validation_code="E1612",

@@ -112,8 +112,11 @@ def start_session(args: dict[str, Any]) -> dict[str, Any]:
     if bundle is not None:
         result["contextBundle"] = bundle
     if settings.ENABLE_AUTO_RECOVERY_CHECK:
-        result["recovery"] = recovery.check_recovery(project_dir=project_dir,
-                                                     exclude_session=session_id)
+        result["recovery"] = recovery.check_recovery(
+            project_dir=project_dir, exclude_session=session_id,
+            crashed_session_ids=args.get("crashedSessionIds"))
+    else:
+        recovery.report_crashed(args.get("crashedSessionIds") or [])
     project = handoffs.project_key(project_dir)
     result["notificationStatus"] = notifications.notify(
         f"{project} session open - {agent_id or session_id}")

@@ -100,6 +100,15 @@ def detect_crashed_sessions() -> list[str]:
     return [r[0] for r in rows]
 
 
+def report_crashed(session_ids: list[str]) -> list[str]:
+    """Sessions a client saw die (their agent process is gone, no SessionEnd came): flip
+    them to crashed now rather than CRASH_THRESHOLD_MINUTES later. Only live sessions
+    change; ended or already crashed ones are left as they are."""
+    if not session_ids:
+        return []
+    return [r[0] for r in _flip_to_crashed("s.session_id = ANY(%s)", [list(session_ids)])]
+
+
 def mark_crashed(session_id: str) -> None:
     """Admin action: declare a live session crashed now, whatever its heartbeat says."""
     if not _flip_to_crashed("s.session_id = %s", [session_id]):
@@ -215,10 +224,11 @@ def _stale_file_state(known: set[str]) -> RecoveryState | None:
 
 
 def check_recovery(*, mark_recovered_id: str | None = None, include_history: bool = False,
-                   project_dir: str | None = None,
-                   exclude_session: str | None = None) -> dict[str, Any]:
+                   project_dir: str | None = None, exclude_session: str | None = None,
+                   crashed_session_ids: list[str] | None = None) -> dict[str, Any]:
     """Sessions needing recovery, with resume prompts (4.1.8); optionally mark one done."""
     marked = mark_recovered(mark_recovered_id) if mark_recovered_id else None
+    report_crashed(crashed_session_ids or [])
     detect_crashed_sessions()
     rows = ActiveSession.objects.filter(recovery_needed=True).order_by("-last_heartbeat")
     if project_dir is not None:

@@ -183,3 +183,26 @@ def test_a_slow_service_costs_the_hook_its_budget_not_more(live_project, tmp_pat
                                                                 "record_activity"]
     finally:
         listener.close()
+
+
+def test_a_session_whose_claude_process_died_is_reported_at_the_next_start(live_project):
+    import json
+    import subprocess
+
+    live_project.hook("SessionStart", fixture("session_start_startup"))
+    first = live_project.mapped("11111111-1111-4111-8111-111111111111")["sessionId"]
+    # Claude Code was killed -9: its pid runs no more and no SessionEnd came.
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    path = live_project.state / "sessions.json"
+    sessions = json.loads(path.read_text())
+    sessions["11111111-1111-4111-8111-111111111111"]["agentPid"] = gone.pid
+    path.write_text(json.dumps(sessions))
+
+    run = live_project.hook("SessionStart", fixture(
+        "session_start_startup", session_id="22222222-2222-4222-8222-222222222222"))
+    # Marked crashed at once (no 5-minute wait), reported, then taken over (same task).
+    assert first in run.context and "Recovery Required: crash" in run.context
+    session = ActiveSession.objects.get(session_id=first)
+    assert session.recovery_type == "crash" and session.status in ("crashed", "recovered")
+    assert live_project.mapped("11111111-1111-4111-8111-111111111111")["crashed"] is True

@@ -219,3 +219,22 @@ def test_clean_stale_sessions_keeps_those_needing_recovery(tools):
     assert sorted(ActiveSession.objects.values_list("session_id", flat=True)) == \
         ["crashed", "live"]
     assert not SessionEvent.objects.filter(session_id="ended").exists()
+
+
+@pytest.mark.django_db
+def test_sessions_reported_dead_are_crashed_at_once_and_only_live_ones(tools):
+    tools.ok("start_session", {"sessionId": "killed", "projectDir": "/p"})
+    tools.ok("start_session", {"sessionId": "finished", "projectDir": "/p"})
+    tools.ok("end_session", {"sessionId": "finished"})
+    started = tools.ok("start_session", {"sessionId": "next", "projectDir": "/p",
+                                         "crashedSessionIds": ["killed", "finished", "ghost"]})
+    assert [s["sessionId"] for s in started["recovery"]["sessions"]] == ["killed"]
+    assert status_of("killed") == ("crashed", True, "crash")
+    assert status_of("finished")[0] == "ended"
+    # The same through check_recovery, and a repeat changes nothing.
+    tools.ok("start_session", {"sessionId": "killed-too", "projectDir": "/p"})
+    report = tools.ok("check_recovery", {"projectDir": "/p",
+                                         "crashedSessionIds": ["killed-too", "killed"]})
+    assert {s["sessionId"] for s in report["sessions"]} == {"killed", "killed-too"}
+    bad = tools.call("check_recovery", {"crashedSessionIds": ["a b"]})
+    assert (bad.status, bad.error_code) == (400, "E1612")
