@@ -330,7 +330,8 @@ register(Tool(
     name="record_activity",
     description=(
         "One round trip for a batch of agent hook events: a heartbeat (same rules and codes "
-        "as heartbeat: E1600 unknown, E1602 ended, E1603 crashed; heartbeat false skips it), "
+        "as heartbeat: E1600 unknown, E1602 ended, E1603 crashed; heartbeat false skips it "
+        "and records on a crashed session too: the tool uses a killed agent left unsent), "
         "a tool-history row per tool use (transport hook; they appear in check_recovery and "
         "resume prompts) and the paths of Edit/Write/MultiEdit/NotebookEdit merged into the "
         "session task's keyFiles (relative to the session's projectDir when under it; a new "

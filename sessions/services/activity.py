@@ -81,14 +81,20 @@ def _edited_paths(tool_uses: list[dict[str, Any]]) -> list[str]:
             for path in use.get("filePaths") or [] if path.strip()]
 
 
-def _live_session(session_id: str, task_id: str | None) -> tuple[str | None, str]:
-    """Without a heartbeat: the session must still be live; (its task, its heartbeat)."""
+# Without a heartbeat, a crashed session still takes tool uses: those a killed agent's
+# hooks had not sent yet arrive from the next session's first hook, and they are the
+# "Recent Tool Usage" of the crashed session's resume prompt. The status stays crashed.
+LATE_HISTORY_STATUSES = (*LIVE_STATUSES, "crashed")
+
+
+def _recordable_session(session_id: str, task_id: str | None) -> tuple[str | None, str]:
+    """Without a heartbeat: the session must be live or crashed; (its task, its heartbeat)."""
     with connection.cursor() as cursor:
         cursor.execute(f"SELECT status, task_id, last_heartbeat FROM {sessions_table()} "
                        "WHERE session_id = %s", [session_id])
         row = cursor.fetchone()
     status = None if row is None else (row[0] or "active")
-    if status not in LIVE_STATUSES:
+    if status not in LATE_HISTORY_STATUSES:
         raise refuse_for_status(session_id, status, action="recording activity")
     if task_id is not None:
         with connection.cursor() as cursor:
@@ -162,7 +168,7 @@ def record_activity(args: dict[str, Any]) -> dict[str, Any]:
             raise OrchestratorError("E1612", "conversationSummary is stored with the "
                                     "heartbeat; it needs heartbeat true",
                                     {"field": "conversationSummary"})
-        task_id, last_heartbeat = _live_session(session_id, args.get("taskId"))
+        task_id, last_heartbeat = _recordable_session(session_id, args.get("taskId"))
     recorded, added = 0, []
     paths = _edited_paths(tool_uses)
     if tool_uses:

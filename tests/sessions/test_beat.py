@@ -13,19 +13,10 @@ from django.conf import settings
 from django.core.management import call_command
 
 from tests.sessions.helpers import backdate, status_of
+from tests.subprocesses import database_url
 from tests.waiting import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def _database_url() -> str:
-    db = settings.DATABASES["default"]
-    auth = db["USER"] + (f":{db['PASSWORD']}" if db["PASSWORD"] else "")
-    port = f":{db['PORT']}" if db["PORT"] else ""
-    host = db["HOST"]
-    if host.startswith("/"):  # a unix socket (embedded Postgres of make test)
-        return f"postgresql://{auth}@localhost{port}/{db['NAME']}?host={host}"
-    return f"postgresql://{auth}@{host}{port}/{db['NAME']}"
 
 
 @pytest.mark.django_db(transaction=True)
@@ -33,7 +24,7 @@ def test_real_worker_and_beat_flip_a_stale_session_and_leave_a_fresh_one(tools, 
     tools.ok("start_session", {"sessionId": "stale"})
     tools.ok("start_session", {"sessionId": "fresh"})
     backdate("stale", 10)
-    env = {**os.environ, "DATABASE_URL": _database_url(), "REDIS_URL": settings.REDIS_URL,
+    env = {**os.environ, "DATABASE_URL": database_url(), "REDIS_URL": settings.REDIS_URL,
            "CELERY_BROKER_URL": settings.CELERY_BROKER_URL,
            "HEARTBEAT_INTERVAL_MS": "500", "CRASH_THRESHOLD_MINUTES": "2",
            "RECOVERY_DIR": str(tmp_path / "recovery"), "CONTEXT_DIR": str(tmp_path / "ctx")}

@@ -89,7 +89,7 @@ def test_record_activity_errors(tools):
         ({"sessionId": "done"}, 409, "E1602"),
         ({"sessionId": "dead"}, 409, "E1603"),
         ({"sessionId": "ghost", "heartbeat": False}, 404, "E1600"),
-        ({"sessionId": "dead", "heartbeat": False}, 409, "E1603"),
+        ({"sessionId": "done", "heartbeat": False}, 409, "E1602"),
         ({"sessionId": "live", "taskId": "nope"}, 404, "E1610"),
         ({"sessionId": "live", "taskId": "nope", "heartbeat": False}, 404, "E1610"),
         ({"sessionId": "live", "heartbeat": False, "conversationSummary": "x"}, 400, "E1612"),
@@ -135,6 +135,22 @@ def test_without_heartbeat_the_heartbeat_does_not_move(tools):
         cursor.execute("SELECT now() - last_heartbeat > interval '50 seconds' FROM "
                        f"{qualified('active_sessions')} WHERE session_id = 's1'")
         assert cursor.fetchone()[0] is True
+
+
+@pytest.mark.django_db
+def test_without_heartbeat_a_crashed_session_takes_its_late_tool_uses(tools):
+    """What a killed agent's hooks left unsent arrives later; the session stays crashed and
+    its resume prompt lists those tool uses."""
+    tools.ok("start_session", {"sessionId": "dead"})
+    backdate("dead", 10)
+    tools.ok("check_recovery", {})
+    body = tools.ok("record_activity", {"sessionId": "dead", "heartbeat": False,
+                                        "toolUses": [use("Edit")]})
+    assert body["recorded"] == 1
+    report = tools.ok("check_recovery", {})
+    (entry,) = [s for s in report["sessions"] if s["sessionId"] == "dead"]
+    assert entry["recoveryType"] == "crash" and "`Edit`" in entry["resumePrompt"]
+    assert tools.call("record_activity", {"sessionId": "dead"}).error_code == "E1603"
 
 
 @pytest.mark.django_db

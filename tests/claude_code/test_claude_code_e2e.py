@@ -1,0 +1,244 @@
+"""The real Claude Code with our hooks after ``manage.py claude_setup``, against the web
+server in its own process: what the orchestrator records, what reaches the model, and
+the crash, outage and parallel-agent paths (issue 10 item 6)."""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import json
+import threading
+import time
+
+import pytest
+
+from contexts.models import TaskContext
+from sessions.models import (
+    ActiveSession,
+    SessionDetail,
+    SessionEvent,
+    SessionHandoff,
+    ToolInvocation,
+)
+from sessions.services.recovery import detect_crashed_sessions
+from tests.claude_code.conftest import make_project
+from tests.claude_code.model_standin import ModelStandIn, Step, call, say
+from tests.claude_code.orchestrated import (
+    call_tool,
+    claude_setup,
+    our_session_id,
+    spooled,
+    tool_calls,
+)
+from tests.claude_code.runner import finish
+from tests.waiting import wait_for
+
+pytestmark = pytest.mark.claude_code
+
+HOOK_EVENTS = ("SessionStart", "PostToolUse", "PostToolUseFailure", "Stop", "PreCompact",
+               "SessionEnd")
+# Tool uses wait in the project until a Stop (or this many seconds): one round trip per
+# run here, so the counts below do not depend on how fast this machine is.
+NO_TIME_FLUSH = {"ORCHESTRATOR_FLUSH_SECONDS": "600"}
+# A hook that finds the service down leaves it alone this long (orchestrator_hook.service).
+HOOK_DOWN_SECONDS = 2.0
+
+
+def create_task(server, token, task_id: str, working_on: str) -> None:
+    call_tool(server, token, "create_task", {
+        "taskId": task_id, "name": f"Task {task_id}", "status": "in_progress",
+        "currentPhase": "implementation", "keyFiles": [f"docs/{task_id}.md"],
+        "immediateContext": {"workingOn": working_on, "nextStep": "edit app.py"}})
+
+
+def hook_tools(session_id: str) -> list[str]:
+    """Tool uses the hooks reported for this session, oldest first."""
+    return list(ToolInvocation.objects.filter(session_id=session_id, transport="hook")
+                .order_by("id").values_list("tool", flat=True))
+
+
+def test_a_run_is_recorded_and_its_context_reaches_the_model(
+        claude, project, orchestrator, api_token_live):
+    create_task(orchestrator, api_token_live, "greeting", "MARKER-GREETING-7 personal greetings")
+    output = claude_setup(project, orchestrator, api_token_live, "greeting")
+    settings = json.loads((project / ".claude" / "settings.json").read_text())
+    for event in HOOK_EVENTS:
+        commands = [h["command"] for group in settings["hooks"][event] for h in group["hooks"]]
+        assert any("orchestrator-hook" in c and event in c for c in commands), (event, output)
+    server = json.loads((project / ".mcp.json").read_text())["mcpServers"]["orchestrator"]
+    assert server["url"].startswith(orchestrator.url)
+
+    app, added = project / "app.py", project / "greeting.py"
+    steps = [call("Edit", file_path=str(app), old_string="'hello'", new_string="'hello you'"),
+             call("Write", file_path=str(added), content="NAME = 'you'\n"),
+             call("Bash", command="exit 4", description="fails on purpose"),
+             call("mcp__orchestrator__get_unified_context", taskId="greeting"),
+             say("Greeting done.")]
+    with ModelStandIn(steps) as model:
+        run = claude.run(project, "personalise the greeting", model.url, env=NO_TIME_FLUSH)
+    assert run.result["result"] == "Greeting done."
+    session_id = our_session_id(project, run.session_id)
+
+    session = ActiveSession.objects.get(session_id=session_id)
+    assert (session.task_id, session.project_dir, session.git_branch, session.status) == (
+        "greeting", str(project), "main", "ended")
+    assert session.last_heartbeat > session.started_at
+    assert hook_tools(session_id) == ["Edit", "Write", "Bash",
+                                      "mcp__orchestrator__get_unified_context"]
+    failed = ToolInvocation.objects.get(session_id=session_id, transport="hook", tool="Bash")
+    assert failed.success is False
+    # Four tool uses, one Stop, one SessionEnd: the tool uses travel in one batch.
+    assert 1 <= tool_calls(orchestrator, "record_activity") <= 2
+    assert {"app.py", "greeting.py"} <= set(TaskContext.objects.get(task_id="greeting").key_files)
+    handoff = SessionHandoff.objects.get(from_session_id=session_id)
+    assert handoff.summary
+
+    first = model.scripted_requests[0].text()
+    assert session_id in first and "MARKER-GREETING-7" in first
+    # Claude Code's own MCP client reached /mcp with the bearer header claude_setup wrote.
+    last = model.scripted_requests[-1].body["messages"][-1]["content"][0]
+    assert not last.get("is_error") and "MARKER-GREETING-7" in json.dumps(last)
+
+
+def test_a_compaction_is_recorded_and_its_context_reaches_the_model_after_it(
+        claude, project, orchestrator, api_token_live):
+    create_task(orchestrator, api_token_live, "compacting", "MARKER-COMPACT-8 the cache")
+    claude_setup(project, orchestrator, api_token_live, "compacting")
+    steps = [*(call("Bash", command=f"echo {n}", description="count") for n in range(3)),
+             say("Counted.")]
+    with ModelStandIn(steps, compact_summary="The user had us count to three.") as model:
+        first = claude.run(project, "count to three", model.url)
+        claude.run(project, "/compact", model.url, resume=first.session_id)
+        # Each -p run ends its orchestrator session (SessionEnd); the resumed one is new.
+        session_id = our_session_id(project, first.session_id)
+        after = len(model.requests)
+        claude.run(project, "go on", model.url, resume=first.session_id)
+    assert [r.kind for r in model.requests] == ["agent"] * 4 + ["compaction", "agent"]
+    assert SessionDetail.objects.get(session_id=session_id).compaction_count == 1
+    events = SessionEvent.objects.filter(session_id=session_id, event_type="system_event")
+    assert {"pre_compact", "compaction_complete"} <= set(events.values_list("content", flat=True))
+    # SessionStart(compact) re-injected the task context into the compacted conversation.
+    seen = model.requests[after].text()
+    assert f"compaction 1 of orchestrator session {session_id}" in seen
+    assert "MARKER-COMPACT-8" in seen and "The user had us count to three." in seen
+
+
+@pytest.mark.parametrize("noticed_by", ["beat sweep", "next SessionStart"])
+def test_after_a_kill_9_the_next_run_gets_the_recovery_prompt(
+        noticed_by, claude, project, orchestrator, api_token_live, settings):
+    create_task(orchestrator, api_token_live, "crashy", "MARKER-CRASHY-3 the parser")
+    claude_setup(project, orchestrator, api_token_live, "crashy")
+    release = threading.Event()
+    steps = [call("Edit", file_path=str(project / "app.py"), old_string="'hello'",
+                  new_string="'half done'"),
+             Step(text="never delivered", before=lambda: release.wait(60))]
+    with ModelStandIn(steps) as model:
+        started = time.monotonic()
+        process = claude.start(project, "rewrite the greeting", model.url)
+        try:
+            assert wait_for(lambda: len(model.scripted_requests) == 2, timeout=60), (
+                finish(process, started))
+            process.kill()  # SIGKILL: no SessionEnd, no goodbye
+            process.wait(timeout=10)
+        finally:
+            release.set()
+    mapping = json.loads((project / ".claude" / "orchestrator" / "sessions.json").read_text())
+    (crashed_id,) = [entry["sessionId"] for entry in mapping.values()]
+    assert ActiveSession.objects.get(session_id=crashed_id).status == "active"
+
+    if noticed_by == "beat sweep":
+        # The beat job's sweep with a short threshold, instead of waiting five minutes.
+        settings.CRASH_THRESHOLD_MINUTES = 0.02
+        assert wait_for(lambda: crashed_id in detect_crashed_sessions(), timeout=15,
+                        interval=0.3)
+    # Else the next SessionStart finds the recorded Claude Code process gone without a
+    # SessionEnd and reports the crash itself (the pid the hook recorded was the real one).
+
+    with ModelStandIn([say("Recovered.")]) as model:
+        run = claude.run(project, "carry on", model.url)
+    assert run.result["result"] == "Recovered."
+    seen = model.scripted_requests[0].text()
+    assert "Recovery Required: crash" in seen and crashed_id in seen
+    # The killed run's last tool use, sent by the next run's first hook, is in the prompt.
+    assert "`Edit`" in seen
+    assert hook_tools(crashed_id) == ["Edit"]
+    assert our_session_id(project, run.session_id) != crashed_id
+    # The new session took the crashed one's task over.
+    assert ActiveSession.objects.get(session_id=crashed_id).status == "recovered"
+
+
+def test_the_service_down_mid_run_costs_the_agent_nothing_and_the_spool_arrives_later(
+        claude, project, orchestrator, api_token_live):
+    create_task(orchestrator, api_token_live, "offline", "MARKER-OFFLINE-5")
+    claude_setup(project, orchestrator, api_token_live, "offline")
+    stopped_at: list[float] = []
+
+    def stop_the_service() -> None:
+        orchestrator.stop()
+        stopped_at.append(time.monotonic())
+
+    steps = [call("Edit", file_path=str(project / "app.py"), old_string="'hello'",
+                  new_string="'hello offline'"),
+             call("Bash", command="echo working", description="runs while the service is down",
+                  before=stop_the_service),
+             call("Write", file_path=str(project / "later.py"), content="x = 1\n"),
+             say("Finished without the service.")]
+    with ModelStandIn(steps) as model:
+        run = claude.run(project, "work offline", model.url)
+    assert run.result["result"] == "Finished without the service."
+    # Between two model requests after the outage: a tool, its Pre/PostToolUse hooks and
+    # Claude Code's own work (~1-3 s here). A hook waiting on the dead service until
+    # Claude Code's hook timeout (10 s, claude_setup) would show as a gap over it.
+    times = [*stopped_at, *(r.received_at for r in model.scripted_requests[2:])]
+    gaps = [later - earlier for earlier, later in itertools.pairwise(times)]
+    assert len(gaps) == 2 and max(gaps) < 8, gaps
+    assert spooled(project), "nothing was spooled while the service was down"
+    session_id = our_session_id(project, run.session_id)
+    assert ActiveSession.objects.get(session_id=session_id).status == "active"
+
+    # A new session while the service is still down gets the context mirrored locally.
+    with ModelStandIn([say("Offline noted.")]) as model:
+        offline = claude.run(project, "what now?", model.url)
+    seen = model.scripted_requests[0].text()
+    assert "Session orchestrator offline" in seen and "MARKER-OFFLINE-5" in seen
+    offline_id = our_session_id(project, offline.session_id)
+
+    orchestrator.start()
+    time.sleep(HOOK_DOWN_SECONDS)
+    with ModelStandIn([say("Back online.")]) as model:
+        claude.run(project, "go on", model.url, resume=run.session_id)
+    assert spooled(project) == []
+    assert hook_tools(session_id) == ["Edit", "Bash", "Write"]
+    assert ActiveSession.objects.get(session_id=session_id).status == "ended"
+    assert SessionHandoff.objects.filter(from_session_id=session_id).exists()
+    # The offline session's own start and end were replayed after the first one's.
+    assert ActiveSession.objects.get(session_id=offline_id).status == "ended"
+
+
+def test_two_agents_editing_the_same_file_on_two_tasks_make_a_file_conflict(
+        claude, tmp_path, orchestrator, api_token_live):
+    tasks = ("alpha", "beta")
+    both_running = threading.Barrier(len(tasks), timeout=60)
+    with contextlib.ExitStack() as stack:
+        runs = []
+        for name in tasks:
+            project = make_project(tmp_path / name)  # two clones of one repository
+            create_task(orchestrator, api_token_live, name, f"{name} changes")
+            claude_setup(project, orchestrator, api_token_live, name)
+            # Each agent edits only once both are running: the sessions overlap.
+            steps = [call("Edit", file_path=str(project / "app.py"), old_string="'hello'",
+                          new_string=f"'hello from {name}'", before=both_running.wait),
+                     say(f"{name} done.")]
+            runs.append((project, stack.enter_context(ModelStandIn(steps))))
+        assert call_tool(orchestrator, api_token_live, "detect_conflicts", {
+            "taskIds": list(tasks), "conflictTypes": ["file_conflict"]})["detected"] == []
+        started = time.monotonic()
+        processes = [claude.start(project, "edit app.py", model.url) for project, model in runs]
+        results = [finish(process, started) for process in processes]
+    assert [r.result["result"] for r in results] == ["alpha done.", "beta done."]
+
+    answer = call_tool(orchestrator, api_token_live, "detect_conflicts",
+                       {"taskIds": list(tasks), "conflictTypes": ["file_conflict"]})
+    (conflict,) = answer["detected"]
+    assert {conflict["taskAId"], conflict["taskBId"]} == {"alpha", "beta"}
+    assert "app.py" in conflict["evidence"]["actualValue"]
