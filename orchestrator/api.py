@@ -6,12 +6,22 @@ import logging
 
 from django.db import InterfaceError, OperationalError
 from django.http import Http404
-from rest_framework import exceptions, status
+from rest_framework import exceptions, parsers, status
 from rest_framework.response import Response
 
 from orchestrator.errors import OrchestratorError, error_body
 
 logger = logging.getLogger("orchestrator.api")
+
+
+class JSONParser(parsers.JSONParser):
+    """DRF's JSON parser, with input nested too deeply for Python's decoder as a 400."""
+
+    def parse(self, stream, media_type=None, parser_context=None):
+        try:
+            return super().parse(stream, media_type, parser_context)
+        except RecursionError:
+            raise exceptions.ParseError("JSON nested too deeply") from None
 
 
 def error_response(exc: OrchestratorError) -> Response:

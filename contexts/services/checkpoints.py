@@ -5,7 +5,9 @@ A snapshot is ``{"global": row, "tasks": {taskId: row}, "checksum": "sha256:..."
 snake_case shape as context_versions.snapshot, so one restore serves both targets).
 ``checksum`` covers global + tasks and is verified before any restore (E1624);
 ``contentDigest`` covers only content columns and drives deduplication: a checkpoint whose
-content equals the latest one for the same task(s) is not stored again unless forced.
+label and content equal the latest one with that label for the same task(s) is not stored
+again unless forced (a retried call). A new label is always a new checkpoint: labels are
+what people roll back to, so one must never be silently dropped.
 """
 
 from __future__ import annotations
@@ -77,9 +79,11 @@ def _read_rows(task_ids: list[str]) -> tuple[dict[str, Any] | None, dict[str, An
     return global_row, tasks
 
 
-def _duplicate_of(scope: str, task_ids: list[str], digest: str) -> Checkpoint | None:
-    """The latest checkpoint for the same task(s), if its content equals ``digest``."""
-    latest = Checkpoint.objects.filter(scope=scope, included_tasks=task_ids,
+def _duplicate_of(label: str, scope: str, task_ids: list[str],
+                  digest: str) -> Checkpoint | None:
+    """The latest checkpoint with this label for the same task(s), if its content equals
+    ``digest``."""
+    latest = Checkpoint.objects.filter(label=label, scope=scope, included_tasks=task_ids,
                                        task_id=task_ids[0] if task_ids else None)
     latest = latest.order_by("-created_at", "-checkpoint_id").first()
     if latest and isinstance(latest.snapshot, dict) and \
@@ -105,7 +109,7 @@ def create_checkpoint(label: str, *, task_id: str | None = None,
                 raise OrchestratorError("E1610", f"Task {missing[0]!r} does not exist",
                                         {"taskId": missing[0], "missing": missing})
             digest = content_digest(global_row, tasks)
-            existing = None if force else _duplicate_of(scope, task_ids, digest)
+            existing = None if force else _duplicate_of(label, scope, task_ids, digest)
             if existing is None:
                 snapshot = {"global": global_row, "tasks": tasks}
                 snapshot["checksum"] = checksum_of(snapshot)

@@ -15,11 +15,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import jsonschema
 from django.db import DatabaseError, InterfaceError, OperationalError
 
 from orchestrator import metrics
 from orchestrator.errors import OrchestratorError
+from orchestrator.tools.input_checks import find_unstorable_value, validator_for
 
 logger = logging.getLogger("orchestrator.tools")
 
@@ -60,11 +60,7 @@ _AFTER_CALL: list[AfterCallHook] = []
 def register(tool: Tool) -> Tool:
     if tool.name in _TOOLS:
         raise ValueError(f"tool {tool.name!r} registered twice")
-    jsonschema.Draft202012Validator.check_schema(tool.input_schema)
-    validator = jsonschema.Draft202012Validator(
-        tool.input_schema, format_checker=jsonschema.FormatChecker()
-    )
-    tool = Tool(**{**tool.__dict__, "validator": validator})
+    tool = Tool(**{**tool.__dict__, "validator": validator_for(tool.input_schema)})
     _TOOLS[tool.name] = tool
     return tool
 
@@ -88,6 +84,12 @@ def get_tool(name: str) -> Tool:
 def validate_input(tool: Tool, arguments: Any) -> dict[str, Any]:
     if not isinstance(arguments, dict):
         raise OrchestratorError(tool.validation_code, "Tool input must be a JSON object")
+    unstorable = find_unstorable_value(arguments)
+    if unstorable:
+        raise OrchestratorError(
+            tool.validation_code,
+            f"Invalid input for {tool.name}: {unstorable['field']}: {unstorable['problem']}",
+            [unstorable])
     errors = sorted(tool.validator.iter_errors(arguments), key=lambda e: list(e.absolute_path))
     if errors:
         details = [

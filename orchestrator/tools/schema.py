@@ -12,6 +12,10 @@ Schema = dict[str, Any]
 
 # Task, checkpoint and session ids become Redis keys and file names: a strict character set.
 SAFE_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,254}$"
+# A new task id is at most this long: it becomes task-agents/<id>.json, written through a
+# temp file .<id>.json.<8 random>.tmp (id + 19 bytes), and a file name is at most 255
+# bytes. Ids are ASCII, so characters are bytes. Existing ids keep the 255 of the column.
+MAX_TASK_ID_LENGTH = 200
 
 
 def obj(properties: dict[str, Schema], required: list[str] | tuple[str, ...] = (),
@@ -44,8 +48,8 @@ def string(description: str | None = None, *, max_length: int | None = None,
     return schema
 
 
-def safe_id(description: str) -> Schema:
-    return string(description, min_length=1, max_length=255, pattern=SAFE_ID_PATTERN)
+def safe_id(description: str, *, max_length: int = 255) -> Schema:
+    return string(description, min_length=1, max_length=max_length, pattern=SAFE_ID_PATTERN)
 
 
 def integer(description: str | None = None, *, minimum: int | None = None,

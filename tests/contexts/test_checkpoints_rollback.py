@@ -64,14 +64,28 @@ def test_checkpoint_errors(tools, make_task):
 def test_identical_checkpoint_is_deduplicated_unless_forced(tools, make_task):
     make_task("dd-1")
     first = tools.ok("create_checkpoint", {"label": "one", "taskId": "dd-1"})
-    again = tools.ok("create_checkpoint", {"label": "two", "taskId": "dd-1"})
+    again = tools.ok("create_checkpoint", {"label": "one", "taskId": "dd-1"})
     assert again["deduplicated"] is True and again["checkpointId"] == first["checkpointId"]
-    forced = tools.ok("create_checkpoint", {"label": "three", "taskId": "dd-1", "force": True})
+    forced = tools.ok("create_checkpoint", {"label": "one", "taskId": "dd-1", "force": True})
     assert forced["deduplicated"] is False and forced["checkpointId"] != first["checkpointId"]
     tools.ok("save_context_snapshot", {"taskId": "dd-1", "updates": {"iteration": 2}})
-    changed = tools.ok("create_checkpoint", {"label": "four", "taskId": "dd-1"})
+    changed = tools.ok("create_checkpoint", {"label": "one", "taskId": "dd-1"})
     assert changed["deduplicated"] is False
     assert Checkpoint.objects.filter(task_id="dd-1").count() == 3
+
+
+def test_a_new_label_on_unchanged_content_is_a_new_checkpoint(tools, make_task):
+    make_task("dd-2")
+    first = tools.ok("create_checkpoint", {"label": "before refactor", "taskId": "dd-2"})
+    second = tools.ok("create_checkpoint", {"label": "release 1.0", "taskId": "dd-2"})
+    assert second["deduplicated"] is False
+    assert second["checkpointId"] != first["checkpointId"]
+    assert second["label"] == "release 1.0"
+    labels = set(Checkpoint.objects.filter(task_id="dd-2").values_list("label", flat=True))
+    assert labels == {"before refactor", "release 1.0"}
+    # Retrying the first label still finds its checkpoint: the call is idempotent.
+    retried = tools.ok("create_checkpoint", {"label": "before refactor", "taskId": "dd-2"})
+    assert retried["deduplicated"] is True and retried["checkpointId"] == first["checkpointId"]
 
 
 def test_rollback_to_version_restores_all_columns_and_can_be_rolled_back(tools, make_task):
