@@ -52,13 +52,16 @@ def safe_id(description: str, *, max_length: int = 255) -> Schema:
     return string(description, min_length=1, max_length=max_length, pattern=SAFE_ID_PATTERN)
 
 
+# Integers end in Postgres integer columns (and counts and versions come from them): an
+# unbounded one would pass validation and fail in the database as a server fault.
+INT32_MAX = 2**31 - 1
+
+
 def integer(description: str | None = None, *, minimum: int | None = None,
-            maximum: int | None = None, default: int | None = None) -> Schema:
-    schema: Schema = {"type": "integer"}
+            maximum: int = INT32_MAX, default: int | None = None) -> Schema:
+    schema: Schema = {"type": "integer", "maximum": maximum}
     if minimum is not None:
         schema["minimum"] = minimum
-    if maximum is not None:
-        schema["maximum"] = maximum
     if default is not None:
         schema["default"] = default
     if description:
