@@ -28,8 +28,9 @@ from orchestrator.tools.schema import (
 TASK_LOCK = obj({"taskId": string(), "sessionId": string(), "lockedAt": TIMESTAMP,
                  "expiresAt": TIMESTAMP}, ["taskId", "sessionId", "lockedAt", "expiresAt"],
                 description="TaskLock (spec 8.2.1), stored as JSON at context:lock:{taskId}")
-EVIDENCE = obj({"field": string(), "expectedValue": any_value(), "actualValue": any_value(),
-                "location": string()}, additional=True)
+EVIDENCE = obj({"field": string(max_length=255), "expectedValue": any_value(),
+                "actualValue": any_value(), "location": string(max_length=2000)},
+               additional=True)
 TASK_IDS = array(string(max_length=255), "Restrict to these tasks; omit for all active tasks "
                  "(status pending, in_progress or blocked)", max_items=10000)
 CONFLICT_ID = string("Conflict id (UUID)", max_length=100)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 
+from django.core.exceptions import RequestDataTooBig
 from django.db import InterfaceError, OperationalError
 from django.http import Http404
 from rest_framework import exceptions, parsers, status
@@ -39,6 +40,9 @@ def exception_handler(exc, context):
         body = error_body("E1609", str(exc.detail))
         return Response(body, status=status.HTTP_401_UNAUTHORIZED,
                         headers={"WWW-Authenticate": 'Bearer realm="orchestrator"'})
+    if isinstance(exc, RequestDataTooBig):
+        # The fast lane answers the same for a body over the same limit.
+        return Response(error_body("E1612", str(exc)), status=413)
     if isinstance(exc, exceptions.ParseError):
         return Response(error_body("E1612", f"Malformed JSON: {exc.detail}"), status=400)
     if isinstance(exc, exceptions.ValidationError):
