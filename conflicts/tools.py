@@ -10,6 +10,7 @@ from conflicts.locks import LOCK_RULE
 from conflicts.services import detection, reporting, resolution
 from orchestrator.errors import now_iso
 from orchestrator.tools import Tool, ToolContext, register
+from orchestrator.tools.access import session_argument
 from orchestrator.tools.schema import (
     CONFLICT_TYPES,
     RESOLUTION_STATUSES,
@@ -117,6 +118,7 @@ register(Tool(
                        "tookOverExpired": boolean(), "timestamp": TIMESTAMP},
                       ["success", "lock", "acquired", "timestamp"]),
     handler=_acquire,
+    writes_session=session_argument,
 ))
 
 register(Tool(
@@ -129,6 +131,7 @@ register(Tool(
     output_schema=obj({"success": boolean(), "lock": TASK_LOCK, "timestamp": TIMESTAMP},
                       ["success", "lock", "timestamp"]),
     handler=_renew,
+    writes_session=session_argument,
 ))
 
 register(Tool(
@@ -142,6 +145,7 @@ register(Tool(
     output_schema=obj({"success": boolean(), "released": boolean(), "timestamp": TIMESTAMP},
                       ["success", "released", "timestamp"]),
     handler=_release,
+    writes_session=session_argument,
 ))
 
 

@@ -83,7 +83,8 @@ def handle(name: str, authorization: str | None, body: bytes | None) -> Answer:
         return 400, error_body("E1612", f"Malformed JSON: {exc}"), {}
     try:
         result = registry.call_tool(name, arguments,
-                                    registry.ToolContext("rest", principal.name))
+                                    registry.ToolContext("rest", principal.name,
+                                                         principal.scope))
     except OrchestratorError as exc:
         return exc.http_status, exc.to_dict(), {}
     finally:

@@ -19,6 +19,7 @@ from django.db import DatabaseError, InterfaceError, OperationalError
 
 from orchestrator import metrics
 from orchestrator.errors import OrchestratorError
+from orchestrator.tools.access import check_access
 from orchestrator.tools.input_checks import find_unstorable_value, validator_for
 
 logger = logging.getLogger("orchestrator.tools")
@@ -26,10 +27,16 @@ logger = logging.getLogger("orchestrator.tools")
 
 @dataclass(frozen=True)
 class ToolContext:
-    """Who is calling and through which transport (recorded, never trusted for auth)."""
+    """Who is calling and through which transport.
+
+    ``scope`` is the bearer token's scope when a token authenticated the call (REST, MCP;
+    ``actor`` is then the token's name); None for in-process callers (admin, commands,
+    tasks), which are trusted. See ``orchestrator.tools.access``.
+    """
 
     transport: str  # "rest" | "mcp" | "admin" | "command" | "task"
     actor: str = ""
+    scope: str | None = None
 
 
 Handler = Callable[[dict[str, Any], ToolContext], dict[str, Any]]
@@ -46,6 +53,8 @@ class Tool:
     # E1621 for checkpoint scope, E1641 for conflict types).
     validation_code: str = "E1612"
     read_only: bool = False
+    # The session a call writes (from its arguments), which only its owner token may do.
+    writes_session: Callable[[dict[str, Any]], str | None] | None = None
     validator: Any = field(default=None, compare=False, repr=False)
 
 
@@ -112,6 +121,7 @@ def call_tool(name: str, arguments: Any, context: ToolContext) -> dict[str, Any]
     outcome: dict[str, Any]
     try:
         args = validate_input(tool, arguments)
+        check_access(tool, args, context)
         result = tool.handler(args, context)
         outcome = result
         return result
