@@ -19,7 +19,7 @@ from rest_framework.decorators import action
 from rest_framework.response import Response
 
 from contexts.models import Checkpoint, ContextVersion, TaskContext
-from contexts.services import representation
+from contexts.services import checkpoints, representation
 from contexts.services.tasks import get_global_context
 from orchestrator.errors import OrchestratorError
 from orchestrator.tools.schema import CHANGE_TYPES, SAFE_ID_PATTERN
@@ -99,7 +99,7 @@ class CheckpointSerializer(serializers.Serializer):
                 "createdBy": instance.created_by, "sessionId": instance.session_id,
                 "createdAt": representation.iso(instance.created_at)}
         if self.context.get("detail"):
-            data["snapshot"] = instance.snapshot
+            data["snapshot"] = checkpoints.snapshot_for_display(instance)
         return data
 
 
