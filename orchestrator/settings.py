@@ -234,6 +234,22 @@ GRAPH_SYNC_INTERVAL_SECONDS = int(os.environ.get("GRAPH_SYNC_INTERVAL_SECONDS", 
 STALE_SESSION_SWEEP_INTERVAL_SECONDS = int(
     os.environ.get("STALE_SESSION_SWEEP_INTERVAL_SECONDS", "3600"))
 
+# --- Retention (orchestrator/retention.py: beat job "retention", manage.py prune) --------
+# Context versions: a task keeps its newest RETENTION_KEEP_VERSIONS and every version
+# younger than RETENTION_KEEP_DAYS; versions a checkpoint needs, and all versions of a
+# task with an open conflict, are always kept.
+RETENTION_KEEP_VERSIONS = int(os.environ.get("RETENTION_KEEP_VERSIONS", "100"))
+RETENTION_KEEP_DAYS = float(os.environ.get("RETENTION_KEEP_DAYS", "30"))
+# Checkpoints per task beyond the quota go, oldest automatic ones first; checkpoints a
+# caller created (any type but "auto") only when RETENTION_PRUNE_LABELLED_CHECKPOINTS.
+RETENTION_CHECKPOINTS_PER_TASK = int(os.environ.get("RETENTION_CHECKPOINTS_PER_TASK", "100"))
+RETENTION_PRUNE_LABELLED_CHECKPOINTS = os.environ.get(
+    "RETENTION_PRUNE_LABELLED_CHECKPOINTS", "false").strip().lower() in {"1", "true", "yes"}
+# Event logs of ended / recovered sessions (and of sessions already removed).
+RETENTION_EVENT_DAYS = float(os.environ.get("RETENTION_EVENT_DAYS", "30"))
+RETENTION_BATCH_SIZE = int(os.environ.get("RETENTION_BATCH_SIZE", "1000"))
+RETENTION_INTERVAL_SECONDS = int(os.environ.get("RETENTION_INTERVAL_SECONDS", "86400"))
+
 # --- Celery ----------------------------------------------------------------------------
 CELERY_BROKER_URL = ORCH.celery_broker_url
 CELERY_RESULT_BACKEND = None

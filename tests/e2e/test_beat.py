@@ -12,7 +12,8 @@ from orchestrator.celery import periodic_jobs
 
 ROOT = Path(__file__).resolve().parents[2]
 JOBS = ("contexts.sync_hot_context", "sessions.detect_crashed_sessions",
-        "sessions.clean_stale_sessions", "conflicts.detect_conflicts", "graph.sync_graph")
+        "sessions.clean_stale_sessions", "orchestrator.retention", "conflicts.detect_conflicts",
+        "graph.sync_graph")
 
 
 def test_schedule_follows_settings(settings):
@@ -20,13 +21,14 @@ def test_schedule_follows_settings(settings):
     settings.ENABLE_NEO4J = False
     settings.HEARTBEAT_INTERVAL_MS = 1500
     jobs = periodic_jobs()
-    assert {j["task"] for j in jobs.values()} == set(JOBS[:3])
+    assert {j["task"] for j in jobs.values()} == set(JOBS[:4])
     assert jobs["detect crashed sessions"]["schedule"] == 1.5
 
 
 def test_beat_sends_every_job(tmp_path):
     env = {**os.environ, "HOT_SYNC_INTERVAL_SECONDS": "1", "HEARTBEAT_INTERVAL_MS": "1000",
            "STALE_SESSION_SWEEP_INTERVAL_SECONDS": "1", "CONFLICT_DETECTION_INTERVAL_SECONDS": "1",
+           "RETENTION_INTERVAL_SECONDS": "1",
            "GRAPH_SYNC_INTERVAL_SECONDS": "1", "ENABLE_NEO4J": "true",
            "ENABLE_CONFLICT_DETECTION": "true"}
     beat = subprocess.Popen(
