@@ -97,6 +97,17 @@ TEMPLATES = [
     },
 ]
 
+# Request work (the web server's processes: orchestrator.webserver sets
+# ORCHESTRATOR_SERVES_REQUESTS=1) runs with a statement timeout, so a stuck query costs one
+# 503 E1654 instead of a worker; migrate, sync, prune and the Celery jobs run without one.
+REQUEST_STATEMENT_TIMEOUT_MS = int(os.environ.get("REQUEST_STATEMENT_TIMEOUT_MS", "10000"))
+SERVES_REQUESTS = os.environ.get("ORCHESTRATOR_SERVES_REQUESTS") == "1"
+# JIT compilation costs hundreds of ms on the few large queries here (conflict detection,
+# crash sweep, registry) and never pays back on OLTP work.
+_POSTGRES_OPTIONS = "-c jit=off"
+if SERVES_REQUESTS and REQUEST_STATEMENT_TIMEOUT_MS > 0:
+    _POSTGRES_OPTIONS += f" -c statement_timeout={REQUEST_STATEMENT_TIMEOUT_MS}"
+
 DATABASES = {
     "default": {
         "ENGINE": "django_prometheus.db.backends.postgresql",
@@ -107,10 +118,10 @@ DATABASES = {
         # retryable) and then reconnects, since Django drops a connection that errored.
         "CONN_HEALTH_CHECKS": False,
         "OPTIONS": {
+            # Also bounds a server that accepts connections and never answers (libpq's
+            # minimum is 2 s).
             "connect_timeout": int(os.environ.get("DB_CONNECT_TIMEOUT", "5")),
-            # JIT compilation costs hundreds of ms on the few large queries here (conflict
-            # detection, crash sweep, registry) and never pays back on OLTP work.
-            "options": "-c jit=off",
+            "options": _POSTGRES_OPTIONS,
         },
         "TEST": {"NAME": os.environ.get("TEST_DATABASE_NAME") or None},
     }
@@ -212,6 +223,9 @@ NEO4J_USER = ORCH.neo4j_user
 NEO4J_PASSWORD = ORCH.neo4j_password
 NEOMODEL_DATABASE_URL = ORCH.neomodel_url
 ENABLE_NEO4J = ORCH.enable_neo4j
+# A Bolt server that accepts connections but does not answer is given up after this long
+# (handshake and every statement); the graph then falls back to Postgres.
+NEO4J_READ_TIMEOUT_SECONDS = float(os.environ.get("NEO4J_READ_TIMEOUT_SECONDS", "3"))
 ENABLE_FILE_SYNC = ORCH.enable_file_sync
 ENABLE_AUTO_RECOVERY_CHECK = ORCH.enable_auto_recovery_check
 ENABLE_CONFLICT_DETECTION = ORCH.enable_conflict_detection

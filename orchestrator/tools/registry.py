@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import psycopg
 from django.db import DatabaseError, InterfaceError, OperationalError
 
 from orchestrator import metrics
@@ -114,6 +115,13 @@ def validate_input(tool: Tool, arguments: Any) -> dict[str, Any]:
     return arguments
 
 
+def unavailable_message(exc: BaseException) -> str:
+    """E1654's message: a query cut off by statement_timeout is not an unreachable server."""
+    if isinstance(exc.__cause__, psycopg.errors.QueryCanceled):
+        return "PostgreSQL did not answer within the statement timeout"
+    return "PostgreSQL is unreachable"
+
+
 def call_tool(name: str, arguments: Any, context: ToolContext) -> dict[str, Any]:
     """Validate, run and return the tool's output; raise ``OrchestratorError`` on failure."""
     tool = get_tool(name)
@@ -130,7 +138,7 @@ def call_tool(name: str, arguments: Any, context: ToolContext) -> dict[str, Any]
         raise
     except (OperationalError, InterfaceError) as exc:
         logger.error("tool %s: database unavailable: %s", name, exc)
-        error = OrchestratorError("E1654", "PostgreSQL is unreachable", {"reason": str(exc)[:200]})
+        error = OrchestratorError("E1654", unavailable_message(exc), {"reason": str(exc)[:200]})
         outcome = error.to_dict()
         raise error from exc
     except DatabaseError as exc:
