@@ -43,10 +43,11 @@ class ApiToken(models.Model):
 
     def save(self, *args, **kwargs) -> None:
         super().save(*args, **kwargs)
-        if self.revoked:
-            from orchestrator.auth import forget_token
+        # A revocation or a scope change applies at once in this process (other processes
+        # within auth.TOKEN_CACHE_SECONDS).
+        from orchestrator.auth import forget_token
 
-            forget_token(self.token_hash)
+        forget_token(self.token_hash)
 
     def delete(self, *args, **kwargs):
         from orchestrator.auth import forget_token

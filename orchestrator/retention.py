@@ -15,6 +15,9 @@ policy comes from the RETENTION_* settings. What is kept, always:
   created only when RETENTION_PRUNE_LABELLED_CHECKPOINTS is set;
 - events of sessions that are still running or still need recovery.
 
+It also drops the ownership rows (orchestrator.models.SessionOwner) of sessions that no
+longer exist.
+
 context_versions and the event log are immutable by trigger. Deleting goes through the
 guard's deliberate path: each batch is its own transaction that sets
 ``orchestrator.allow_version_pruning = 'on'`` for that transaction only. Each DELETE
@@ -33,6 +36,7 @@ from django.conf import settings
 from django.db import connection, transaction
 
 from orchestrator.db import qualified
+from orchestrator.models import SessionOwner
 
 logger = logging.getLogger("orchestrator.retention")
 
@@ -65,6 +69,7 @@ class PruneReport:
     versions_by_task: Counter = field(default_factory=Counter)
     checkpoints: list[str] = field(default_factory=list)
     events_by_session: Counter = field(default_factory=Counter)
+    session_owners: int = 0
 
     def lines(self) -> list[str]:
         verb = "would delete" if self.dry_run else "deleted"
@@ -86,7 +91,8 @@ class PruneReport:
                 "versionsByTask": dict(self.versions_by_task),
                 "checkpoints": list(self.checkpoints),
                 "events": sum(self.events_by_session.values()),
-                "eventsBySession": dict(self.events_by_session)}
+                "eventsBySession": dict(self.events_by_session),
+                "sessionOwners": self.session_owners}
 
 
 def _events_table() -> str:
@@ -226,5 +232,15 @@ def prune(policy: RetentionPolicy | None = None, *, dry_run: bool = False) -> Pr
             policy.batch_size)
         report.events_by_session = _delete_grouped(
             _events_table(), _prunable_events_sql(), event_params, policy.batch_size)
+        report.session_owners = _forget_owners_of_removed_sessions()
     logger.info("retention %s", "dry run" if dry_run else "run", extra=report.as_dict())
     return report
+
+
+def _forget_owners_of_removed_sessions() -> int:
+    """Owner rows of sessions that no longer exist (the stale-session sweep removed them)."""
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(
+            f"DELETE FROM {SessionOwner._meta.db_table} o WHERE NOT EXISTS (SELECT 1 FROM "
+            f"{qualified('active_sessions')} s WHERE s.session_id = o.session_id)")
+        return cursor.rowcount

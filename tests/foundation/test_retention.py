@@ -132,3 +132,16 @@ def test_prune_command_dry_run_prints_and_deletes_nothing(tools, settings):
     call_command("prune", stdout=(out := io.StringIO()))
     assert "deleted 3 context versions" in out.getvalue()
     assert versions_of("rt-cmd") == [4, 5]
+
+
+def test_owners_of_removed_sessions_are_forgotten(tools):
+    from orchestrator.models import SessionOwner
+
+    kept = tools.ok("start_session", {})["sessionId"]
+    removed = tools.ok("start_session", {})["sessionId"]
+    with connection.cursor() as cursor:
+        cursor.execute(f"DELETE FROM {qualified('active_sessions')} WHERE session_id = %s",
+                       [removed])
+    assert retention.prune(policy(), dry_run=True).session_owners == 0
+    assert retention.prune(policy()).session_owners == 1
+    assert list(SessionOwner.objects.values_list("session_id", flat=True)) == [kept]
