@@ -127,3 +127,19 @@ def test_task_id_limit_holds_in_the_service_too():
     with pytest.raises(OrchestratorError) as error:
         create_task({"taskId": "x" * (MAX_TASK_ID_LENGTH + 1), "name": "long"})
     assert error.value.code == "E1612"
+
+
+def test_the_fast_lane_answers_the_same(live_api):
+    """The production REST path (ASGI fast lane) parses JSON itself: same answers."""
+    import httpx
+
+    url, token = live_api
+    headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+    deep = '{"taskId": "x", "name": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    nul = '{"taskId": "fast-nul", "name": "a\\u0000b"}'
+    for body in (deep, nul):
+        response = httpx.post(f"{url}/api/v1/tools/create_task/", content=body,
+                              headers=headers, timeout=30)
+        assert response.status_code == 400, response.text
+        assert response.json()["error"]["code"] == "E1612"
+    assert not TaskContext.objects.filter(task_id="fast-nul").exists()

@@ -44,7 +44,7 @@ ANYWHERE = {  # wrong for every field, whatever its schema
     "NaN": float("nan"),
     "infinity": float("inf"),
 }
-HUGE_STRING = "x" * 1_000_000
+HUGE_STRING = "x" * 200_000  # four times the longest maxLength (50,000)
 NUMBERS = {"integral float": 2.0, "fractional float": 1.5, "negative": -1,
            "huge": 2**63, "huge float": 1e308}
 
