@@ -10,6 +10,7 @@ from conflicts.locks import LOCK_RULE
 from conflicts.services import detection, reporting, resolution
 from orchestrator.errors import now_iso
 from orchestrator.tools import Tool, ToolContext, register
+from orchestrator.tools.access import session_argument
 from orchestrator.tools.schema import (
     CONFLICT_TYPES,
     RESOLUTION_STATUSES,
@@ -28,8 +29,9 @@ from orchestrator.tools.schema import (
 TASK_LOCK = obj({"taskId": string(), "sessionId": string(), "lockedAt": TIMESTAMP,
                  "expiresAt": TIMESTAMP}, ["taskId", "sessionId", "lockedAt", "expiresAt"],
                 description="TaskLock (spec 8.2.1), stored as JSON at context:lock:{taskId}")
-EVIDENCE = obj({"field": string(), "expectedValue": any_value(), "actualValue": any_value(),
-                "location": string()}, additional=True)
+EVIDENCE = obj({"field": string(max_length=255), "expectedValue": any_value(),
+                "actualValue": any_value(), "location": string(max_length=2000)},
+               additional=True)
 TASK_IDS = array(string(max_length=255), "Restrict to these tasks; omit for all active tasks "
                  "(status pending, in_progress or blocked)", max_items=10000)
 CONFLICT_ID = string("Conflict id (UUID)", max_length=100)
@@ -116,6 +118,7 @@ register(Tool(
                        "tookOverExpired": boolean(), "timestamp": TIMESTAMP},
                       ["success", "lock", "acquired", "timestamp"]),
     handler=_acquire,
+    writes_session=session_argument,
 ))
 
 register(Tool(
@@ -128,6 +131,7 @@ register(Tool(
     output_schema=obj({"success": boolean(), "lock": TASK_LOCK, "timestamp": TIMESTAMP},
                       ["success", "lock", "timestamp"]),
     handler=_renew,
+    writes_session=session_argument,
 ))
 
 register(Tool(
@@ -141,6 +145,7 @@ register(Tool(
     output_schema=obj({"success": boolean(), "released": boolean(), "timestamp": TIMESTAMP},
                       ["success", "released", "timestamp"]),
     handler=_release,
+    writes_session=session_argument,
 ))
 
 

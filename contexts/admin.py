@@ -24,6 +24,7 @@ from conflicts import selectors
 from contexts.models import Checkpoint, ContextVersion, GlobalContext, TaskContext
 from contexts.orphans_admin import OrphanedFilter, orphaned_task_ids
 from contexts.services import rollback
+from contexts.services.checkpoints import snapshot_for_display
 from orchestrator.errors import OrchestratorError
 from orchestrator.tools import ToolContext, call_tool
 
@@ -180,7 +181,8 @@ class CheckpointAdmin(ReadOnlyAdmin):
 
     @admin.display(description="snapshot")
     def snapshot_pretty(self, obj: Checkpoint) -> str:
-        return format_html("<pre>{}</pre>", json.dumps(obj.snapshot, indent=2, default=str))
+        return format_html("<pre>{}</pre>", json.dumps(snapshot_for_display(obj), indent=2,
+                                                       default=str))
 
 
 @admin.register(GlobalContext)

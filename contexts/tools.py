@@ -14,6 +14,7 @@ from orchestrator.tools.schema import (
     CHECKPOINT_SCOPES,
     CHECKPOINT_TYPES,
     IMMEDIATE_CONTEXT,
+    MAX_TASK_ID_LENGTH,
     TASK_STATUSES,
     TIMESTAMP,
     array,
@@ -63,7 +64,9 @@ register(Tool(
         "Create a task context. The database records it as version 1. "
         "An existing taskId is refused with E1614 (409)."
     ),
-    input_schema=obj({"taskId": safe_id("Unique task id (letters, digits, . _ : -)"),
+    input_schema=obj({"taskId": safe_id(f"Unique task id: letters, digits, . _ : -, at most "
+                                         f"{MAX_TASK_ID_LENGTH} characters",
+                                         max_length=MAX_TASK_ID_LENGTH),
                       **TASK_FIELDS}, ["taskId", "name"]),
     output_schema=obj({"success": boolean(), "taskId": string(), "version": integer(),
                        "createdAt": TIMESTAMP, "savedTo": SAVED_TO},
@@ -168,9 +171,10 @@ register(Tool(
     description=(
         "Store a named snapshot of the global context and the included tasks (spec 4.1.3). "
         "Scope: no task -> global, one -> task, more -> multi_task. The snapshot carries a "
-        "sha256 checksum verified on every restore. A checkpoint identical to the latest "
-        "one of the same task(s) is not stored again unless force is true; the answer then "
-        "has deduplicated: true and the existing checkpointId."
+        "sha256 checksum verified on every restore. Repeating a call (same label, same "
+        "task(s), content unchanged since that label's latest checkpoint) stores nothing "
+        "unless force is true: the answer has deduplicated: true and the existing "
+        "checkpointId. A different label is always a new checkpoint."
     ),
     input_schema=obj({
         "label": string(min_length=1, max_length=500),
@@ -179,7 +183,8 @@ register(Tool(
         "checkpointType": string(enum=CHECKPOINT_TYPES),
         "includeTasks": array(safe_id("Task id"), max_items=1000),
         "sessionId": SESSION_ID,
-        "force": boolean("Store even if identical to the latest checkpoint", default=False),
+        "force": boolean("Store even if identical to this label's latest checkpoint",
+                         default=False),
     }, ["label"]),
     output_schema=obj({"success": boolean(), "checkpointId": string(), "label": string(),
                        "scope": string(enum=CHECKPOINT_SCOPES),

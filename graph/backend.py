@@ -12,19 +12,55 @@ import io
 import logging
 import threading
 import time
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from django.conf import settings
 
 from orchestrator import tracing
 
 logger = logging.getLogger("orchestrator.graph")
+T = TypeVar("T")
 
 _configured_url: str | None = None
 _schema_url: str | None = None
 _lock = threading.Lock()
 _open_until = 0.0
 CIRCUIT_OPEN_SECONDS = 5.0
+
+
+class GraphTimeout(OSError):
+    """The Bolt server did not answer in time (an OSError: treated as a connection error)."""
+
+
+def _within_read_timeout(function: Callable[[], T]) -> T:
+    """Run ``function`` (a Bolt exchange) and give up after NEO4J_READ_TIMEOUT_SECONDS.
+
+    The driver bounds connecting (connection_timeout) and the handshake
+    (connection_acquisition_timeout), but once a connection is open it waits for an answer
+    as long as the server says nothing: a server that accepts and then never answers would
+    hold the request's worker. So each exchange runs in a helper thread; on timeout the
+    caller gets GraphTimeout (the breaker opens, readers fall back to Postgres) and the
+    helper is left to end with its socket.
+    """
+    outcome: dict[str, Any] = {}
+    done = threading.Event()
+
+    def run() -> None:
+        try:
+            outcome["value"] = function()
+        except BaseException as exc:  # handed to the caller below
+            outcome["error"] = exc
+        finally:
+            done.set()
+
+    threading.Thread(target=run, name="bolt-call", daemon=True).start()
+    timeout = settings.NEO4J_READ_TIMEOUT_SECONDS
+    if not done.wait(timeout):
+        raise GraphTimeout(f"the Bolt server did not answer within {timeout:g} s")
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
 
 
 def configure() -> None:
@@ -41,6 +77,8 @@ def configure() -> None:
         config = get_config()
         config.database_url = url
         config.connection_timeout = 2.0
+        # Bounds the Bolt handshake too: a server that accepts and stays silent.
+        config.connection_acquisition_timeout = settings.NEO4J_READ_TIMEOUT_SECONDS
         config.max_transaction_retry_time = 1.0
         with contextlib.suppress(Exception):
             db.close_connection()
@@ -76,7 +114,7 @@ def cypher(query: str, params: dict[str, Any] | None = None) -> list[list[Any]]:
 
     try:
         with tracing.backend_span("neo4j", "neo4j"):
-            rows, _ = db.cypher_query(query, params or {})
+            rows, _ = _within_read_timeout(lambda: db.cypher_query(query, params or {}))
     except Exception as exc:
         if _is_connection_error(exc):
             trip()
@@ -89,11 +127,14 @@ def write(statements: list[tuple[str, dict[str, Any]]]) -> None:
     configure()
     from neomodel import db
 
-    try:
-        with tracing.backend_span("neo4j", "neo4j", **{"db.statements": len(statements)}), \
-                db.transaction:
+    def run_all() -> None:
+        with db.transaction:
             for query, params in statements:
                 db.cypher_query(query, params)
+
+    try:
+        with tracing.backend_span("neo4j", "neo4j", **{"db.statements": len(statements)}):
+            _within_read_timeout(run_all)
     except Exception as exc:
         if _is_connection_error(exc):
             trip()

@@ -5,10 +5,10 @@ from orchestrator.models import ApiToken
 
 @admin.register(ApiToken)
 class ApiTokenAdmin(admin.ModelAdmin):
-    list_display = ("name", "prefix", "created_at", "last_used_at", "revoked")
-    list_filter = ("revoked",)
+    list_display = ("name", "scope", "prefix", "created_at", "last_used_at", "revoked")
+    list_filter = ("scope", "revoked")
     readonly_fields = ("prefix", "created_at", "last_used_at")
-    fields = ("name", "prefix", "revoked", "created_at", "last_used_at")
+    fields = ("name", "scope", "prefix", "revoked", "created_at", "last_used_at")
 
     def has_add_permission(self, request):
         # Tokens are shown once, at creation: use `manage.py create_api_token NAME`.

@@ -4,14 +4,25 @@ from __future__ import annotations
 
 import logging
 
+from django.core.exceptions import RequestDataTooBig
 from django.db import InterfaceError, OperationalError
 from django.http import Http404
-from rest_framework import exceptions, status
+from rest_framework import exceptions, parsers, status
 from rest_framework.response import Response
 
 from orchestrator.errors import OrchestratorError, error_body
 
 logger = logging.getLogger("orchestrator.api")
+
+
+class JSONParser(parsers.JSONParser):
+    """DRF's JSON parser, with input nested too deeply for Python's decoder as a 400."""
+
+    def parse(self, stream, media_type=None, parser_context=None):
+        try:
+            return super().parse(stream, media_type, parser_context)
+        except RecursionError:
+            raise exceptions.ParseError("JSON nested too deeply") from None
 
 
 def error_response(exc: OrchestratorError) -> Response:
@@ -29,6 +40,9 @@ def exception_handler(exc, context):
         body = error_body("E1609", str(exc.detail))
         return Response(body, status=status.HTTP_401_UNAUTHORIZED,
                         headers={"WWW-Authenticate": 'Bearer realm="orchestrator"'})
+    if isinstance(exc, RequestDataTooBig):
+        # The fast lane answers the same for a body over the same limit.
+        return Response(error_body("E1612", str(exc)), status=413)
     if isinstance(exc, exceptions.ParseError):
         return Response(error_body("E1612", f"Malformed JSON: {exc.detail}"), status=400)
     if isinstance(exc, exceptions.ValidationError):

@@ -19,6 +19,7 @@ class TokenPrincipal:
     """What a valid token authenticates as; DRF treats it as the request user."""
 
     name: str
+    scope: str = "write"
     is_authenticated: bool = True
     is_staff: bool = False
 
@@ -58,7 +59,7 @@ def authenticate_header(value: str | None) -> TokenPrincipal | None:
     # Touch last_used_at at most once a minute: a write per request would cost more than it tells.
     if token.last_used_at is None or now - token.last_used_at > timedelta(minutes=1):
         ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
-    principal = TokenPrincipal(name=token.name)
+    principal = TokenPrincipal(name=token.name, scope=token.scope)
     with _token_cache_lock:
         _token_cache[token_hash] = (time.monotonic(), principal)
     return principal

@@ -27,6 +27,7 @@ def periodic_jobs() -> dict[str, dict]:
                                     settings.HEARTBEAT_INTERVAL_MS / 1000),
         "clean stale sessions": ("sessions.clean_stale_sessions",
                                  settings.STALE_SESSION_SWEEP_INTERVAL_SECONDS),
+        "retention": ("orchestrator.retention", settings.RETENTION_INTERVAL_SECONDS),
     }
     if settings.ENABLE_CONFLICT_DETECTION:
         jobs["detect conflicts"] = ("conflicts.detect_conflicts",

@@ -27,6 +27,8 @@ _CODES = [
     ErrorCode("E1601", "SESSION_ALREADY_EXISTS", 409, "Session ID already in use"),
     ErrorCode("E1602", "SESSION_ENDED", 409, "Session already ended"),
     ErrorCode("E1603", "SESSION_CRASHED", 409, "Session marked as crashed; run recovery"),
+    ErrorCode("E1604", "SESSION_NOT_OWNED", 403, "Session was started by another token"),
+    ErrorCode("E1608", "TOKEN_SCOPE_INSUFFICIENT", 403, "Token scope does not allow this tool"),
     ErrorCode("E1609", "AUTHENTICATION_REQUIRED", 401, "A valid bearer token is required"),
     # Context errors (E1610-E1619)
     ErrorCode("E1610", "TASK_NOT_FOUND", 404, "Task ID does not exist"),

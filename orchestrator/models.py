@@ -10,10 +10,23 @@ def hash_token(raw: str) -> str:
     return hashlib.sha256(raw.encode()).hexdigest()
 
 
+class TokenScope(models.TextChoices):
+    """What a token may do: read calls only read-only tools; write calls every tool on its
+    own sessions; admin also writes other tokens' sessions."""
+
+    READ = "read"
+    WRITE = "write"
+    ADMIN = "admin"
+
+
 class ApiToken(models.Model):
     """A bearer token for REST and MCP clients. Only its sha256 is stored."""
 
     name = models.CharField(max_length=100, unique=True)
+    # Tokens issued before scopes existed become write tokens: what they could already do,
+    # except writing sessions other tokens started.
+    scope = models.CharField(max_length=10, choices=TokenScope.choices,
+                             default=TokenScope.WRITE)
     token_hash = models.CharField(max_length=64, unique=True, editable=False)
     prefix = models.CharField(max_length=12, editable=False,
                               help_text="First characters, to tell tokens apart")
@@ -30,10 +43,11 @@ class ApiToken(models.Model):
 
     def save(self, *args, **kwargs) -> None:
         super().save(*args, **kwargs)
-        if self.revoked:
-            from orchestrator.auth import forget_token
+        # A revocation or a scope change applies at once in this process (other processes
+        # within auth.TOKEN_CACHE_SECONDS).
+        from orchestrator.auth import forget_token
 
-            forget_token(self.token_hash)
+        forget_token(self.token_hash)
 
     def delete(self, *args, **kwargs):
         from orchestrator.auth import forget_token
@@ -42,7 +56,25 @@ class ApiToken(models.Model):
         return super().delete(*args, **kwargs)
 
     @classmethod
-    def issue(cls, name: str) -> tuple[ApiToken, str]:
+    def issue(cls, name: str, scope: str = TokenScope.WRITE) -> tuple[ApiToken, str]:
         raw = "orch_" + secrets.token_urlsafe(32)
-        token = cls.objects.create(name=name, token_hash=hash_token(raw), prefix=raw[:12])
+        token = cls.objects.create(name=name, token_hash=hash_token(raw), prefix=raw[:12],
+                                   scope=scope)
         return token, raw
+
+
+class SessionOwner(models.Model):
+    """Which token started a session (spec 8.1.2): only that token, or an admin token,
+    may write the session afterwards. Sessions started by people or jobs have no row and
+    stay writable by any write token. Kept here, beside the tokens, so the access check
+    in the tool registry needs nothing from the sessions app."""
+
+    session_id = models.CharField(max_length=255, primary_key=True)
+    token_name = models.CharField(max_length=100)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        db_table = "orchestrator_session_owner"
+
+    def __str__(self) -> str:
+        return f"{self.session_id} -> {self.token_name}"

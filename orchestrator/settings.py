@@ -97,6 +97,17 @@ TEMPLATES = [
     },
 ]
 
+# Request work (the web server's processes: orchestrator.webserver sets
+# ORCHESTRATOR_SERVES_REQUESTS=1) runs with a statement timeout, so a stuck query costs one
+# 503 E1654 instead of a worker; migrate, sync, prune and the Celery jobs run without one.
+REQUEST_STATEMENT_TIMEOUT_MS = int(os.environ.get("REQUEST_STATEMENT_TIMEOUT_MS", "10000"))
+SERVES_REQUESTS = os.environ.get("ORCHESTRATOR_SERVES_REQUESTS") == "1"
+# JIT compilation costs hundreds of ms on the few large queries here (conflict detection,
+# crash sweep, registry) and never pays back on OLTP work.
+_POSTGRES_OPTIONS = "-c jit=off"
+if SERVES_REQUESTS and REQUEST_STATEMENT_TIMEOUT_MS > 0:
+    _POSTGRES_OPTIONS += f" -c statement_timeout={REQUEST_STATEMENT_TIMEOUT_MS}"
+
 DATABASES = {
     "default": {
         "ENGINE": "django_prometheus.db.backends.postgresql",
@@ -107,10 +118,10 @@ DATABASES = {
         # retryable) and then reconnects, since Django drops a connection that errored.
         "CONN_HEALTH_CHECKS": False,
         "OPTIONS": {
+            # Also bounds a server that accepts connections and never answers (libpq's
+            # minimum is 2 s).
             "connect_timeout": int(os.environ.get("DB_CONNECT_TIMEOUT", "5")),
-            # JIT compilation costs hundreds of ms on the few large queries here (conflict
-            # detection, crash sweep, registry) and never pays back on OLTP work.
-            "options": "-c jit=off",
+            "options": _POSTGRES_OPTIONS,
         },
         "TEST": {"NAME": os.environ.get("TEST_DATABASE_NAME") or None},
     }
@@ -172,6 +183,9 @@ REST_FRAMEWORK = {
     "PAGE_SIZE": 50,
     "EXCEPTION_HANDLER": "orchestrator.api.exception_handler",
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_PARSER_CLASSES": ["orchestrator.api.JSONParser",
+                               "rest_framework.parsers.FormParser",
+                               "rest_framework.parsers.MultiPartParser"],
     "UNAUTHENTICATED_USER": None,
 }
 
@@ -209,6 +223,9 @@ NEO4J_USER = ORCH.neo4j_user
 NEO4J_PASSWORD = ORCH.neo4j_password
 NEOMODEL_DATABASE_URL = ORCH.neomodel_url
 ENABLE_NEO4J = ORCH.enable_neo4j
+# A Bolt server that accepts connections but does not answer is given up after this long
+# (handshake and every statement); the graph then falls back to Postgres.
+NEO4J_READ_TIMEOUT_SECONDS = float(os.environ.get("NEO4J_READ_TIMEOUT_SECONDS", "3"))
 ENABLE_FILE_SYNC = ORCH.enable_file_sync
 ENABLE_AUTO_RECOVERY_CHECK = ORCH.enable_auto_recovery_check
 ENABLE_CONFLICT_DETECTION = ORCH.enable_conflict_detection
@@ -239,6 +256,22 @@ STALE_SESSION_SWEEP_INTERVAL_SECONDS = int(
 BACKUP_DIR = os.environ.get("BACKUP_DIR", "")
 BACKUP_INTERVAL_SECONDS = int(os.environ.get("BACKUP_INTERVAL_SECONDS", "86400"))
 BACKUP_KEEP = int(os.environ.get("BACKUP_KEEP", "7"))
+
+# --- Retention (orchestrator/retention.py: beat job "retention", manage.py prune) --------
+# Context versions: a task keeps its newest RETENTION_KEEP_VERSIONS and every version
+# younger than RETENTION_KEEP_DAYS; versions a checkpoint needs, and all versions of a
+# task with an open conflict, are always kept.
+RETENTION_KEEP_VERSIONS = int(os.environ.get("RETENTION_KEEP_VERSIONS", "100"))
+RETENTION_KEEP_DAYS = float(os.environ.get("RETENTION_KEEP_DAYS", "30"))
+# Checkpoints per task beyond the quota go, oldest automatic ones first; checkpoints a
+# caller created (any type but "auto") only when RETENTION_PRUNE_LABELLED_CHECKPOINTS.
+RETENTION_CHECKPOINTS_PER_TASK = int(os.environ.get("RETENTION_CHECKPOINTS_PER_TASK", "100"))
+RETENTION_PRUNE_LABELLED_CHECKPOINTS = os.environ.get(
+    "RETENTION_PRUNE_LABELLED_CHECKPOINTS", "false").strip().lower() in {"1", "true", "yes"}
+# Event logs of ended / recovered sessions (and of sessions already removed).
+RETENTION_EVENT_DAYS = float(os.environ.get("RETENTION_EVENT_DAYS", "30"))
+RETENTION_BATCH_SIZE = int(os.environ.get("RETENTION_BATCH_SIZE", "1000"))
+RETENTION_INTERVAL_SECONDS = int(os.environ.get("RETENTION_INTERVAL_SECONDS", "86400"))
 
 # --- Celery ----------------------------------------------------------------------------
 CELERY_BROKER_URL = ORCH.celery_broker_url

@@ -1,15 +1,23 @@
-"""Celery beat job: a scheduled backup when BACKUP_DIR is set (see orchestrator.backup)."""
+"""Periodic jobs of the orchestrator itself (scheduled in orchestrator/celery.py): storage
+retention, and a backup when BACKUP_DIR is set (see orchestrator.backup)."""
 
 from __future__ import annotations
 
 import logging
 from typing import Any
 
-from orchestrator import backup, metrics
+from orchestrator import backup, metrics, retention
 from orchestrator.celery import app
 from orchestrator.errors import OrchestratorError
 
 logger = logging.getLogger("orchestrator.backup")
+
+
+@app.task(name="orchestrator.retention")
+def retention_task() -> dict[str, Any]:
+    result = retention.prune().as_dict()
+    metrics.mark_job_success("retention")
+    return result
 
 
 @app.task(name="orchestrator.backup")

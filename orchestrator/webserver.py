@@ -23,6 +23,9 @@ def main() -> None:
     parser.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8000")))
     parser.add_argument("--workers", type=int, default=int(os.environ.get("WEB_WORKERS", "2")))
     args = parser.parse_args()
+    # Before Django loads its settings here and in the worker processes (which inherit the
+    # environment): request work gets REQUEST_STATEMENT_TIMEOUT_MS (orchestrator/settings.py).
+    os.environ["ORCHESTRATOR_SERVES_REQUESTS"] = "1"
 
     config = uvicorn.Config("orchestrator.asgi:application", host=args.host, port=args.port,
                             workers=args.workers, lifespan="on", access_log=False,

@@ -7,6 +7,7 @@ from typing import Any
 
 from contexts.services import bundle
 from orchestrator.tools import Tool, ToolContext, register
+from orchestrator.tools.access import record_session_owner, session_argument
 from orchestrator.tools.schema import (
     RECOVERY_TYPES,
     SESSION_STATUSES,
@@ -82,7 +83,9 @@ RECOVERY_REPORT = obj({
 
 
 def _start(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
-    return lifecycle.start_session(args)
+    result = lifecycle.start_session(args)
+    record_session_owner(result["sessionId"], ctx)
+    return result
 
 
 register(Tool(
@@ -143,6 +146,7 @@ register(Tool(
                        "taskId": string(nullable=True), "nextHeartbeatMs": integer(),
                        "savedTo": SAVED_TO}, ["success", "sessionId", "lastHeartbeat"]),
     handler=_heartbeat,
+    writes_session=session_argument,
 ))
 
 
@@ -166,6 +170,7 @@ register(Tool(
                        "handoff": HANDOFF, "notificationStatus": NOTIFICATION_STATUS},
                       ["success", "sessionId", "status", "endedAt", "notificationStatus"]),
     handler=_end,
+    writes_session=session_argument,
 ))
 
 
@@ -189,6 +194,7 @@ register(Tool(
                       "crashedSessionIds": CRASHED_SESSIONS}),
     output_schema=RECOVERY_REPORT,
     handler=_check_recovery,
+    writes_session=lambda args: args.get("markRecovered"),
     validation_code="E1612",
 ))
 
@@ -225,6 +231,7 @@ register(Tool(
                       ["success", "sessionId", "compactionNumber", "fullReloadDue",
                        "resumePrompt"]),
     handler=_report_compaction,
+    writes_session=session_argument,
 ))
 
 EVENT = obj({"sequence": integer(), "type": string(enum=EVENT_TYPES),
@@ -251,6 +258,7 @@ register(Tool(
                        "sequence": integer(), "type": string(), "role": string(),
                        "createdAt": TIMESTAMP}, ["success", "sessionId", "sequence"]),
     handler=_append,
+    writes_session=session_argument,
 ))
 
 
@@ -309,6 +317,7 @@ register(Tool(
                      ["sessionId", "patch"]),
     output_schema=SCRATCHPAD,
     handler=_update_scratchpad,
+    writes_session=session_argument,
 ))
 
 

@@ -17,6 +17,7 @@ from django.conf import settings
 from django.test import Client
 
 from orchestrator.backends import redis_store
+from orchestrator.tools.access import forget_session_owners
 
 
 def free_port() -> int:
@@ -38,6 +39,7 @@ def isolated_backends(settings, tmp_path, request):
     settings.GRAPH_OUTBOX_DELAY_MS = 0
     redis_store.breaker.reset()
     redis_store.run(lambda r: r.flushdb())
+    forget_session_owners()
     names = request.fixturenames
     uses_db = ("db" in names or "transactional_db" in names
                or request.node.get_closest_marker("django_db") is not None)

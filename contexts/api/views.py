@@ -7,6 +7,9 @@ a task, E1622 for a checkpoint).
 
 from __future__ import annotations
 
+import contextlib
+import uuid
+
 import django_filters
 from django.db.models import Q
 from drf_spectacular.types import OpenApiTypes
@@ -16,10 +19,10 @@ from rest_framework.decorators import action
 from rest_framework.response import Response
 
 from contexts.models import Checkpoint, ContextVersion, TaskContext
-from contexts.services import representation
+from contexts.services import checkpoints, representation
 from contexts.services.tasks import get_global_context
 from orchestrator.errors import OrchestratorError
-from orchestrator.tools.schema import SAFE_ID_PATTERN
+from orchestrator.tools.schema import CHANGE_TYPES, SAFE_ID_PATTERN
 
 LOOKUP_REGEX = SAFE_ID_PATTERN.strip("^$")
 
@@ -53,6 +56,7 @@ class TaskSerializer(serializers.Serializer):
 
 
 class VersionSerializer(serializers.Serializer):
+    id = serializers.UUIDField(read_only=True, help_text="Row id: /api/v1/versions/<id>/")
     taskId = serializers.CharField(read_only=True)
     version = serializers.IntegerField(read_only=True)
     createdAt = serializers.DateTimeField(read_only=True)
@@ -60,14 +64,17 @@ class VersionSerializer(serializers.Serializer):
     changeSummary = serializers.CharField(read_only=True, allow_null=True)
     createdBy = serializers.CharField(read_only=True, allow_null=True)
     sessionId = serializers.CharField(read_only=True, allow_null=True)
-    snapshot = serializers.DictField(read_only=True)
+    snapshot = serializers.DictField(read_only=True, required=False,
+                                     help_text="Not in the /api/v1/versions/ list")
 
     def to_representation(self, instance: ContextVersion) -> dict:
-        return {"taskId": instance.task_id, "version": instance.version,
+        data = {"id": str(instance.id), "taskId": instance.task_id, "version": instance.version,
                 "createdAt": representation.iso(instance.created_at),
                 "changeType": instance.change_type, "changeSummary": instance.change_summary,
-                "createdBy": instance.created_by, "sessionId": instance.session_id,
-                "snapshot": instance.snapshot}
+                "createdBy": instance.created_by, "sessionId": instance.session_id}
+        if not self.context.get("without_snapshot"):
+            data["snapshot"] = instance.snapshot
+        return data
 
 
 class CheckpointSerializer(serializers.Serializer):
@@ -92,7 +99,7 @@ class CheckpointSerializer(serializers.Serializer):
                 "createdBy": instance.created_by, "sessionId": instance.session_id,
                 "createdAt": representation.iso(instance.created_at)}
         if self.context.get("detail"):
-            data["snapshot"] = instance.snapshot
+            data["snapshot"] = checkpoints.snapshot_for_display(instance)
         return data
 
 
@@ -138,6 +145,44 @@ class TaskViewSet(viewsets.ReadOnlyModelViewSet):
             ContextVersion.objects.filter(task_id=task.task_id).order_by("-version"))
         page = self.paginate_queryset(queryset)
         return self.get_paginated_response(VersionSerializer(page, many=True).data)
+
+
+class VersionFilter(django_filters.FilterSet):
+    taskId = django_filters.CharFilter(field_name="task_id", help_text="Versions of one task")
+    changeType = django_filters.ChoiceFilter(field_name="change_type",
+                                             choices=[(c, c) for c in CHANGE_TYPES])
+    sessionId = django_filters.CharFilter(field_name="session_id")
+    createdAfter = django_filters.IsoDateTimeFilter(field_name="created_at", lookup_expr="gte")
+    createdBefore = django_filters.IsoDateTimeFilter(field_name="created_at", lookup_expr="lt")
+
+    class Meta:
+        model = ContextVersion
+        fields = ["taskId", "changeType", "sessionId", "createdAfter", "createdBefore"]
+
+
+class VersionViewSet(viewsets.ReadOnlyModelViewSet):
+    """Context versions of every task, newest first: ?taskId=, ?changeType=, ?sessionId=,
+    ?createdAfter=, ?createdBefore=, ?ordering=. The list leaves the snapshot out; the
+    detail (by the row's id) includes it."""
+
+    queryset = ContextVersion.objects.all().order_by("-created_at", "task_id", "-version")
+    serializer_class = VersionSerializer
+    filterset_class = VersionFilter
+    ordering_fields = ["created_at", "version", "task_id"]
+
+    def get_object(self) -> ContextVersion:
+        version_id = self.kwargs["pk"]
+        version = None
+        with contextlib.suppress(ValueError):
+            version = ContextVersion.objects.filter(id=uuid.UUID(version_id)).first()
+        if version is None:
+            raise OrchestratorError("E1623", f"Version {version_id!r} does not exist",
+                                    {"id": version_id})
+        return version
+
+    def get_serializer_context(self) -> dict:
+        return {**super().get_serializer_context(),
+                "without_snapshot": self.action == "list"}
 
 
 class CheckpointViewSet(viewsets.ReadOnlyModelViewSet):

@@ -1,20 +1,29 @@
 """create_checkpoint (spec 4.1.3) and reading checkpoint snapshots back safely.
 
-A snapshot is ``{"global": row, "tasks": {taskId: row}, "checksum": "sha256:...",
-"contentDigest": "sha256:..."}`` where rows are ``to_jsonb`` of the table rows (the same
-snake_case shape as context_versions.snapshot, so one restore serves both targets).
+A snapshot's content is ``{"global": row, "tasks": {taskId: row}}`` where rows are
+``to_jsonb`` of the table rows (the same snake_case shape as context_versions.snapshot, so
+one restore serves both targets). It is stored compressed (seed 003) in the spec's
+``snapshot`` jsonb column as ``{"encoding": "zlib+base64", "data": ..., "checksum":
+"sha256:...", "contentDigest": "sha256:...", "taskVersions": {taskId: version},
+"originalSize": n, "compressedSize": m}``; rows written before compression (global and
+tasks in clear) are still read. ``taskVersions`` stays in clear so that retention can
+see which context versions a checkpoint needs without unpacking it.
 ``checksum`` covers global + tasks and is verified before any restore (E1624);
 ``contentDigest`` covers only content columns and drives deduplication: a checkpoint whose
-content equals the latest one for the same task(s) is not stored again unless forced.
+label and content equal the latest one with that label for the same task(s) is not stored
+again unless forced (a retried call). A new label is always a new checkpoint: labels are
+what people roll back to, so one must never be silently dropped.
 """
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import logging
 import secrets
 import time
+import zlib
 from typing import Any
 
 from django.conf import settings
@@ -29,6 +38,8 @@ from orchestrator.errors import OrchestratorError
 
 logger = logging.getLogger("orchestrator.contexts")
 
+SNAPSHOT_ENCODING = "zlib+base64"
+COMPRESSION_LEVEL = 6
 # Bookkeeping columns: they change without the content changing (see spec_sql.NON_CONTENT).
 VOLATILE_KEYS = ("updated_at", "last_session_at", "version", "created_at", "id")
 
@@ -49,6 +60,47 @@ def checksum_of(snapshot: dict[str, Any]) -> str:
 def content_digest(global_row: dict[str, Any] | None, tasks: dict[str, Any]) -> str:
     return canonical_sha256({"global": _content(global_row),
                              "tasks": {t: _content(row) for t, row in tasks.items()}})
+
+
+def pack_snapshot(global_row: dict[str, Any] | None, tasks: dict[str, Any],
+                  digest: str) -> dict[str, Any]:
+    """The stored (compressed) form of a checkpoint's content."""
+    content = {"global": global_row, "tasks": tasks}
+    text = json.dumps(content, sort_keys=True, separators=(",", ":"), default=str).encode()
+    packed = base64.b64encode(zlib.compress(text, COMPRESSION_LEVEL)).decode("ascii")
+    return {"encoding": SNAPSHOT_ENCODING, "data": packed, "checksum": checksum_of(content),
+            "contentDigest": digest,
+            "taskVersions": {t: row.get("version") for t, row in tasks.items()},
+            "originalSize": len(text), "compressedSize": len(packed)}
+
+
+def unpack_snapshot(stored: Any) -> dict[str, Any]:
+    """``{"global", "tasks", "checksum", "contentDigest"}`` from either stored form.
+
+    Raises ValueError when the stored data cannot be decoded (a corrupt checkpoint).
+    """
+    if not isinstance(stored, dict):
+        raise ValueError("snapshot is not an object")
+    if stored.get("encoding") is None:  # written before snapshots were compressed
+        return stored
+    if stored["encoding"] != SNAPSHOT_ENCODING:
+        raise ValueError(f"unknown snapshot encoding {stored['encoding']!r}")
+    try:
+        content = json.loads(zlib.decompress(base64.b64decode(stored["data"], validate=True)))
+    except (KeyError, TypeError, ValueError, zlib.error) as exc:
+        raise ValueError(f"snapshot data cannot be decoded: {exc}") from exc
+    if not isinstance(content, dict):
+        raise ValueError("snapshot content is not an object")
+    return {"global": content.get("global"), "tasks": content.get("tasks"),
+            "checksum": stored.get("checksum"), "contentDigest": stored.get("contentDigest")}
+
+
+def snapshot_for_display(checkpoint: Checkpoint) -> dict[str, Any]:
+    """The checkpoint's content for people and the API (an error note if undecodable)."""
+    try:
+        return unpack_snapshot(checkpoint.snapshot)
+    except ValueError as exc:
+        return {"error": f"corrupt snapshot: {exc}"}
 
 
 def new_checkpoint_id() -> str:
@@ -77,9 +129,11 @@ def _read_rows(task_ids: list[str]) -> tuple[dict[str, Any] | None, dict[str, An
     return global_row, tasks
 
 
-def _duplicate_of(scope: str, task_ids: list[str], digest: str) -> Checkpoint | None:
-    """The latest checkpoint for the same task(s), if its content equals ``digest``."""
-    latest = Checkpoint.objects.filter(scope=scope, included_tasks=task_ids,
+def _duplicate_of(label: str, scope: str, task_ids: list[str],
+                  digest: str) -> Checkpoint | None:
+    """The latest checkpoint with this label for the same task(s), if its content equals
+    ``digest``."""
+    latest = Checkpoint.objects.filter(label=label, scope=scope, included_tasks=task_ids,
                                        task_id=task_ids[0] if task_ids else None)
     latest = latest.order_by("-created_at", "-checkpoint_id").first()
     if latest and isinstance(latest.snapshot, dict) and \
@@ -105,11 +159,9 @@ def create_checkpoint(label: str, *, task_id: str | None = None,
                 raise OrchestratorError("E1610", f"Task {missing[0]!r} does not exist",
                                         {"taskId": missing[0], "missing": missing})
             digest = content_digest(global_row, tasks)
-            existing = None if force else _duplicate_of(scope, task_ids, digest)
+            existing = None if force else _duplicate_of(label, scope, task_ids, digest)
             if existing is None:
-                snapshot = {"global": global_row, "tasks": tasks}
-                snapshot["checksum"] = checksum_of(snapshot)
-                snapshot["contentDigest"] = digest
+                snapshot = pack_snapshot(global_row, tasks, digest)
                 checkpoint = Checkpoint.objects.create(
                     checkpoint_id=new_checkpoint_id(), label=label, description=description,
                     checkpoint_type=checkpoint_type, task_id=task_ids[0] if task_ids else None,
@@ -148,9 +200,12 @@ def get_checkpoint(checkpoint_id: str) -> Checkpoint:
 
 def verified_task_row(checkpoint: Checkpoint, task_id: str) -> dict[str, Any]:
     """The task's row from a checkpoint whose checksum holds; E1624 otherwise."""
-    snapshot = checkpoint.snapshot
     details = {"checkpointId": checkpoint.checkpoint_id, "taskId": task_id}
-    if not isinstance(snapshot, dict) or snapshot.get("checksum") != checksum_of(snapshot):
+    try:
+        snapshot = unpack_snapshot(checkpoint.snapshot)
+    except ValueError:
+        snapshot = None
+    if snapshot is None or snapshot.get("checksum") != checksum_of(snapshot):
         logger.error("checkpoint %s failed its checksum; refusing to restore",
                      checkpoint.checkpoint_id)
         raise OrchestratorError("E1624", f"Checkpoint {checkpoint.checkpoint_id} is corrupt: "

@@ -15,6 +15,7 @@ from contexts.services.validation import validate_changes
 from orchestrator.backends.files import check_safe_id
 from orchestrator.db import set_change_context
 from orchestrator.errors import OrchestratorError
+from orchestrator.tools.schema import MAX_TASK_ID_LENGTH
 
 logger = logging.getLogger("orchestrator.contexts")
 
@@ -40,6 +41,11 @@ def create_task(fields: dict[str, Any], *, session_id: str | None = None,
                 created_by: str | None = None) -> dict[str, Any]:
     """Insert a task (version 1 is recorded by the trigger), then cache and back it up."""
     task_id = check_safe_id(fields["taskId"])
+    if len(task_id) > MAX_TASK_ID_LENGTH:
+        raise OrchestratorError(
+            "E1612", f"taskId is {len(task_id)} characters long; a new task id is at most "
+            f"{MAX_TASK_ID_LENGTH} (it must fit its backup file's name)",
+            {"field": "taskId", "problem": f"longer than {MAX_TASK_ID_LENGTH} characters"})
     values = validate_changes({name: value for name, value in fields.items()
                                if name != "taskId"})
     try:

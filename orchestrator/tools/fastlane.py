@@ -86,11 +86,12 @@ def handle(name: str, authorization: str | None, body: bytes | None) -> Answer:
         return 413, error_body("E1612", f"Request body over {MAX_BODY_BYTES} bytes"), {}
     try:
         arguments = json.loads(body) if body.strip() else {}
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:  # RecursionError: nested too deeply
         return 400, error_body("E1612", f"Malformed JSON: {exc}"), {}
     try:
         result = registry.call_tool(name, arguments,
-                                    registry.ToolContext("rest", principal.name))
+                                    registry.ToolContext("rest", principal.name,
+                                                         principal.scope))
     except OrchestratorError as exc:
         return exc.http_status, exc.to_dict(), {}
     finally:

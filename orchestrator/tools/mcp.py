@@ -20,6 +20,7 @@ from mcp.server.lowlevel import Server
 from mcp.server.transport_security import TransportSecuritySettings
 
 from orchestrator.errors import OrchestratorError
+from orchestrator.models import TokenScope
 from orchestrator.tools import registry
 from orchestrator.tools.fastlane import in_tool_thread
 from orchestrator.tools.schema import answer_or_error
@@ -40,10 +41,12 @@ def list_tools() -> list[types.Tool]:
     ]
 
 
-def _call(name: str, arguments: dict[str, Any], actor: str) -> types.CallToolResult:
+def _call(name: str, arguments: dict[str, Any], actor: str,
+          scope: str | None) -> types.CallToolResult:
     close_old_connections()
     try:
-        result = registry.call_tool(name, arguments, registry.ToolContext("mcp", actor))
+        result = registry.call_tool(name, arguments,
+                                    registry.ToolContext("mcp", actor, scope))
     except OrchestratorError as exc:
         body = exc.to_dict()
         return types.CallToolResult(
@@ -64,15 +67,20 @@ async def _on_list_tools(ctx, params) -> types.ListToolsResult:
 
 
 async def _on_call_tool(ctx, params: types.CallToolRequestParams) -> types.CallToolResult:
-    actor = ""
+    # Over HTTP the ASGI router authenticated the token first (a request without a
+    # principal, which it never lets through, would get the least a token has). Over stdio
+    # (manage.py mcp_stdio) there is no request: a local process holding the database
+    # credentials, trusted like any management command.
+    actor, token_scope = "", None
     request = getattr(ctx, "request", None)
-    scope = getattr(request, "scope", None) or {}
-    principal = scope.get("orchestrator.principal")
-    if principal is not None:
-        actor = principal.name
+    if request is not None:
+        principal = (getattr(request, "scope", None) or {}).get("orchestrator.principal")
+        actor, token_scope = ("", TokenScope.READ) if principal is None else \
+            (principal.name, principal.scope)
     # Tool calls run in parallel threads, each with its own database connection, instead
     # of queueing behind one.
-    return await in_tool_thread(_call, params.name, params.arguments or {}, actor)
+    return await in_tool_thread(_call, params.name, params.arguments or {}, actor,
+                                token_scope)
 
 
 def build_server() -> Server:

@@ -15,21 +15,29 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import jsonschema
+import psycopg
 from django.db import DatabaseError, InterfaceError, OperationalError
 
 from orchestrator import metrics, tracing
 from orchestrator.errors import OrchestratorError
+from orchestrator.tools.access import check_access
+from orchestrator.tools.input_checks import find_unstorable_value, validator_for
 
 logger = logging.getLogger("orchestrator.tools")
 
 
 @dataclass(frozen=True)
 class ToolContext:
-    """Who is calling and through which transport (recorded, never trusted for auth)."""
+    """Who is calling and through which transport.
+
+    ``scope`` is the bearer token's scope when a token authenticated the call (REST, MCP;
+    ``actor`` is then the token's name); None for in-process callers (admin, commands,
+    tasks), which are trusted. See ``orchestrator.tools.access``.
+    """
 
     transport: str  # "rest" | "mcp" | "admin" | "command" | "task"
     actor: str = ""
+    scope: str | None = None
 
 
 Handler = Callable[[dict[str, Any], ToolContext], dict[str, Any]]
@@ -46,6 +54,8 @@ class Tool:
     # E1621 for checkpoint scope, E1641 for conflict types).
     validation_code: str = "E1612"
     read_only: bool = False
+    # The session a call writes (from its arguments), which only its owner token may do.
+    writes_session: Callable[[dict[str, Any]], str | None] | None = None
     validator: Any = field(default=None, compare=False, repr=False)
 
 
@@ -60,11 +70,7 @@ _AFTER_CALL: list[AfterCallHook] = []
 def register(tool: Tool) -> Tool:
     if tool.name in _TOOLS:
         raise ValueError(f"tool {tool.name!r} registered twice")
-    jsonschema.Draft202012Validator.check_schema(tool.input_schema)
-    validator = jsonschema.Draft202012Validator(
-        tool.input_schema, format_checker=jsonschema.FormatChecker()
-    )
-    tool = Tool(**{**tool.__dict__, "validator": validator})
+    tool = Tool(**{**tool.__dict__, "validator": validator_for(tool.input_schema)})
     _TOOLS[tool.name] = tool
     return tool
 
@@ -88,6 +94,12 @@ def get_tool(name: str) -> Tool:
 def validate_input(tool: Tool, arguments: Any) -> dict[str, Any]:
     if not isinstance(arguments, dict):
         raise OrchestratorError(tool.validation_code, "Tool input must be a JSON object")
+    unstorable = find_unstorable_value(arguments)
+    if unstorable:
+        raise OrchestratorError(
+            tool.validation_code,
+            f"Invalid input for {tool.name}: {unstorable['field']}: {unstorable['problem']}",
+            [unstorable])
     errors = sorted(tool.validator.iter_errors(arguments), key=lambda e: list(e.absolute_path))
     if errors:
         details = [
@@ -101,6 +113,13 @@ def validate_input(tool: Tool, arguments: Any) -> dict[str, Any]:
             details,
         )
     return arguments
+
+
+def unavailable_message(exc: BaseException) -> str:
+    """E1654's message: a query cut off by statement_timeout is not an unreachable server."""
+    if isinstance(exc.__cause__, psycopg.errors.QueryCanceled):
+        return "PostgreSQL did not answer within the statement timeout"
+    return "PostgreSQL is unreachable"
 
 
 def call_tool(name: str, arguments: Any, context: ToolContext) -> dict[str, Any]:
@@ -118,6 +137,7 @@ def _run_tool(tool: Tool, arguments: Any, context: ToolContext, span: Any) -> di
     try:
         with tracing.span("validate_input"):
             args = validate_input(tool, arguments)
+        check_access(tool, args, context)
         result = tool.handler(args, context)
         outcome = result
         return result
@@ -126,7 +146,7 @@ def _run_tool(tool: Tool, arguments: Any, context: ToolContext, span: Any) -> di
         raise
     except (OperationalError, InterfaceError) as exc:
         logger.error("tool %s: database unavailable: %s", name, exc)
-        error = OrchestratorError("E1654", "PostgreSQL is unreachable", {"reason": str(exc)[:200]})
+        error = OrchestratorError("E1654", unavailable_message(exc), {"reason": str(exc)[:200]})
         outcome = error.to_dict()
         raise error from exc
     except DatabaseError as exc:

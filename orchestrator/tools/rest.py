@@ -12,6 +12,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from orchestrator.errors import REGISTRY as ERROR_CODES
+from orchestrator.models import TokenScope
 from orchestrator.tools import registry
 from orchestrator.tools.schema import ERROR_OBJECT
 
@@ -21,7 +22,9 @@ class ToolView(APIView):
 
     def post(self, request, *args, **kwargs):
         actor = getattr(request.user, "name", "") or str(request.user)
-        context = registry.ToolContext(transport="rest", actor=actor)
+        # Only bearer tokens reach this view; a principal without a scope is refused.
+        scope = getattr(request.user, "scope", TokenScope.READ)
+        context = registry.ToolContext(transport="rest", actor=actor, scope=scope)
         result = registry.call_tool(self.tool_name, request.data, context)
         return Response(result)
 

@@ -12,6 +12,10 @@ Schema = dict[str, Any]
 
 # Task, checkpoint and session ids become Redis keys and file names: a strict character set.
 SAFE_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,254}$"
+# A new task id is at most this long: it becomes task-agents/<id>.json, written through a
+# temp file .<id>.json.<8 random>.tmp (id + 19 bytes), and a file name is at most 255
+# bytes. Ids are ASCII, so characters are bytes. Existing ids keep the 255 of the column.
+MAX_TASK_ID_LENGTH = 200
 
 
 def obj(properties: dict[str, Schema], required: list[str] | tuple[str, ...] = (),
@@ -44,17 +48,20 @@ def string(description: str | None = None, *, max_length: int | None = None,
     return schema
 
 
-def safe_id(description: str) -> Schema:
-    return string(description, min_length=1, max_length=255, pattern=SAFE_ID_PATTERN)
+def safe_id(description: str, *, max_length: int = 255) -> Schema:
+    return string(description, min_length=1, max_length=max_length, pattern=SAFE_ID_PATTERN)
+
+
+# Integers end in Postgres integer columns (and counts and versions come from them): an
+# unbounded one would pass validation and fail in the database as a server fault.
+INT32_MAX = 2**31 - 1
 
 
 def integer(description: str | None = None, *, minimum: int | None = None,
-            maximum: int | None = None, default: int | None = None) -> Schema:
-    schema: Schema = {"type": "integer"}
+            maximum: int = INT32_MAX, default: int | None = None) -> Schema:
+    schema: Schema = {"type": "integer", "maximum": maximum}
     if minimum is not None:
         schema["minimum"] = minimum
-    if maximum is not None:
-        schema["maximum"] = maximum
     if default is not None:
         schema["default"] = default
     if description:

@@ -51,3 +51,38 @@ def test_checkpoints_and_global_context(tools, make_task):
     assert (missing.status, missing.error_code) == (404, "E1622")
     project = tools.get("/api/v1/global-context/")
     assert project.status == 200 and "hardRules" in project.body
+
+
+def test_versions_browsing_filters_paginates_and_shows_one(tools, make_task):
+    make_task("ver-a")
+    make_task("ver-b")
+    for iteration in (1, 2, 3):
+        tools.ok("save_context_snapshot", {"taskId": "ver-a", "updates": {"iteration": iteration},
+                                           "sessionId": "s-ver"})
+    everything = tools.get("/api/v1/versions/")
+    assert everything.status == 200 and everything.body["count"] == 5
+    of_a = tools.get("/api/v1/versions/", taskId="ver-a", ordering="-version")
+    assert [v["version"] for v in of_a.body["results"]] == [4, 3, 2, 1]
+    assert {v["taskId"] for v in of_a.body["results"]} == {"ver-a"}
+    assert "snapshot" not in of_a.body["results"][0]
+    page = tools.get("/api/v1/versions/", taskId="ver-a", ordering="version", limit=2, offset=2)
+    assert [v["version"] for v in page.body["results"]] == [3, 4] and page.body["count"] == 4
+    by_session = tools.get("/api/v1/versions/", sessionId="s-ver")
+    assert by_session.body["count"] == 3
+    created = tools.get("/api/v1/versions/", changeType="manual", taskId="ver-b")
+    assert [v["version"] for v in created.body["results"]] == [1]
+    detail = tools.get(f"/api/v1/versions/{of_a.body['results'][0]['id']}/")
+    assert detail.status == 200 and detail.body["snapshot"]["iteration"] == 3
+    assert detail.body["taskId"] == "ver-a" and detail.body["version"] == 4
+    for missing_id in ("00000000-0000-0000-0000-000000000000", "ver-a"):
+        missing = tools.get(f"/api/v1/versions/{missing_id}/")
+        assert (missing.status, missing.error_code) == (404, "E1623")
+    bad_filter = tools.get("/api/v1/versions/", changeType="nonsense")
+    assert bad_filter.status == 400
+
+
+def test_versions_are_in_the_openapi_document(tools):
+    schema = tools.client.get("/api/schema/", HTTP_ACCEPT="application/json").json()
+    listing = schema["paths"]["/api/v1/versions/"]["get"]
+    assert {"taskId", "limit", "offset", "ordering"} <= {p["name"] for p in listing["parameters"]}
+    assert "/api/v1/versions/{id}/" in schema["paths"]

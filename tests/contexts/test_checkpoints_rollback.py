@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from django.db import connection
 
 from contexts.models import Checkpoint, ContextVersion
+from contexts.services.checkpoints import pack_snapshot, unpack_snapshot
 from orchestrator.backends import redis_store
 from orchestrator.db import qualified
 
@@ -47,9 +50,10 @@ def test_scope_rules(tools, make_task):
                                            "includeTasks": ["sc-b", "sc-a"]})
     assert multi["scope"] == "multi_task" and multi["includedTasks"] == ["sc-a", "sc-b"]
     stored = Checkpoint.objects.get(checkpoint_id=multi["checkpointId"])
-    assert set(stored.snapshot["tasks"]) == {"sc-a", "sc-b"}
-    assert stored.snapshot["global"]["project_id"]
-    assert stored.snapshot["checksum"].startswith("sha256:")
+    content = unpack_snapshot(stored.snapshot)
+    assert set(content["tasks"]) == {"sc-a", "sc-b"}
+    assert content["global"]["project_id"]
+    assert content["checksum"].startswith("sha256:")
 
 
 def test_checkpoint_errors(tools, make_task):
@@ -64,14 +68,28 @@ def test_checkpoint_errors(tools, make_task):
 def test_identical_checkpoint_is_deduplicated_unless_forced(tools, make_task):
     make_task("dd-1")
     first = tools.ok("create_checkpoint", {"label": "one", "taskId": "dd-1"})
-    again = tools.ok("create_checkpoint", {"label": "two", "taskId": "dd-1"})
+    again = tools.ok("create_checkpoint", {"label": "one", "taskId": "dd-1"})
     assert again["deduplicated"] is True and again["checkpointId"] == first["checkpointId"]
-    forced = tools.ok("create_checkpoint", {"label": "three", "taskId": "dd-1", "force": True})
+    forced = tools.ok("create_checkpoint", {"label": "one", "taskId": "dd-1", "force": True})
     assert forced["deduplicated"] is False and forced["checkpointId"] != first["checkpointId"]
     tools.ok("save_context_snapshot", {"taskId": "dd-1", "updates": {"iteration": 2}})
-    changed = tools.ok("create_checkpoint", {"label": "four", "taskId": "dd-1"})
+    changed = tools.ok("create_checkpoint", {"label": "one", "taskId": "dd-1"})
     assert changed["deduplicated"] is False
     assert Checkpoint.objects.filter(task_id="dd-1").count() == 3
+
+
+def test_a_new_label_on_unchanged_content_is_a_new_checkpoint(tools, make_task):
+    make_task("dd-2")
+    first = tools.ok("create_checkpoint", {"label": "before refactor", "taskId": "dd-2"})
+    second = tools.ok("create_checkpoint", {"label": "release 1.0", "taskId": "dd-2"})
+    assert second["deduplicated"] is False
+    assert second["checkpointId"] != first["checkpointId"]
+    assert second["label"] == "release 1.0"
+    labels = set(Checkpoint.objects.filter(task_id="dd-2").values_list("label", flat=True))
+    assert labels == {"before refactor", "release 1.0"}
+    # Retrying the first label still finds its checkpoint: the call is idempotent.
+    retried = tools.ok("create_checkpoint", {"label": "before refactor", "taskId": "dd-2"})
+    assert retried["deduplicated"] is True and retried["checkpointId"] == first["checkpointId"]
 
 
 def test_rollback_to_version_restores_all_columns_and_can_be_rolled_back(tools, make_task):
@@ -126,11 +144,16 @@ def test_tampered_checkpoint_is_refused(tools, make_task):
     make_task("tp-1", currentPhase="good")
     checkpoint = tools.ok("create_checkpoint", {"label": "cp", "taskId": "tp-1"})
     tools.ok("save_context_snapshot", {"taskId": "tp-1", "updates": {"currentPhase": "now"}})
+    # Tamper with the content and re-compress it, keeping the original checksum.
+    stored = Checkpoint.objects.get(checkpoint_id=checkpoint["checkpointId"])
+    content = unpack_snapshot(stored.snapshot)
+    content["tasks"]["tp-1"]["current_phase"] = "evil"
+    tampered = {**pack_snapshot(content["global"], content["tasks"], content["contentDigest"]),
+                "checksum": content["checksum"]}
     with connection.cursor() as cur:
-        cur.execute(
-            f"UPDATE {qualified('checkpoints')} SET snapshot = jsonb_set(snapshot, "
-            "'{tasks,tp-1,current_phase}', '\"evil\"') WHERE checkpoint_id = %s",
-            [checkpoint["checkpointId"]])
+        cur.execute(f"UPDATE {qualified('checkpoints')} SET snapshot = %s::jsonb "
+                    "WHERE checkpoint_id = %s",
+                    [json.dumps(tampered), checkpoint["checkpointId"]])
     response = tools.call("rollback_to", {"taskId": "tp-1", "target": {
         "type": "checkpoint", "checkpointId": checkpoint["checkpointId"]}})
     assert (response.status, response.error_code) == (409, "E1624")
@@ -138,3 +161,35 @@ def test_tampered_checkpoint_is_refused(tools, make_task):
     assert task["currentPhase"] == "now" and task["version"] == 2
     # Nothing was written: no backup checkpoint either.
     assert Checkpoint.objects.filter(task_id="tp-1").count() == 1
+
+
+def test_snapshots_are_stored_compressed_and_verified_on_restore(tools, make_task):
+    make_task("zc-1", description="a long description " * 200)
+    created = tools.ok("create_checkpoint", {"label": "zipped", "taskId": "zc-1"})
+    stored = Checkpoint.objects.get(checkpoint_id=created["checkpointId"])
+    assert stored.snapshot["encoding"] == "zlib+base64"
+    assert "tasks" not in stored.snapshot and stored.snapshot["taskVersions"] == {"zc-1": 1}
+    assert stored.snapshot["compressedSize"] < stored.snapshot["originalSize"] / 3
+    tools.ok("save_context_snapshot", {"taskId": "zc-1", "updates": {"currentPhase": "later"}})
+    restored = tools.ok("rollback_to", {"taskId": "zc-1", "target": {
+        "type": "checkpoint", "checkpointId": created["checkpointId"]}})
+    assert restored["restoredState"]["currentPhase"] is None
+    # Flip a byte of the compressed data: the restore refuses it (E1624), nothing changes.
+    data = stored.snapshot["data"]
+    broken = data[:40] + ("A" if data[40] != "A" else "B") + data[41:]
+    Checkpoint.objects.filter(pk=stored.pk).update(snapshot={**stored.snapshot, "data": broken})
+    refused = tools.call("rollback_to", {"taskId": "zc-1", "target": {
+        "type": "checkpoint", "checkpointId": created["checkpointId"]}})
+    assert (refused.status, refused.error_code) == (409, "E1624")
+
+
+def test_uncompressed_snapshots_written_before_still_restore(tools, make_task):
+    make_task("zc-old", currentPhase="old")
+    created = tools.ok("create_checkpoint", {"label": "legacy", "taskId": "zc-old"})
+    stored = Checkpoint.objects.get(checkpoint_id=created["checkpointId"])
+    content = unpack_snapshot(stored.snapshot)
+    Checkpoint.objects.filter(pk=stored.pk).update(snapshot=content)  # the old, clear form
+    tools.ok("save_context_snapshot", {"taskId": "zc-old", "updates": {"currentPhase": "new"}})
+    restored = tools.ok("rollback_to", {"taskId": "zc-old", "target": {
+        "type": "checkpoint", "checkpointId": created["checkpointId"]}})
+    assert restored["restoredState"]["currentPhase"] == "old"

@@ -12,7 +12,8 @@ from orchestrator.celery import periodic_jobs
 
 ROOT = Path(__file__).resolve().parents[2]
 JOBS = ("contexts.sync_hot_context", "sessions.detect_crashed_sessions",
-        "sessions.clean_stale_sessions", "graph.drain_outbox", "conflicts.detect_conflicts",
+        "sessions.clean_stale_sessions", "graph.drain_outbox", "orchestrator.retention",
+        "conflicts.detect_conflicts",
         "graph.sync_graph")
 
 
@@ -28,6 +29,7 @@ def test_schedule_follows_settings(settings):
 def test_beat_sends_every_job(tmp_path):
     env = {**os.environ, "HOT_SYNC_INTERVAL_SECONDS": "1", "HEARTBEAT_INTERVAL_MS": "1000",
            "STALE_SESSION_SWEEP_INTERVAL_SECONDS": "1", "CONFLICT_DETECTION_INTERVAL_SECONDS": "1",
+           "RETENTION_INTERVAL_SECONDS": "1",
            "GRAPH_SYNC_INTERVAL_SECONDS": "1", "GRAPH_OUTBOX_INTERVAL_SECONDS": "1",
            "ENABLE_NEO4J": "true",
            "ENABLE_CONFLICT_DETECTION": "true"}

@@ -1,0 +1,87 @@
+"""Checks every tool input gets before its schema, whatever the tool.
+
+JSON Schema cannot say "no NUL byte anywhere", and the schemas leave free-form values
+(scratchpad patches, unsaved changes, event parts) open on purpose. These checks close
+what would otherwise reach Postgres and fail there as a server fault instead of a 400:
+
+- a NUL character: jsonb and text columns refuse ``\\u0000``;
+- a lone surrogate (``\\ud800`` without its pair): not encodable as UTF-8;
+- NaN and Infinity, which Python's json module accepts but JSON (and jsonb) does not;
+- nesting deeper than ``MAX_DEPTH``: Postgres stops parsing at its stack limit, and
+  deep values cost recursion in every layer that walks them.
+
+The walk is iterative so that a deeply nested input cannot exhaust Python's stack.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+import jsonschema
+from jsonschema.protocols import Validator
+
+MAX_DEPTH = 32
+# NUL, or any UTF-16 surrogate code point (in a decoded str only lone ones remain).
+FORBIDDEN_CHARACTERS = re.compile("[\x00\ud800-\udfff]")
+
+
+def _strict_integer(checker: Any, instance: Any) -> bool:
+    """An integer is a JSON integer: ``65536.0`` is a number, not an integer.
+
+    JSON Schema counts integral floats as integers, but the services, redis-py and the
+    integer columns do not: such a value would pass validation and then fail downstream
+    (a TTL as a float made redis-py refuse the command, answered as "Redis unreachable").
+    """
+    return isinstance(instance, int) and not isinstance(instance, bool)
+
+
+_TYPE_CHECKER = jsonschema.Draft202012Validator.TYPE_CHECKER.redefine("integer", _strict_integer)
+ToolInputValidator = jsonschema.validators.extend(jsonschema.Draft202012Validator,
+                                                  type_checker=_TYPE_CHECKER)
+
+
+def validator_for(schema: dict[str, Any]) -> Validator:
+    """The validator used for a tool's input schema (strict integers, formats checked)."""
+    ToolInputValidator.check_schema(schema)
+    return ToolInputValidator(schema, format_checker=jsonschema.FormatChecker())
+
+
+def _path(parts: tuple[Any, ...]) -> str:
+    return ".".join(str(p) for p in parts) or "(root)"
+
+
+def _bad_string(value: str) -> str | None:
+    found = FORBIDDEN_CHARACTERS.search(value)
+    if found is None:
+        return None
+    if found.group() == "\x00":
+        return "contains a NUL character (\\u0000)"
+    return f"contains a lone surrogate (\\u{ord(found.group()):04x})"
+
+
+def find_unstorable_value(arguments: Any) -> dict[str, str] | None:
+    """The first value (or key) no backend can store, as ``{field, problem}``; else None."""
+    stack: list[tuple[Any, tuple[Any, ...]]] = [(arguments, ())]
+    while stack:
+        value, path = stack.pop()
+        if len(path) > MAX_DEPTH:
+            return {"field": _path(path[:MAX_DEPTH]),
+                    "problem": f"is nested deeper than {MAX_DEPTH} levels"}
+        if isinstance(value, str):
+            problem = _bad_string(value)
+            if problem:
+                return {"field": _path(path), "problem": problem}
+        elif isinstance(value, float):
+            if not math.isfinite(value):
+                return {"field": _path(path), "problem": f"{value} is not a JSON number"}
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                problem = _bad_string(key) if isinstance(key, str) else None
+                if problem:
+                    return {"field": _path(path), "problem": f"has a key that {problem}"}
+                stack.append((item, (*path, key)))
+        elif isinstance(value, list):
+            stack.extend((item, (*path, index)) for index, item in enumerate(value))
+    return None
