@@ -10,6 +10,13 @@ from celery import shared_task
 @shared_task(name="graph.sync_graph")
 def sync_graph_task() -> dict[str, Any]:
     from graph.services.sync import sync_graph
+    from orchestrator.jobruns import record_job_run
 
-    return sync_graph()
+    with record_job_run("graph sync") as run:
+        result = sync_graph()
+        if result.get("success"):
+            run.ok(f"graph {result['graph']}")
+        else:
+            run.fail(f"graph {result['graph']}: {result.get('error', '')}")
+        return result
 
