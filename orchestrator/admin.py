@@ -1,10 +1,13 @@
 from django.contrib import admin
+from django.contrib.auth.admin import GroupAdmin, UserAdmin
+from django.contrib.auth.models import Group, User
 
+from orchestrator.admin_base import MissingObjectIs404
 from orchestrator.models import ApiToken
 
 
 @admin.register(ApiToken)
-class ApiTokenAdmin(admin.ModelAdmin):
+class ApiTokenAdmin(MissingObjectIs404):
     list_display = ("name", "prefix", "created_at", "last_used_at", "revoked")
     list_filter = ("revoked",)
     readonly_fields = ("prefix", "created_at", "last_used_at")
@@ -13,3 +16,18 @@ class ApiTokenAdmin(admin.ModelAdmin):
     def has_add_permission(self, request):
         # Tokens are shown once, at creation: use `manage.py create_api_token NAME`.
         return False
+
+
+# Django's own user and group pages, with the console's 404 for unknown ids.
+admin.site.unregister(User)
+admin.site.unregister(Group)
+
+
+@admin.register(User)
+class ConsoleUserAdmin(MissingObjectIs404, UserAdmin):
+    pass
+
+
+@admin.register(Group)
+class ConsoleGroupAdmin(MissingObjectIs404, GroupAdmin):
+    pass

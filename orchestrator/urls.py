@@ -18,6 +18,9 @@ urlpatterns = [
     path("api/v1/", include(api_v1)),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
+    path("admin/", include("console.urls")),
     path("admin/", admin.site.urls),
     path("", include("django_prometheus.urls")),
 ]
+
+handler404 = "console.views.not_found"
