@@ -74,7 +74,7 @@ class ActiveSessionAdmin(MissingObjectIs404):
 
     @admin.display(description="resume prompt")
     def prompt(self, obj: ActiveSession) -> str:
-        return format_html("<pre id='resume-prompt' style='white-space:pre-wrap'>{}</pre>",
+        return format_html('<pre id="resume-prompt" style="white-space:pre-wrap">{}</pre>',
                            resume_prompt(recovery.recovery_state(obj.session_id)))
 
     @admin.display(description="unsaved changes")
