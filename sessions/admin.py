@@ -89,8 +89,8 @@ class ActiveSessionAdmin(MissingObjectIs404):
     @admin.display(description="timeline")
     def timeline(self, obj: ActiveSession) -> str:
         entries = session_timeline(obj)
-        return format_html("<table id='session-timeline'>{}</table>", format_html_join(
-            "", "<tr class='timeline-{}'><td>{}</td><td>{}</td><td>{}</td></tr>",
+        return format_html('<table id="session-timeline">{}</table>', format_html_join(
+            "", '<tr class="timeline-{}"><td>{}</td><td>{}</td><td>{}</td></tr>',
             ((e["kind"], e["at"], e["kind"], e["text"]) for e in entries))) if entries \
             else "none"
 
