@@ -91,7 +91,7 @@ class ActiveSessionAdmin(MissingObjectIs404):
         entries = session_timeline(obj)
         return format_html('<table id="session-timeline">{}</table>', format_html_join(
             "", '<tr class="timeline-{}"><td>{}</td><td>{}</td><td>{}</td></tr>',
-            ((e["kind"], e["at"], e["kind"], e["text"]) for e in entries))) if entries \
+            ((e["kind"], e["at"] or "now", e["kind"], e["text"]) for e in entries))) if entries \
             else "none"
 
     @admin.display(description="tasks worked on")

@@ -25,7 +25,10 @@ def _event_text(event: SessionEvent) -> tuple[str, str]:
 
 
 def session_timeline(session: ActiveSession) -> list[dict[str, Any]]:
-    """[{at, kind, text}] oldest first; the newest SHOWN_PER_SOURCE of each source."""
+    """[{at, kind, text}] oldest first; the newest SHOWN_PER_SOURCE of each source.
+
+    A session that crashed or was compacted ends with an undated "now <status>" entry.
+    """
     sid = session.session_id
     entries = [_entry(session.started_at, "start",
                       f"started on task {session.task_id or '(none)'}")]
@@ -49,8 +52,9 @@ def session_timeline(session: ActiveSession) -> list[dict[str, Any]]:
                               f"took the handoff of {note.from_session_id}"))
     if session.ended_at:
         entries.append(_entry(session.ended_at, "end", f"ended ({session.status})"))
-    elif session.status != "active":
-        entries.append(_entry(session.last_heartbeat, session.status or "?",
-                              f"now {session.status}"
-                              + (" - needs recovery" if session.recovery_needed else "")))
-    return sorted((e for e in entries if e["at"] is not None), key=lambda e: e["at"])
+    timeline = sorted((e for e in entries if e["at"] is not None), key=lambda e: e["at"])
+    if not session.ended_at and session.status != "active":
+        # A crash or compaction has no timestamp of its own: it is the latest state.
+        timeline.append(_entry(None, session.status or "?", f"now {session.status}"
+                               + (" - needs recovery" if session.recovery_needed else "")))
+    return timeline
