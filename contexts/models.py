@@ -7,10 +7,12 @@ with ``db_default`` so ORM inserts leave defaults to the database.
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.db import models
 from django.db.models.functions import Now
 
 from orchestrator.db import spec_table
+from orchestrator.spec_sql import internal_schema
 
 
 class TaskContext(models.Model):
@@ -141,7 +143,8 @@ class GlobalContextVersion(models.Model):
     created_at = models.DateTimeField(null=True, db_default=Now())
 
     class Meta:
-        db_table = spec_table("global_context_versions")
+        # In the internal schema: MCP_SCHEMA holds exactly the spec's seven tables.
+        db_table = f'{internal_schema(settings.MCP_SCHEMA)}"."global_context_versions'
         ordering = ["-version"]
         constraints = [
             models.UniqueConstraint(fields=["context_id", "version"],
