@@ -21,6 +21,8 @@ from orchestrator.db import qualified
 from sessions.models import ActiveSession, SessionDetail, ToolInvocation
 
 SEVERITIES = ("critical", "high", "medium", "low")
+# Rows listed per table on the page; the counts above each table are always complete.
+LISTED_ROWS = 50
 ACTIVITY_MINUTES = 60
 # A job is stale when its last run started longer ago than this many beat periods.
 STALE_PERIODS = 2
@@ -32,7 +34,8 @@ def _iso(value: datetime | None) -> str | None:
 
 def active_sessions(now: datetime) -> list[dict[str, Any]]:
     """Live sessions, oldest heartbeat first (the likeliest to be in trouble)."""
-    sessions = list(ActiveSession.objects.filter(status="active").order_by("last_heartbeat"))
+    sessions = list(ActiveSession.objects.filter(status="active")
+                    .order_by("last_heartbeat")[:LISTED_ROWS])
     agents = dict(SessionDetail.objects.filter(session_id__in=[s.session_id for s in sessions])
                   .values_list("session_id", "agent_id"))
     return [{
@@ -44,7 +47,8 @@ def active_sessions(now: datetime) -> list[dict[str, Any]]:
 
 
 def sessions_needing_recovery() -> list[dict[str, Any]]:
-    rows = ActiveSession.objects.filter(recovery_needed=True).order_by("-last_heartbeat")
+    rows = ActiveSession.objects.filter(recovery_needed=True).order_by("-last_heartbeat")[
+        :LISTED_ROWS]
     return [{"pk": str(s.pk), "sessionId": s.session_id, "taskId": s.task_id,
              "status": s.status, "recoveryType": s.recovery_type,
              "lastHeartbeat": _iso(s.last_heartbeat)} for s in rows]
@@ -68,16 +72,21 @@ WHERE t.status = 'in_progress'
   AND NOT EXISTS (SELECT 1 FROM {sessions} s WHERE s.task_id = t.task_id AND s.status = 'active')
 ORDER BY t.last_session_at NULLS FIRST, t.task_id
 """
+ORPHANED_COUNT_SQL = "SELECT count(*) FROM ({query}) orphaned"
 
 
-def orphaned_tasks() -> list[dict[str, Any]]:
-    """Tasks in progress that no live session is working on (their agent is gone)."""
+def orphaned_tasks() -> tuple[list[dict[str, Any]], int]:
+    """Tasks in progress that no live session is working on (their agent is gone):
+    (the first LISTED_ROWS of them, how many there are)."""
+    query = ORPHANED_SQL.format(tasks=qualified("task_contexts"),
+                                sessions=qualified("active_sessions"))
     with connection.cursor() as cursor:
-        cursor.execute(ORPHANED_SQL.format(tasks=qualified("task_contexts"),
-                                           sessions=qualified("active_sessions")))
-        return [{"pk": str(pk), "taskId": task_id, "name": name,
+        cursor.execute(query + " LIMIT %s", [LISTED_ROWS])
+        rows = [{"pk": str(pk), "taskId": task_id, "name": name,
                  "lastSessionAt": _iso(last_session_at)}
                 for pk, task_id, name, last_session_at in cursor.fetchall()]
+        cursor.execute(ORPHANED_COUNT_SQL.format(query=query))
+        return rows, cursor.fetchone()[0]
 
 
 def _per_minute(sql: str, since: datetime) -> dict[datetime, int]:
@@ -139,18 +148,19 @@ def job_status(now: datetime) -> list[dict[str, Any]]:
 
 def fleet_overview() -> dict[str, Any]:
     now = timezone.now()
-    active = active_sessions(now)
-    recovery = sessions_needing_recovery()
-    orphaned = orphaned_tasks()
+    sessions = ActiveSession.objects.aggregate(
+        active=Count("pk", filter=Q(status="active")),
+        recovery=Count("pk", filter=Q(recovery_needed=True)))
+    orphaned, orphaned_count = orphaned_tasks()
     return {
         "generatedAt": _iso(now),
-        "activeSessions": active,
-        "activeSessionCount": len(active),
-        "recovery": recovery,
-        "recoveryCount": len(recovery),
+        "activeSessions": active_sessions(now),
+        "activeSessionCount": sessions["active"],
+        "recovery": sessions_needing_recovery(),
+        "recoveryCount": sessions["recovery"],
         "conflicts": conflict_counts(),
         "orphanedTasks": orphaned,
-        "orphanedTaskCount": len(orphaned),
+        "orphanedTaskCount": orphaned_count,
         "activity": activity(now),
         "cache": cache_stats(),
         "jobs": job_status(now),

@@ -114,3 +114,11 @@ def test_index_page_and_fragment_render_the_overview(admin_client, fleet):
 def test_overview_is_staff_only(client, db, name):
     response = client.get(reverse(name))
     assert response.status_code == 302 and "/login/" in response.url
+
+
+def test_lists_are_capped_but_counts_are_complete(admin_client, fleet, monkeypatch):
+    monkeypatch.setattr("console.services.overview.LISTED_ROWS", 1)
+    fleet.ok("create_task", {"taskId": "t-orphan-2", "name": "again", "status": "in_progress"})
+    data = admin_client.get(reverse("console_overview")).json()
+    assert (len(data["activeSessions"]), data["activeSessionCount"]) == (1, 2)
+    assert (len(data["orphanedTasks"]), data["orphanedTaskCount"]) == (1, 2)
