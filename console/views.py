@@ -8,6 +8,7 @@ polls ``overview_fragment`` (the same partial, re-rendered) and machines read
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlencode
 
 from django.contrib import admin
 from django.http import HttpRequest, HttpResponse, JsonResponse
@@ -43,6 +44,9 @@ def _with_links(overview: dict[str, Any]) -> dict[str, Any]:
         row["promptUrl"] = row["url"] + "#resume-prompt"
     for row in overview["orphanedTasks"]:
         row["url"] = reverse("admin:contexts_taskcontext_change", args=[row["pk"]])
+    runs = reverse("admin:orchestrator_jobrun_changelist")
+    for job in overview["jobs"]:
+        job["url"] = f"{runs}?{urlencode({'job_name': job['name']})}"
     conflicts = reverse("admin:conflicts_contextconflict_changelist")
     overview["conflicts"]["url"] = conflicts + "?resolution_status__exact=unresolved"
     overview["conflicts"]["escalatedUrl"] = conflicts + "?resolution_status__exact=escalated"

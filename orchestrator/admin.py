@@ -3,7 +3,7 @@ from django.contrib.auth.admin import GroupAdmin, UserAdmin
 from django.contrib.auth.models import Group, User
 
 from orchestrator.admin_base import MissingObjectIs404
-from orchestrator.models import ApiToken
+from orchestrator.models import ApiToken, JobRun
 
 
 @admin.register(ApiToken)
@@ -15,6 +15,24 @@ class ApiTokenAdmin(MissingObjectIs404):
 
     def has_add_permission(self, request):
         # Tokens are shown once, at creation: use `manage.py create_api_token NAME`.
+        return False
+
+
+@admin.register(JobRun)
+class JobRunAdmin(MissingObjectIs404):
+    """Runs of the periodic jobs, as record_job_run wrote them (the overview shows the last)."""
+
+    list_display = ("job_name", "outcome", "started_at", "finished_at", "summary")
+    list_filter = ("job_name", "outcome")
+    readonly_fields = ("job_name", "outcome", "started_at", "finished_at", "summary")
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
         return False
 
 

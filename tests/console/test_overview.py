@@ -122,3 +122,12 @@ def test_lists_are_capped_but_counts_are_complete(admin_client, fleet, monkeypat
     data = admin_client.get(reverse("console_overview")).json()
     assert (len(data["activeSessions"]), data["activeSessionCount"]) == (1, 2)
     assert (len(data["orphanedTasks"]), data["orphanedTaskCount"]) == (1, 2)
+
+
+def test_a_job_links_to_its_runs(admin_client):
+    with record_job_run("crash sweep") as run:
+        run.ok("0 session(s) marked crashed")
+    jobs = {j["name"]: j for j in admin_client.get(reverse("console_overview")).json()["jobs"]}
+    runs = admin_client.get(jobs["crash sweep"]["url"])
+    assert runs.status_code == 200 and runs.context["cl"].result_count == 1
+    assert "0 session(s) marked crashed" in runs.content.decode()
