@@ -20,6 +20,7 @@ from typing import Any
 from django.db import connection
 from django.utils import timezone
 
+from orchestrator.errors import OrchestratorError
 from orchestrator.models import JobRun
 
 logger = logging.getLogger("orchestrator.jobs")
@@ -61,7 +62,10 @@ def record_job_run(job_name: str) -> Iterator[RunOutcome]:
     try:
         yield outcome
     except Exception as exc:
-        _finish(run, JobRun.FAILED, f"{type(exc).__name__}: {exc}")
+        # An OrchestratorError already reads "E16xx: message".
+        summary = str(exc) if isinstance(exc, OrchestratorError) else \
+            f"{type(exc).__name__}: {exc}"
+        _finish(run, JobRun.FAILED, summary)
         raise
     _finish(run, JobRun.FAILED if outcome.failed else JobRun.OK, outcome.summary)
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import io
+
 import pytest
 
 from orchestrator import jobruns
@@ -67,3 +69,32 @@ def test_every_beat_task_records_its_run(tools, settings):
                          "conflict detection", "graph sync"}
     assert all(r.outcome == "ok" for r in runs.values()), {n: r.summary for n, r in runs.items()}
     assert runs["crash sweep"].summary == "0 session(s) marked crashed"
+
+
+def test_the_management_commands_record_full_runs_only(tools):
+    from django.core.management import call_command
+
+    for command in ("detect_crashed_sessions", "clean_stale_sessions", "sync_graph",
+                    "sync_hot_context", "detect_conflicts"):
+        call_command(command, stdout=io.StringIO())
+    assert set(JobRun.objects.values_list("job_name", flat=True)) == {
+        "crash sweep", "stale-session cleanup", "graph sync", "hot sync", "conflict detection"}
+    assert set(JobRun.objects.values_list("outcome", flat=True)) == {"ok"}
+    # A partial run (some tasks only) is not a run of the periodic job.
+    tools.ok("create_task", {"taskId": "only-me", "name": "x"})
+    call_command("sync_hot_context", "only-me", stdout=io.StringIO())
+    call_command("detect_conflicts", "--task", "only-me", stdout=io.StringIO())
+    assert JobRun.objects.count() == 5
+
+
+def test_a_failed_command_run_is_recorded_with_its_code(settings):
+    from django.core.management import CommandError, call_command
+
+    from contexts.models import GlobalContext
+
+    GlobalContext.objects.all().delete()  # hot sync needs the project row: E1611
+    with pytest.raises(CommandError):
+        call_command("sync_hot_context", stdout=io.StringIO())
+    run = JobRun.objects.get()
+    assert (run.job_name, run.outcome) == ("hot sync", "failed")
+    assert run.summary.startswith("E1611: ")
