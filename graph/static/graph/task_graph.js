@@ -40,15 +40,22 @@
                    label: e.type + (e.reason ? ": " + e.reason : "")}};
   }));
 
+  var PADDING = 30;
+  var userMoved = false;  // once the operator zooms or pans, a resize keeps their view
+  function fitAll() { cy.fit(undefined, PADDING); }
+  function laidOut() {
+    fitAll();
+    window.taskGraphReady = true;  // the browser tests wait for this
+  }
   var layout = nodes.length > FORCE_LAYOUT_LIMIT
-    ? {name: "grid", avoidOverlap: true, fit: true, padding: 20}
-    : {name: "cose", animate: false, fit: true, padding: 30, randomize: false,
+    ? {name: "grid", avoidOverlap: true, fit: false, stop: laidOut}
+    : {name: "cose", animate: false, fit: false, randomize: false,
        nodeDimensionsIncludeLabels: true, componentSpacing: 60, nodeRepulsion: 8000,
-       idealEdgeLength: 80, numIter: 1000};
+       idealEdgeLength: 80, numIter: 1000, stop: laidOut};
   var cy = cytoscape({
     container: document.getElementById("task-graph"),
     elements: elements,
-    layout: layout,
+    layout: {name: "preset"},  // the real layout runs below, once `cy` exists for its stop
     minZoom: 0.05,
     maxZoom: 4,
     wheelSensitivity: 0.3,
@@ -67,11 +74,24 @@
         "target-arrow-color": "#c62828"}}
     ]
   });
+  cy.on("scrollzoom pinchzoom dragpan", function () { userMoved = true; });
+  // The container can change size after the first layout (a scrollbar appearing, the
+  // window resized): keep everything in view until the operator takes over.
+  if (window.ResizeObserver) {
+    new ResizeObserver(function () {
+      cy.resize();
+      if (!userMoved) { fitAll(); }
+    }).observe(document.getElementById("task-graph"));
+  }
   cy.on("tap", "node", function (evt) {
     var url = urls[evt.target.id()];
     if (url) { window.location.href = url; }
   });
-  document.getElementById("graph-fit").addEventListener("click", function () { cy.fit(undefined, 30); });
+  document.getElementById("graph-fit").addEventListener("click", function () {
+    userMoved = false;
+    fitAll();
+  });
   document.getElementById("graph-drawn").textContent = cy.nodes().length + " tasks drawn";
   window.taskGraph = cy;  // for the browser tests and the curious operator's console
+  cy.layout(layout).run();
 }());
