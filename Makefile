@@ -3,6 +3,7 @@
 # make lint  - ruff
 # make bench - install the bench extra, run `python -m bench` against fresh embedded servers
 # make promtool - Prometheus's rule checker into .venv/bin (the tests check deploy/ with it)
+# make browser - install Debian's chromium for the browser tests (run by make test)
 
 VENV    := .venv
 PY      := $(VENV)/bin/python
@@ -11,7 +12,7 @@ PROMTOOL := $(VENV)/bin/promtool
 PYTEST_ARGS ?=
 BENCH_ARGS ?=
 
-.PHONY: run test lint install bench promtool
+.PHONY: run test lint install bench promtool browser
 
 install: $(STAMP)
 
@@ -38,7 +39,17 @@ $(PROMTOOL): | $(PY)
 	cp $(VENV)/promtool-deb/root/usr/bin/promtool $@
 	rm -rf $(VENV)/promtool-deb
 
-test: $(STAMP) $(PROMTOOL)
+# The browser tests drive Debian's chromium: install it when missing (apt, as root).
+browser:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    (apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium) >&2; \
+	  else \
+	    echo "chromium is missing: run 'sudo apt-get install -y chromium' (needed by tests/browser)" >&2; \
+	    exit 1; \
+	  fi; }
+
+test: $(STAMP) $(PROMTOOL) browser
 	exec $(PY) -m orchestrator.launcher --temp -- $(PY) -m pytest $(PYTEST_ARGS)
 
 lint: $(STAMP)

@@ -12,12 +12,12 @@ from django.contrib import admin, messages
 from django.db.models import Count
 from django.http import HttpRequest, HttpResponseRedirect
 from django.template.response import TemplateResponse
-from django.urls import reverse
 from django.utils.html import format_html
 
 from conflicts.models import ContextConflict
 from conflicts.services import console, resolution
 from conflicts.services.resolution import RESOLVABLE, STEPS
+from orchestrator.admin_base import MissingObjectIs404, object_or_404
 from orchestrator.errors import OrchestratorError
 
 SEVERITY_COLOURS = {"critical": "#ba2121", "high": "#e67e22", "medium": "#d4ac0d",
@@ -44,7 +44,7 @@ class TaskFilter(admin.SimpleListFilter):
 
 
 @admin.register(ContextConflict)
-class ContextConflictAdmin(admin.ModelAdmin):
+class ContextConflictAdmin(MissingObjectIs404):
     list_display = ("conflict_type", "severity_badge", "resolution_status", "task_a_id",
                     "task_b_id", "strength", "detected_at", "resolved_by")
     list_filter = ("conflict_type", "severity", "resolution_status", TaskFilter)
@@ -85,11 +85,7 @@ class ContextConflictAdmin(admin.ModelAdmin):
 
     def change_view(self, request: HttpRequest, object_id: str, form_url: str = "",
                     extra_context=None):
-        conflict = ContextConflict.objects.filter(pk=_uuid_or_none(object_id)).first()
-        if conflict is None:
-            self.message_user(request, f"Conflict {object_id} does not exist (E1642).",
-                              messages.ERROR)
-            return HttpResponseRedirect(reverse("admin:conflicts_contextconflict_changelist"))
+        conflict = object_or_404(ContextConflict, _uuid_or_none(object_id))
         if request.method == "POST":
             self._apply(request, conflict)
             return HttpResponseRedirect(request.path)

@@ -258,6 +258,18 @@ def release_lock(task_id: str, session_id: str) -> bool:
     return result
 
 
+def release_session_locks(session_id: str) -> list[str]:
+    """Release every task lock ``session_id`` holds (console action); the task ids freed.
+
+    Raises RedisUnavailable when the locks cannot be read.
+    """
+    freed = []
+    for lock in list(scan_locks()):
+        if lock.get("sessionId") == session_id and release_abandoned_lock(lock["taskId"], lock):
+            freed.append(lock["taskId"])
+    return sorted(freed)
+
+
 def release_abandoned_lock(task_id: str, seen: dict[str, Any]) -> bool:
     """Delete the lock only if it is still exactly ``seen`` (the one reported as abandoned).
 

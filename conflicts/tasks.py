@@ -10,21 +10,23 @@ import logging
 from typing import Any
 
 from conflicts.services.detection import detect_conflicts
-from orchestrator import metrics
 from orchestrator.celery import app
 from orchestrator.errors import OrchestratorError
+from orchestrator.jobruns import record_job_run
 
 logger = logging.getLogger("orchestrator.conflicts")
 
 
 @app.task(name="conflicts.detect_conflicts")
 def detect_conflicts_task() -> dict[str, Any]:
-    try:
-        result = detect_conflicts()
-    except OrchestratorError as exc:
-        # The next beat tries again; report it, do not crash the worker.
-        logger.error("periodic conflict detection failed: %s", exc)
-        return exc.to_dict()
-    metrics.mark_job_success("detect_conflicts")
-    return {"summary": result["summary"], "skipped": result.get("skipped", [])}
+    with record_job_run("conflict detection") as run:
+        try:
+            result = detect_conflicts()
+        except OrchestratorError as exc:
+            # The next beat tries again; report it, do not crash the worker.
+            logger.error("periodic conflict detection failed: %s", exc)
+            run.fail(f"{exc.code}: {exc.message}")
+            return exc.to_dict()
+        run.ok(", ".join(f"{key} {value}" for key, value in result["summary"].items()))
+        return {"summary": result["summary"], "skipped": result.get("skipped", [])}
 

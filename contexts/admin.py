@@ -13,7 +13,6 @@ from typing import Any
 from django.conf import settings
 from django.contrib import admin, messages
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
-from django.shortcuts import get_object_or_404
 from django.template import TemplateDoesNotExist
 from django.template.loader import get_template
 from django.template.response import TemplateResponse
@@ -25,13 +24,14 @@ from contexts.models import Checkpoint, ContextVersion, GlobalContext, TaskConte
 from contexts.orphans_admin import OrphanedFilter, orphaned_task_ids
 from contexts.services import rollback
 from contexts.services.checkpoints import snapshot_for_display
+from orchestrator.admin_base import MissingObjectIs404, object_or_404
 from orchestrator.errors import OrchestratorError
 from orchestrator.tools import ToolContext, call_tool
 
 CONFLICT_HISTORY_TEMPLATE = "conflicts/_task_history.html"
 
 
-class ReadOnlyAdmin(admin.ModelAdmin):
+class ReadOnlyAdmin(MissingObjectIs404):
     def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
 
@@ -104,7 +104,7 @@ class TaskContextAdmin(ReadOnlyAdmin):
 
     def change_view(self, request: HttpRequest, object_id: str, form_url: str = "",
                     extra_context: dict | None = None) -> HttpResponse:
-        task = get_object_or_404(TaskContext, pk=object_id)
+        task = object_or_404(TaskContext, object_id)
         diff_version = request.GET.get("diff")
         diff, diff_error = None, None
         if diff_version:
@@ -131,7 +131,7 @@ class TaskContextAdmin(ReadOnlyAdmin):
     def rollback_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
         if not self.has_view_permission(request):
             return HttpResponse(status=403)
-        task = get_object_or_404(TaskContext, pk=object_id)
+        task = object_or_404(TaskContext, object_id)
         page = reverse("admin:contexts_taskcontext_change", args=[task.pk])
         try:
             target = _rollback_target(request)
@@ -185,6 +185,5 @@ class CheckpointAdmin(ReadOnlyAdmin):
                                                        default=str))
 
 
-@admin.register(GlobalContext)
-class GlobalContextAdmin(ReadOnlyAdmin):
-    list_display = ("project_id", "project_name", "active_task_id", "version", "updated_at")
+# The global context's edit, diff and rollback pages live in their own module.
+from contexts import admin_global  # noqa: E402, F401

@@ -7,10 +7,12 @@ with ``db_default`` so ORM inserts leave defaults to the database.
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.db import models
 from django.db.models.functions import Now
 
 from orchestrator.db import spec_table
+from orchestrator.spec_sql import internal_schema
 
 
 class TaskContext(models.Model):
@@ -118,3 +120,36 @@ class GlobalContext(models.Model):
 
     def __str__(self) -> str:
         return self.project_id
+
+
+class GlobalContextVersion(models.Model):
+    """Written only by the save_global_context_version trigger (migration 0002); immutable.
+
+    Like context_versions for tasks: one row per version of the global_context row, with
+    the whole row as ``snapshot``. Keyed by the row's id (``context_id``), so a project row
+    that is deleted and created again starts a history of its own.
+    """
+
+    id = models.UUIDField(primary_key=True, db_default=models.Func(function="gen_random_uuid"),
+                          editable=False)
+    context_id = models.UUIDField()
+    project_id = models.CharField(max_length=255)
+    version = models.IntegerField()
+    snapshot = models.JSONField()
+    change_summary = models.TextField(null=True, blank=True)
+    change_type = models.CharField(max_length=50, null=True, blank=True)
+    created_by = models.CharField(max_length=255, null=True, blank=True)
+    session_id = models.CharField(max_length=255, null=True, blank=True)
+    created_at = models.DateTimeField(null=True, db_default=Now())
+
+    class Meta:
+        # In the internal schema: MCP_SCHEMA holds exactly the spec's seven tables.
+        db_table = f'{internal_schema(settings.MCP_SCHEMA)}"."global_context_versions'
+        ordering = ["-version"]
+        constraints = [
+            models.UniqueConstraint(fields=["context_id", "version"],
+                                    name="global_context_versions_context_version_key"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.project_id} v{self.version}"

@@ -8,9 +8,9 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from orchestrator import metrics
 from orchestrator.celery import app
 from orchestrator.errors import OrchestratorError
+from orchestrator.jobruns import record_job_run
 from orchestrator.tools import ToolContext, call_tool
 
 logger = logging.getLogger("orchestrator.contexts")
@@ -18,12 +18,15 @@ logger = logging.getLogger("orchestrator.contexts")
 
 @app.task(name="contexts.sync_hot_context")
 def sync_hot_context_task() -> dict[str, Any]:
-    try:
-        result = call_tool("sync_hot_context", {}, ToolContext("task", actor="celery-beat"))
-    except OrchestratorError as exc:
-        # A partial sync is retried by the next beat; report it, do not crash the worker.
-        logger.warning("periodic hot sync: %s", exc)
-        return exc.to_dict()
-    metrics.mark_job_success("sync_hot_context")
-    return result
+    with record_job_run("hot sync") as run:
+        try:
+            result = call_tool("sync_hot_context", {}, ToolContext("task", actor="celery-beat"))
+        except OrchestratorError as exc:
+            # A partial sync is retried by the next beat; report it, do not crash the worker.
+            logger.warning("periodic hot sync: %s", exc)
+            run.fail(f"{exc.code}: {exc.message}")
+            return exc.to_dict()
+        run.ok(f"{result['synced']['redis']['taskContexts']} task(s) cached, "
+               f"{result['synced']['files']['taskContexts']} file(s) written")
+        return result
 

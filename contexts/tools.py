@@ -8,7 +8,16 @@ from __future__ import annotations
 from typing import Any
 
 from conflicts.locks import LOCK_RULE
-from contexts.services import checkpoints, rollback, save, switch, sync, tasks, unified
+from contexts.services import (
+    checkpoints,
+    global_context,
+    rollback,
+    save,
+    switch,
+    sync,
+    tasks,
+    unified,
+)
 from orchestrator.tools import Tool, ToolContext, register
 from orchestrator.tools.schema import (
     CHECKPOINT_SCOPES,
@@ -299,4 +308,45 @@ register(Tool(
     handler=lambda args, ctx: sync.sync_hot_context(
         sync_redis=args.get("syncRedis", True), sync_files=args.get("syncFiles", True),
         task_ids=args.get("taskIds"), update_registry=args.get("updateRegistry", True)),
+))
+
+
+STRING_MAP = {"type": "object", "additionalProperties": {"type": "string", "maxLength": 1000},
+              "maxProperties": 200}
+GLOBAL_FIELDS = {
+    "projectName": string("Display name", min_length=1, max_length=500),
+    "description": string(max_length=20000, nullable=True),
+    "hardRules": string_list("Rules every agent must follow", max_items=200, max_length=2000),
+    "techStack": string_list("Technologies of the project", max_items=200, max_length=200),
+    "keyPaths": {**STRING_MAP, "description": "{name: path}"},
+    "services": {**STRING_MAP, "description": "{service: host:port}"},
+    "orchestratorContext": {"type": "object", "description": "Free-form orchestrator state"},
+}
+
+register(Tool(
+    name="update_global_context",
+    description=(
+        "Change the project's global context (spec 5.2.5), the part every agent reads "
+        "first: projectName, description, hardRules, techStack, keyPaths, services, "
+        "orchestratorContext. Listed fields are replaced whole (send the full list or map). "
+        "The database records each change as a new version (history in "
+        "global_context_versions, diff and rollback in the admin); an unchanged value makes "
+        "no version. E1611 without the project row, E1612 for invalid fields."
+    ),
+    input_schema=obj({
+        **GLOBAL_FIELDS,
+        "changeSummary": string(max_length=2000, nullable=True),
+        "sessionId": SESSION_ID,
+    }),
+    output_schema=obj({
+        "success": boolean(), "projectId": string(), "version": integer(),
+        "changed": string_list("Fields whose value changed"),
+        "global": obj(GLOBAL_FIELDS),
+        "savedTo": obj({"database": boolean(), "file": boolean()}, ["database", "file"]),
+        "timestamp": TIMESTAMP,
+    }, ["success", "projectId", "version", "changed", "global", "savedTo", "timestamp"]),
+    handler=lambda args, ctx: global_context.update_global_context(
+        {k: v for k, v in args.items() if k in GLOBAL_FIELDS},
+        change_summary=args.get("changeSummary"), session_id=args.get("sessionId"),
+        actor=_actor(ctx)),
 ))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import admin
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 from django.urls import NoReverseMatch, path, reverse
 
@@ -13,13 +13,14 @@ from contexts.models import TaskContext
 from graph.models import TaskRelationship
 from graph.services import get_task_graph
 from graph.tools import MAX_DEPTH
+from orchestrator.admin_base import MissingObjectIs404
 from orchestrator.errors import OrchestratorError
 
 TASK_CHOICES_LIMIT = 1000
 
 
 @admin.register(TaskRelationship)
-class TaskRelationshipAdmin(admin.ModelAdmin):
+class TaskRelationshipAdmin(MissingObjectIs404):
     list_display = ("source_task_id", "relationship_type", "target_task_id", "strength",
                     "created_by", "created_at")
     list_filter = ("relationship_type",)
@@ -51,6 +52,8 @@ class TaskRelationshipAdmin(admin.ModelAdmin):
         try:
             graph = get_task_graph(task_id, depth, include_completed)
         except OrchestratorError as exc:
+            if exc.code == "E1610":  # an unknown task in the address: the admin's 404 page
+                raise Http404(exc.message) from None
             error = exc.message
         context = {
             **self.admin_site.each_context(request),
@@ -68,6 +71,12 @@ class TaskRelationshipAdmin(admin.ModelAdmin):
         if graph:
             context["ready"] = _with_links(graph["readyTasks"])
             context["blocked"] = _with_links(graph["blockedTasks"])
+            # Every task the page can draw, for the click-to-open of the drawing.
+            drawn = {n["taskId"] for key in ("nodes", "readyTasks", "blockedTasks")
+                     for n in graph[key]}
+            context["task_urls"] = {n["taskId"]: n["url"] for n in
+                                    _with_links([{"taskId": t} for t in sorted(drawn)])
+                                    if n["url"]}
         return TemplateResponse(request, "admin/graph/task_graph.html", context)
 
 

@@ -1,6 +1,4 @@
-"""Celery beat jobs: repair the graph mirror every GRAPH_SYNC_INTERVAL_SECONDS and drain
-the graph outbox every GRAPH_OUTBOX_INTERVAL_SECONDS (web processes also drain it after
-each change; this catches what an outage or a restart left behind)."""
+"""Celery beat job: repair the graph mirror every GRAPH_SYNC_INTERVAL_SECONDS."""
 
 from __future__ import annotations
 
@@ -8,22 +6,17 @@ from typing import Any
 
 from celery import shared_task
 
-from orchestrator import metrics
-
 
 @shared_task(name="graph.sync_graph")
 def sync_graph_task() -> dict[str, Any]:
     from graph.services.sync import sync_graph
+    from orchestrator.jobruns import record_job_run
 
-    report = sync_graph()
-    if report.get("success"):
-        metrics.mark_job_success("sync_graph")
-    return report
+    with record_job_run("graph sync") as run:
+        result = sync_graph()
+        if result.get("success"):
+            run.ok(f"graph {result['graph']}")
+        else:
+            run.fail(f"graph {result['graph']}: {result.get('error', '')}")
+        return result
 
-
-
-@shared_task(name="graph.drain_outbox")
-def drain_outbox_task() -> dict[str, Any]:
-    from graph.services.outbox import drain_outbox
-
-    return drain_outbox()

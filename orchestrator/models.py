@@ -78,3 +78,26 @@ class SessionOwner(models.Model):
 
     def __str__(self) -> str:
         return f"{self.session_id} -> {self.token_name}"
+class JobRun(models.Model):
+    """One run of a periodic job (crash sweep, hot sync, ...), written by ``record_job_run``.
+
+    The console's overview reads the latest run of each job to show whether beat is alive;
+    only the newest ``jobruns.KEPT_RUNS`` runs of each job are kept.
+    """
+
+    RUNNING, OK, FAILED = "running", "ok", "failed"
+
+    job_name = models.CharField(max_length=100)
+    started_at = models.DateTimeField()
+    finished_at = models.DateTimeField(null=True, blank=True)
+    outcome = models.CharField(max_length=10, default=RUNNING,
+                               choices=[(o, o) for o in (RUNNING, OK, FAILED)])
+    summary = models.CharField(max_length=500, blank=True, default="")
+
+    class Meta:
+        db_table = "orchestrator_job_run"
+        ordering = ["-id"]
+        indexes = [models.Index(fields=["job_name", "-id"], name="jobrun_name_recent")]
+
+    def __str__(self) -> str:
+        return f"{self.job_name} {self.outcome} at {self.started_at:%Y-%m-%d %H:%M:%S}"

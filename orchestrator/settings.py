@@ -63,6 +63,7 @@ INSTALLED_APPS = [
     "sessions.apps.AgentSessionsConfig",
     "conflicts.apps.ConflictsConfig",
     "graph.apps.GraphConfig",
+    "console.apps.ConsoleConfig",
 ]
 
 MIDDLEWARE = [

@@ -9,14 +9,17 @@ from typing import Any
 from orchestrator import backup, metrics, retention
 from orchestrator.celery import app
 from orchestrator.errors import OrchestratorError
+from orchestrator.jobruns import record_job_run
 
 logger = logging.getLogger("orchestrator.backup")
 
 
 @app.task(name="orchestrator.retention")
 def retention_task() -> dict[str, Any]:
-    result = retention.prune().as_dict()
-    metrics.mark_job_success("retention")
+    with record_job_run("retention") as run:
+        result = retention.prune().as_dict()
+        run.ok(", ".join(f"{k}: {v}" for k, v in result.items()
+                         if isinstance(v, int | float))[:500])
     return result
 
 

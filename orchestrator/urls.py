@@ -19,6 +19,9 @@ urlpatterns = [
     path("api/v1/", include(api_v1)),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
+    path("admin/", include("console.urls")),
     path("admin/", admin.site.urls),
     path("metrics", metrics_view, name="prometheus-django-metrics"),
 ]
+
+handler404 = "console.views.not_found"

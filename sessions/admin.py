@@ -10,7 +10,10 @@ from django.db.models import IntegerField, OuterRef, Subquery
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
+from conflicts import locks
 from graph.models import SessionWork
+from orchestrator.admin_base import MissingObjectIs404
+from orchestrator.backends import redis_store
 from orchestrator.errors import OrchestratorError
 from sessions.models import (
     ActiveSession,
@@ -19,23 +22,24 @@ from sessions.models import (
     SessionHandoff,
     ToolInvocation,
 )
-from sessions.services import recovery
+from sessions.services import lifecycle, recovery
 from sessions.services.prompts import resume_prompt
+from sessions.services.timeline import session_timeline
 
 SHOWN_EVENTS = 50
 
 
 @admin.register(ActiveSession)
-class ActiveSessionAdmin(admin.ModelAdmin):
+class ActiveSessionAdmin(MissingObjectIs404):
     list_display = ("session_id", "status", "task_id", "heartbeat_age", "recovery_needed",
                     "recovery_type", "compactions", "project_dir", "started_at")
     list_filter = ("status", "recovery_needed", "recovery_type", "project_dir")
     search_fields = ("session_id", "task_id", "project_dir")
-    actions = ("mark_recovered", "mark_crashed")
+    actions = ("mark_recovered", "mark_crashed", "end_sessions", "release_locks")
     fields = ("session_id", "status", "task_id", "project_dir", "git_branch", "started_at",
               "last_heartbeat", "ended_at", "recovery_needed", "recovery_type", "ownership",
-              "prompt", "unsaved", "conversation_summary", "tasks_worked_on", "tool_history",
-              "event_log", "handoff")
+              "prompt", "unsaved", "conversation_summary", "timeline", "tasks_worked_on",
+              "tool_history", "event_log", "handoff")
     readonly_fields = fields
 
     def get_queryset(self, request):
@@ -70,7 +74,7 @@ class ActiveSessionAdmin(admin.ModelAdmin):
 
     @admin.display(description="resume prompt")
     def prompt(self, obj: ActiveSession) -> str:
-        return format_html("<pre style='white-space:pre-wrap'>{}</pre>",
+        return format_html('<pre id="resume-prompt" style="white-space:pre-wrap">{}</pre>',
                            resume_prompt(recovery.recovery_state(obj.session_id)))
 
     @admin.display(description="unsaved changes")
@@ -81,6 +85,14 @@ class ActiveSessionAdmin(admin.ModelAdmin):
         return format_html("<ul>{}</ul>", format_html_join(
             "", "<li><b>{}</b> <code>{}</code> {}</li>",
             ((c.get("type"), c.get("path"), c.get("description", "")) for c in changes)))
+
+    @admin.display(description="timeline")
+    def timeline(self, obj: ActiveSession) -> str:
+        entries = session_timeline(obj)
+        return format_html('<table id="session-timeline">{}</table>', format_html_join(
+            "", '<tr class="timeline-{}"><td>{}</td><td>{}</td><td>{}</td></tr>',
+            ((e["kind"], e["at"] or "now", e["kind"], e["text"]) for e in entries))) if entries \
+            else "none"
 
     @admin.display(description="tasks worked on")
     def tasks_worked_on(self, obj: ActiveSession) -> str:
@@ -134,6 +146,22 @@ class ActiveSessionAdmin(admin.ModelAdmin):
     def mark_crashed(self, request, queryset) -> None:
         self._apply(request, queryset, recovery.mark_crashed, "marked crashed")
 
+    @admin.action(description="End session")
+    def end_sessions(self, request, queryset) -> None:
+        self._apply(request, queryset,
+                    lambda session_id: lifecycle.end_session({"sessionId": session_id}), "ended")
+
+    @admin.action(description="Release its task locks")
+    def release_locks(self, request, queryset) -> None:
+        for session in queryset:
+            try:
+                freed = locks.release_session_locks(session.session_id)
+            except redis_store.RedisUnavailable as exc:
+                self.message_user(request, f"Locks unreadable (Redis): {exc}", messages.ERROR)
+                return
+            self.message_user(request, f"{session.session_id}: released "
+                              f"{', '.join(freed) if freed else 'no locks (it held none)'}")
+
     def _apply(self, request, queryset, service, done: str) -> None:
         for session in queryset:
             try:
@@ -146,7 +174,7 @@ class ActiveSessionAdmin(admin.ModelAdmin):
 
 
 @admin.register(SessionHandoff)
-class SessionHandoffAdmin(admin.ModelAdmin):
+class SessionHandoffAdmin(MissingObjectIs404):
     list_display = ("project_key", "from_session_id", "from_agent", "active", "created_at",
                     "consumed_at", "consumed_by_session_id", "last_confirmed_at")
     list_filter = ("active", "project_key")

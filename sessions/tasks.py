@@ -4,21 +4,23 @@ UPDATE/DELETE statements, so overlapping runs on several workers are harmless.""
 
 from __future__ import annotations
 
-from orchestrator import metrics
 from orchestrator.celery import app
+from orchestrator.jobruns import record_job_run
 from sessions.services import recovery
 
 
 @app.task(name="sessions.detect_crashed_sessions")
 def detect_crashed_sessions_task() -> list[str]:
-    crashed = recovery.detect_crashed_sessions()
-    metrics.mark_job_success("detect_crashed_sessions")
-    return crashed
+    with record_job_run("crash sweep") as run:
+        crashed = recovery.detect_crashed_sessions()
+        run.ok(f"{len(crashed)} session(s) marked crashed")
+        return crashed
 
 
 @app.task(name="sessions.clean_stale_sessions")
 def clean_stale_sessions_task() -> list[str]:
-    removed = recovery.clean_stale_sessions()
-    metrics.mark_job_success("clean_stale_sessions")
-    return removed
+    with record_job_run("stale-session cleanup") as run:
+        removed = recovery.clean_stale_sessions()
+        run.ok(f"{len(removed)} stale session(s) removed")
+        return removed
 

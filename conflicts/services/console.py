@@ -1,11 +1,9 @@
-"""What the conflict-resolution console shows: counts and the evidence side by side."""
+"""What the conflict-resolution console shows: the evidence side by side."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
-
-from django.db.models import Count, Q
 
 from conflicts.models import ContextConflict
 from contexts.models import TaskContext
@@ -18,15 +16,6 @@ SIDE_LABELS = {
     "lock_collision": ("Expected", "Lock left in Redis"),
     "version_divergence": ("Expected", "Recovery versions"),
 }
-
-
-def attention_counts() -> dict[str, int]:
-    """Unresolved critical / high conflicts and escalated ones (admin index)."""
-    return ContextConflict.objects.aggregate(
-        critical=Count("pk", filter=Q(resolution_status="unresolved", severity="critical")),
-        high=Count("pk", filter=Q(resolution_status="unresolved", severity="high")),
-        escalated=Count("pk", filter=Q(resolution_status="escalated")),
-    )
 
 
 def _pretty(value: Any) -> str:

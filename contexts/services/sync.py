@@ -52,7 +52,7 @@ def _cache_chunk(tasks: list[TaskContext]) -> None:
     redis_store.run(write)
 
 
-def _write_constants(project: GlobalContext) -> None:
+def write_project_constants(project: GlobalContext) -> None:
     files.write_json_atomic(files.context_dir() / "shared" / "project-constants.json", {
         "projectId": project.project_id, "projectName": project.project_name,
         "description": project.description, **representation.global_part(project),
@@ -120,7 +120,7 @@ def sync_hot_context(*, sync_redis: bool = True, sync_files: bool = True,
             if not synced["files"]["registry"]:
                 errors.append("file: _registry.json failed")
         try:
-            _write_constants(project)
+            write_project_constants(project)
         except OSError as exc:
             errors.append(f"file: shared/project-constants.json: {exc}")
     duration = time.perf_counter() - started

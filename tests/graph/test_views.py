@@ -53,7 +53,7 @@ def test_admin_task_graph_page(graph, admin_client):
     whole = admin_client.get(url, {"includeCompleted": "on"})
     assert [n["taskId"] for n in whole.context["graph"]["nodes"]] == ["a", "b", "c"]
     missing = admin_client.get(url, {"taskId": "nope"})
-    assert missing.status_code == 200 and "does not exist" in missing.content.decode()
+    assert missing.status_code == 404 and "Page not found" in missing.content.decode()
 
 
 def test_admin_page_needs_staff(client, db):

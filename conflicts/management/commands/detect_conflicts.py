@@ -5,11 +5,13 @@ while critical or high conflicts are open, so a hook can stop on them."""
 from __future__ import annotations
 
 import json
+from contextlib import nullcontext
 
 from django.core.management.base import BaseCommand, CommandError
 
 from conflicts.services.detection import detect_conflicts
 from orchestrator.errors import OrchestratorError
+from orchestrator.jobruns import RunOutcome, record_job_run
 from orchestrator.tools.schema import CONFLICT_TYPES
 
 
@@ -26,8 +28,13 @@ class Command(BaseCommand):
                             help="Exit 1 if critical or high conflicts are open")
 
     def handle(self, *args, **options) -> None:
+        # A run over everything is a run of the periodic job (cron instead of beat): record it.
+        full = not (options["tasks"] or options["types"])
         try:
-            result = detect_conflicts(options["tasks"], options["types"])
+            with record_job_run("conflict detection") if full else nullcontext(
+                    RunOutcome()) as run:
+                result = detect_conflicts(options["tasks"], options["types"])
+                run.ok(", ".join(f"{key} {value}" for key, value in result["summary"].items()))
         except OrchestratorError as exc:
             raise CommandError(f"{exc.code}: {exc.message}") from exc
         if options["json"]:

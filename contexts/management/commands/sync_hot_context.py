@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from contextlib import nullcontext
+
 from django.core.management.base import BaseCommand, CommandError
 
 from contexts.services import sync
 from orchestrator.errors import OrchestratorError
+from orchestrator.jobruns import RunOutcome, record_job_run
 
 
 class Command(BaseCommand):
@@ -22,11 +25,17 @@ class Command(BaseCommand):
         def progress(done: int, total: int) -> None:
             self.stdout.write(f"synced {done}/{total} tasks")
 
+        # A full sync is a run of the periodic job (cron instead of beat): record it.
+        full = not (options["task_ids"] or options["no_redis"] or options["no_files"]
+                    or options["no_registry"])
         try:
-            result = sync.sync_hot_context(
-                sync_redis=not options["no_redis"], sync_files=not options["no_files"],
-                task_ids=options["task_ids"] or None,
-                update_registry=not options["no_registry"], progress=progress)
+            with record_job_run("hot sync") if full else nullcontext(RunOutcome()) as run:
+                result = sync.sync_hot_context(
+                    sync_redis=not options["no_redis"], sync_files=not options["no_files"],
+                    task_ids=options["task_ids"] or None,
+                    update_registry=not options["no_registry"], progress=progress)
+                run.ok(f"{result['synced']['redis']['taskContexts']} task(s) cached, "
+                       f"{result['synced']['files']['taskContexts']} file(s) written")
         except OrchestratorError as exc:
             for error in (exc.details or {}).get("errors", []) if isinstance(
                     exc.details, dict) else []:

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
-from graph.services.sync import sync_graph
+from graph.tasks import sync_graph_task
 
 
 class Command(BaseCommand):
     help = "Make the Bolt graph mirror match task_contexts, task_relationships and sessions."
 
     def handle(self, *args, **options) -> None:
-        report = sync_graph()
+        # The beat task's body, called in this process: the run is recorded for the console.
+        report = sync_graph_task()
         if report["graph"] == "disabled":
             self.stdout.write("graph disabled (ENABLE_NEO4J=false): nothing to do")
             return

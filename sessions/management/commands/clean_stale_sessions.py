@@ -2,7 +2,7 @@
 
 from django.core.management.base import BaseCommand
 
-from sessions.services import recovery
+from sessions.tasks import clean_stale_sessions_task
 
 
 class Command(BaseCommand):
@@ -10,7 +10,8 @@ class Command(BaseCommand):
             "events and tool history; sessions needing recovery are kept.")
 
     def handle(self, *args, **options) -> None:
-        removed = recovery.clean_stale_sessions()
+        # The beat task's body, called in this process: the run is recorded for the console.
+        removed = clean_stale_sessions_task()
         for session_id in removed:
             self.stdout.write(session_id)
         self.stdout.write(f"{len(removed)} stale session(s) removed")

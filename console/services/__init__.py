@@ -1,0 +1,1 @@
+"""Read-only services behind the console pages."""

@@ -1,0 +1,168 @@
+"""The fleet overview: everything an operator needs at a glance, computed from stored state.
+
+Every figure is a query on Postgres (or Redis's own INFO counters), never a per-process
+counter, so each web worker answers the same and a test can recompute it. The page and
+its JSON feed both call ``fleet_overview``.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.db import connection
+from django.db.models import Count, Q
+from django.utils import timezone
+
+from conflicts.models import ContextConflict
+from orchestrator import jobruns
+from orchestrator.backends import redis_store
+from orchestrator.db import qualified
+from sessions.models import ActiveSession, SessionDetail, ToolInvocation
+
+SEVERITIES = ("critical", "high", "medium", "low")
+# Rows listed per table on the page; the counts above each table are always complete.
+LISTED_ROWS = 50
+ACTIVITY_MINUTES = 60
+# A job is stale when its last run started longer ago than this many beat periods.
+STALE_PERIODS = 2
+
+
+def _iso(value: datetime | None) -> str | None:
+    return value.isoformat() if value else None
+
+
+def active_sessions(now: datetime) -> list[dict[str, Any]]:
+    """Live sessions, oldest heartbeat first (the likeliest to be in trouble)."""
+    sessions = list(ActiveSession.objects.filter(status="active")
+                    .order_by("last_heartbeat")[:LISTED_ROWS])
+    agents = dict(SessionDetail.objects.filter(session_id__in=[s.session_id for s in sessions])
+                  .values_list("session_id", "agent_id"))
+    return [{
+        "pk": str(s.pk), "sessionId": s.session_id, "agentId": agents.get(s.session_id),
+        "taskId": s.task_id, "lastHeartbeat": _iso(s.last_heartbeat),
+        "heartbeatAgeSeconds": int((now - s.last_heartbeat).total_seconds())
+        if s.last_heartbeat else None,
+    } for s in sessions]
+
+
+def sessions_needing_recovery() -> list[dict[str, Any]]:
+    rows = ActiveSession.objects.filter(recovery_needed=True).order_by("-last_heartbeat")[
+        :LISTED_ROWS]
+    return [{"pk": str(s.pk), "sessionId": s.session_id, "taskId": s.task_id,
+             "status": s.status, "recoveryType": s.recovery_type,
+             "lastHeartbeat": _iso(s.last_heartbeat)} for s in rows]
+
+
+def conflict_counts() -> dict[str, Any]:
+    """Unresolved conflicts by severity, plus escalated ones (they also wait for a human)."""
+    counts = ContextConflict.objects.aggregate(
+        **{severity: Count("pk", filter=Q(resolution_status="unresolved", severity=severity))
+           for severity in SEVERITIES},
+        escalated=Count("pk", filter=Q(resolution_status="escalated")))
+    return {"unresolved": {s: counts[s] for s in SEVERITIES},
+            "unresolvedTotal": sum(counts[s] for s in SEVERITIES),
+            "escalated": counts["escalated"]}
+
+
+ORPHANED_SQL = """
+SELECT t.id, t.task_id, t.name, t.last_session_at
+FROM {tasks} t
+WHERE t.status = 'in_progress'
+  AND NOT EXISTS (SELECT 1 FROM {sessions} s WHERE s.task_id = t.task_id AND s.status = 'active')
+ORDER BY t.last_session_at NULLS FIRST, t.task_id
+"""
+ORPHANED_COUNT_SQL = "SELECT count(*) FROM ({query}) orphaned"
+
+
+def orphaned_tasks() -> tuple[list[dict[str, Any]], int]:
+    """Tasks in progress that no live session is working on (their agent is gone):
+    (the first LISTED_ROWS of them, how many there are)."""
+    query = ORPHANED_SQL.format(tasks=qualified("task_contexts"),
+                                sessions=qualified("active_sessions"))
+    with connection.cursor() as cursor:
+        cursor.execute(query + " LIMIT %s", [LISTED_ROWS])
+        rows = [{"pk": str(pk), "taskId": task_id, "name": name,
+                 "lastSessionAt": _iso(last_session_at)}
+                for pk, task_id, name, last_session_at in cursor.fetchall()]
+        cursor.execute(ORPHANED_COUNT_SQL.format(query=query))
+        return rows, cursor.fetchone()[0]
+
+
+def _per_minute(sql: str, since: datetime) -> dict[datetime, int]:
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [since])
+        return dict(cursor.fetchall())
+
+
+def activity(now: datetime) -> dict[str, Any]:
+    """Saves (new task versions) and session tool calls per minute over the last hour."""
+    first = now.replace(second=0, microsecond=0) - timedelta(minutes=ACTIVITY_MINUTES - 1)
+    saves = _per_minute(
+        f"SELECT date_trunc('minute', created_at), count(*) FROM {qualified('context_versions')} "
+        "WHERE created_at >= %s GROUP BY 1", first)
+    calls = _per_minute(
+        f"SELECT date_trunc('minute', timestamp), count(*) FROM "
+        f"{ToolInvocation._meta.db_table} WHERE timestamp >= %s GROUP BY 1", first)
+    minutes = [first + timedelta(minutes=i) for i in range(ACTIVITY_MINUTES)]
+    return {
+        "minutes": [{"minute": _iso(m), "saves": saves.get(m, 0), "toolCalls": calls.get(m, 0)}
+                    for m in minutes],
+        "savesLastHour": sum(saves.values()),
+        "toolCallsLastHour": sum(calls.values()),
+    }
+
+
+def cache_stats() -> dict[str, Any]:
+    """Redis's keyspace hit rate since the server started (shared by every worker)."""
+    try:
+        stats = redis_store.run(lambda r: r.info("stats"))
+    except redis_store.RedisUnavailable as exc:
+        return {"available": False, "error": str(exc)[:200]}
+    hits, misses = int(stats.get("keyspace_hits", 0)), int(stats.get("keyspace_misses", 0))
+    return {"available": True, "hits": hits, "misses": misses,
+            "hitRate": round(hits / (hits + misses), 4) if hits + misses else None}
+
+
+def job_status(now: datetime) -> list[dict[str, Any]]:
+    """Each periodic job's last run; stale when older than STALE_PERIODS beat periods."""
+    periods = jobruns.job_periods()
+    runs = jobruns.latest_runs()
+    jobs = []
+    for name in jobruns.KNOWN_JOBS:
+        run, period = runs.get(name), periods.get(name)
+        entry: dict[str, Any] = {"name": name, "periodSeconds": period, "state": "never run",
+                                 "stale": False, "outcome": None, "summary": "",
+                                 "startedAt": None, "finishedAt": None, "ageSeconds": None}
+        if run is not None:
+            age = (now - run["started_at"]).total_seconds()
+            entry.update(startedAt=_iso(run["started_at"]), finishedAt=_iso(run["finished_at"]),
+                         outcome=run["outcome"], summary=run["summary"], ageSeconds=int(age),
+                         state=run["outcome"],
+                         stale=period is not None and age > STALE_PERIODS * period)
+        elif period is None and jobruns.KNOWN_JOBS[name] is not None:
+            entry["state"] = "disabled"
+        jobs.append(entry)
+    return jobs
+
+
+def fleet_overview() -> dict[str, Any]:
+    now = timezone.now()
+    sessions = ActiveSession.objects.aggregate(
+        active=Count("pk", filter=Q(status="active")),
+        recovery=Count("pk", filter=Q(recovery_needed=True)))
+    orphaned, orphaned_count = orphaned_tasks()
+    return {
+        "generatedAt": _iso(now),
+        "activeSessions": active_sessions(now),
+        "activeSessionCount": sessions["active"],
+        "recovery": sessions_needing_recovery(),
+        "recoveryCount": sessions["recovery"],
+        "conflicts": conflict_counts(),
+        "orphanedTasks": orphaned,
+        "orphanedTaskCount": orphaned_count,
+        "activity": activity(now),
+        "cache": cache_stats(),
+        "jobs": job_status(now),
+    }
+

@@ -1,0 +1,13 @@
+"""Console URLs, mounted under /admin/ ahead of the admin site's own."""
+
+from django.contrib import admin
+from django.urls import path
+
+from console import views
+
+urlpatterns = [
+    path("", admin.site.admin_view(views.index), name="console_index"),
+    path("overview.json", admin.site.admin_view(views.overview_json), name="console_overview"),
+    path("overview/fragment/", admin.site.admin_view(views.overview_fragment),
+         name="console_overview_fragment"),
+]

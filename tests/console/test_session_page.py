@@ -1,0 +1,64 @@
+"""The session page: timeline, resume prompt, and the end / release-locks actions."""
+
+from __future__ import annotations
+
+import pytest
+from django.urls import reverse
+
+from conflicts import locks
+from sessions.models import ActiveSession
+
+pytestmark = pytest.mark.django_db
+CHANGELIST = reverse("admin:agent_sessions_activesession_changelist")
+
+
+def run_action(admin_client, action: str, *session_ids: str):
+    pks = [str(ActiveSession.objects.get(session_id=s).pk) for s in session_ids]
+    return admin_client.post(CHANGELIST, {"action": action, "_selected_action": pks},
+                             follow=True)
+
+
+def test_timeline_lists_events_tools_compactions_and_the_handoff(admin_client, tools,
+                                                                   make_task):
+    make_task("tl-1")
+    tools.ok("start_session", {"sessionId": "tl-s", "taskId": "tl-1", "projectDir": "/p"})
+    tools.ok("append_session_event", {"sessionId": "tl-s", "type": "user_message",
+                                      "role": "user", "content": "please fix the login"})
+    tools.ok("save_context_snapshot", {"taskId": "tl-1", "sessionId": "tl-s",
+                                       "updates": {"currentPhase": "fixing"}})
+    tools.ok("report_compaction", {"sessionId": "tl-s"})
+    tools.ok("end_session", {"sessionId": "tl-s", "summary": "login fixed"})
+    session = ActiveSession.objects.get(session_id="tl-s")
+    page = admin_client.get(reverse("admin:agent_sessions_activesession_change",
+                                    args=[session.pk])).content.decode()
+    timeline = page.split('id="session-timeline"')[1].split("</table>")[0]
+    for kind, text in (("start", "started on task tl-1"), ("user_message", "fix the login"),
+                       ("tool", "save_context_snapshot"), ("compaction", "compaction #1"),
+                       ("handoff", "login fixed"), ("end", "ended")):
+        assert f"timeline-{kind}" in timeline and text in timeline, kind
+    assert timeline.index("started on task") < timeline.index("fix the login") < \
+        timeline.index("ended (ended)")
+
+
+def test_end_action_ends_through_the_service(admin_client, tools):
+    tools.ok("start_session", {"sessionId": "end-me"})
+    # The admin capitalises messages ("End-me: ended").
+    page = run_action(admin_client, "end_sessions", "end-me").content.decode().lower()
+    assert "end-me: ended" in page
+    assert ActiveSession.objects.get(session_id="end-me").status == "ended"
+    again = run_action(admin_client, "end_sessions", "end-me").content.decode()
+    assert "E1602" in again
+
+
+def test_release_locks_frees_only_that_session_s_locks(admin_client, tools, make_task):
+    for task in ("lk-1", "lk-2", "lk-3"):
+        make_task(task)
+    tools.ok("start_session", {"sessionId": "holder"})
+    tools.ok("start_session", {"sessionId": "other"})
+    locks.acquire_lock("lk-1", "holder")
+    locks.acquire_lock("lk-2", "holder")
+    locks.acquire_lock("lk-3", "other")
+    page = run_action(admin_client, "release_locks", "holder").content.decode().lower()
+    assert "holder: released lk-1, lk-2" in page
+    assert locks.current_lock("lk-1") is None and locks.current_lock("lk-2") is None
+    assert locks.current_lock("lk-3")["sessionId"] == "other"

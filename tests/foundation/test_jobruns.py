@@ -1,0 +1,100 @@
+"""record_job_run and the beat tasks it wraps."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from orchestrator import jobruns
+from orchestrator.jobruns import record_job_run
+from orchestrator.models import JobRun
+
+pytestmark = pytest.mark.django_db
+
+
+def test_a_run_is_recorded_with_outcome_and_summary():
+    with record_job_run("hot sync") as run:
+        assert JobRun.objects.get().outcome == JobRun.RUNNING
+        run.ok("2 task(s) cached")
+    stored = JobRun.objects.get()
+    assert (stored.outcome, stored.summary) == ("ok", "2 task(s) cached")
+    assert stored.finished_at >= stored.started_at
+
+
+def test_a_reported_failure_and_an_exception_are_failed_runs():
+    with record_job_run("graph sync") as run:
+        run.fail("graph failed: refused")
+    with pytest.raises(RuntimeError), record_job_run("graph sync"):
+        raise RuntimeError("boom")
+    outcomes = list(JobRun.objects.order_by("id").values_list("outcome", "summary"))
+    assert outcomes == [("failed", "graph failed: refused"), ("failed", "RuntimeError: boom")]
+
+
+def test_only_the_newest_runs_are_kept(monkeypatch):
+    monkeypatch.setattr(jobruns, "KEPT_RUNS", 3)
+    for _ in range(5):
+        with record_job_run("crash sweep"):
+            pass
+    with record_job_run("hot sync"):
+        pass
+    assert JobRun.objects.filter(job_name="crash sweep").count() == 3
+    assert JobRun.objects.filter(job_name="hot sync").count() == 1
+
+
+def test_latest_runs_and_periods_follow_beat(settings):
+    settings.STALE_SESSION_SWEEP_INTERVAL_SECONDS = 1234
+    settings.ENABLE_NEO4J = False
+    with record_job_run("crash sweep") as run:
+        run.ok("first")
+    with record_job_run("crash sweep") as run:
+        run.ok("second")
+    assert jobruns.latest_runs()["crash sweep"]["summary"] == "second"
+    periods = jobruns.job_periods()
+    assert periods["stale-session cleanup"] == 1234
+    assert periods["graph sync"] is None and periods["retention"] is None
+
+
+def test_every_beat_task_records_its_run(tools, settings):
+    from conflicts.tasks import detect_conflicts_task
+    from contexts.tasks import sync_hot_context_task
+    from graph.tasks import sync_graph_task
+    from sessions.tasks import clean_stale_sessions_task, detect_crashed_sessions_task
+
+    for task in (sync_hot_context_task, detect_crashed_sessions_task, clean_stale_sessions_task,
+                 detect_conflicts_task, sync_graph_task):
+        task()
+    runs = {r.job_name: r for r in JobRun.objects.all()}
+    assert set(runs) == {"hot sync", "crash sweep", "stale-session cleanup",
+                         "conflict detection", "graph sync"}
+    assert all(r.outcome == "ok" for r in runs.values()), {n: r.summary for n, r in runs.items()}
+    assert runs["crash sweep"].summary == "0 session(s) marked crashed"
+
+
+def test_the_management_commands_record_full_runs_only(tools):
+    from django.core.management import call_command
+
+    for command in ("detect_crashed_sessions", "clean_stale_sessions", "sync_graph",
+                    "sync_hot_context", "detect_conflicts"):
+        call_command(command, stdout=io.StringIO())
+    assert set(JobRun.objects.values_list("job_name", flat=True)) == {
+        "crash sweep", "stale-session cleanup", "graph sync", "hot sync", "conflict detection"}
+    assert set(JobRun.objects.values_list("outcome", flat=True)) == {"ok"}
+    # A partial run (some tasks only) is not a run of the periodic job.
+    tools.ok("create_task", {"taskId": "only-me", "name": "x"})
+    call_command("sync_hot_context", "only-me", stdout=io.StringIO())
+    call_command("detect_conflicts", "--task", "only-me", stdout=io.StringIO())
+    assert JobRun.objects.count() == 5
+
+
+def test_a_failed_command_run_is_recorded_with_its_code(settings):
+    from django.core.management import CommandError, call_command
+
+    from contexts.models import GlobalContext
+
+    GlobalContext.objects.all().delete()  # hot sync needs the project row: E1611
+    with pytest.raises(CommandError):
+        call_command("sync_hot_context", stdout=io.StringIO())
+    run = JobRun.objects.get()
+    assert (run.job_name, run.outcome) == ("hot sync", "failed")
+    assert run.summary.startswith("E1611: ")
