@@ -22,7 +22,7 @@ def test_schedule_follows_settings(settings):
     settings.ENABLE_NEO4J = False
     settings.HEARTBEAT_INTERVAL_MS = 1500
     jobs = periodic_jobs()
-    assert {j["task"] for j in jobs.values()} == set(JOBS[:4])
+    assert {j["task"] for j in jobs.values()} == set(JOBS[:5])
     assert jobs["detect crashed sessions"]["schedule"] == 1.5
 
 

@@ -52,7 +52,8 @@ def test_latest_runs_and_periods_follow_beat(settings):
     assert jobruns.latest_runs()["crash sweep"]["summary"] == "second"
     periods = jobruns.job_periods()
     assert periods["stale-session cleanup"] == 1234
-    assert periods["graph sync"] is None and periods["retention"] is None
+    assert periods["graph sync"] is None
+    assert periods["retention"] == settings.RETENTION_INTERVAL_SECONDS
 
 
 def test_every_beat_task_records_its_run(tools, settings):
