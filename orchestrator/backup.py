@@ -88,12 +88,20 @@ def _client_major(binary: Path) -> int | None:
 def client_binaries(major: int | None = None) -> Path:
     """The directory holding pg_dump and pg_restore able to talk to this server."""
     major = major or server_major()
-    tried = []
+    tried, newer = [], None
     for directory in _candidate_dirs(major):
         client = _client_major(directory / "pg_dump")
         tried.append(f"{directory}: {client or 'none'}")
-        if client is not None and client >= major and (directory / "pg_restore").exists():
+        if client is None or not (directory / "pg_restore").exists():
+            continue
+        # A newer pg_dump writes settings an older server refuses on restore (pg_dump 18's
+        # SET transaction_timeout on PostgreSQL 15): the server's own major comes first.
+        if client == major:
             return directory
+        if client > major and newer is None:
+            newer = directory
+    if newer is not None:
+        return newer
     raise BackupError(f"No pg_dump/pg_restore of PostgreSQL {major} or newer found "
                       f"(set PG_BIN_DIR); tried {'; '.join(tried)}")
 
