@@ -217,7 +217,11 @@ def our_rows(requests: int, graph_modes: list[str]) -> list[Row]:
 
 def grow_to(tasks: int) -> None:
     """Scale tasks up to ``tasks`` (ids scale-NNNNNN), a blocks chain every third task,
-    and tasks/10 sessions whose heartbeat is an hour old (for the crash sweep)."""
+    and tasks/10 sessions whose heartbeat is an hour old (for the crash sweep).
+
+    Every task lists a file of its own; two tasks in each hundred also share one, so the
+    number of file conflicts grows with the task count (1 pair per 100 tasks) instead of
+    with its square, as it would if a few files were listed by every task."""
     from django.db import connection
 
     from orchestrator.db import qualified
@@ -231,7 +235,8 @@ def grow_to(tasks: int) -> None:
             "current_phase, key_files, immediate_context) "
             "SELECT 'scale-' || lpad(g::text, 6, '0'), 'Scale task ' || g, "
             "(ARRAY['pending','in_progress','blocked','completed'])[1 + g %% 4], g %% 100, "
-            "'phase 0', jsonb_build_array('src/mod' || (g %% 5000) || '.py'), "
+            "'phase 0', CASE WHEN g %% 100 < 2 THEN jsonb_build_array('src/t' || g || '.py', "
+            "'src/shared' || (g / 100) || '.py') ELSE jsonb_build_array('src/t' || g || '.py') END, "
             "jsonb_build_object('workingOn', 'task ' || g) "
             "FROM generate_series(%s, %s) g", [have, tasks - 1])
         cursor.execute(

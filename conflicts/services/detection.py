@@ -312,6 +312,9 @@ def _existing(task_ids: list[str] | None, types: list[str],
     if task_ids is not None:
         query = query.filter(Q(task_a_id__in=task_ids) | Q(task_b_id__in=task_ids))
     # Only what existing_item shows: skipping evidence (jsonb) halves loading thousands.
-    return list(query.exclude(pk__in=exclude).order_by("-detected_at").only(
+    # The just-created rows are left out here rather than in SQL: NOT IN over the ids of a
+    # large detection would pass one bind parameter each (Postgres stops at 65,535).
+    skip = set(exclude)
+    return [c for c in query.order_by("-detected_at").only(
         "id", "task_a_id", "task_b_id", "conflict_type", "severity", "description",
-        "detected_at", "resolution_status"))
+        "detected_at", "resolution_status") if c.pk not in skip]

@@ -27,6 +27,8 @@ OPEN_STATUSES = ("unresolved", "investigating", "escalated")
 KNOWN_STATUSES = (*OPEN_STATUSES, "ignored")
 # pg_advisory_xact_lock key shared by every conflict writer ("conflict" in ASCII).
 STORE_LOCK_KEY = 0x636F6E666C696374
+# Candidates per INSERT statement (see store_candidates).
+STORE_BATCH = 2000
 
 
 @dataclass
@@ -62,19 +64,28 @@ RETURNING id
 
 
 def store_candidates(candidates: list[Candidate], *, detected_by: str) -> list[ContextConflict]:
-    """Insert the candidates not already known; returns the new rows (then logs and counts)."""
+    """Insert the candidates not already known; returns the new rows (then logs and counts).
+
+    Sent in batches inside one transaction: a single jsonb array of every candidate hits
+    Postgres's 256 MB jsonb limit at a few hundred thousand pairs (a shared file listed by
+    thousands of tasks), and one huge parameter also holds the whole payload in memory twice.
+    """
     if not candidates:
         return []
-    # A shallow dict per candidate: dataclasses.asdict deep-copies every evidence value,
-    # which cost ~0.3 s for the few thousand candidates of a 10k-task detection.
-    payload = json.dumps([{name: getattr(c, name) for name in _STORED_FIELDS}
-                          for c in candidates], default=str)
+    ids: list[int] = []
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute("SELECT pg_advisory_xact_lock(%s)", [STORE_LOCK_KEY])
-        cursor.execute(_INSERT.format(table=qualified("context_conflicts")),
-                       [detected_by, payload, list(KNOWN_STATUSES)])
-        ids = [row[0] for row in cursor.fetchall()]
-    created = list(ContextConflict.objects.filter(pk__in=ids)) if ids else []
+        insert = _INSERT.format(table=qualified("context_conflicts"))
+        for start in range(0, len(candidates), STORE_BATCH):
+            # A shallow dict per candidate: dataclasses.asdict deep-copies every evidence
+            # value, which cost ~0.3 s for the few thousand candidates of a 10k-task run.
+            payload = json.dumps([{name: getattr(c, name) for name in _STORED_FIELDS}
+                                  for c in candidates[start:start + STORE_BATCH]], default=str)
+            cursor.execute(insert, [detected_by, payload, list(KNOWN_STATUSES)])
+            ids += [row[0] for row in cursor.fetchall()]
+    created: list[ContextConflict] = []
+    for start in range(0, len(ids), STORE_BATCH):
+        created += ContextConflict.objects.filter(pk__in=ids[start:start + STORE_BATCH])
     for conflict in created:
         announce(conflict)
     return created

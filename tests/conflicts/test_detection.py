@@ -85,6 +85,22 @@ def test_redetection_lands_in_existing_and_is_never_stored_twice(tools, make_tas
     assert ContextConflict.objects.count() == 2
 
 
+def test_a_file_shared_by_many_tasks_is_stored_in_batches(tools, make_task, monkeypatch):
+    """Thousands of pairs from one file: every pair stored once, over several INSERTs."""
+    from conflicts.services import store
+
+    monkeypatch.setattr(store, "STORE_BATCH", 100)  # 45 batches instead of one
+    for n in range(96):
+        make_task(f"crowd-{n:02d}", keyFiles=["src/settings.py", f"src/own{n}.py"])
+    first = detect(tools, conflictTypes=["file_conflict"])
+    pairs = 96 * 95 // 2
+    assert first["summary"]["newConflicts"] == pairs == len(first["detected"])
+    assert len({(c["taskAId"], c["taskBId"]) for c in first["detected"]}) == pairs
+    second = detect(tools, conflictTypes=["file_conflict"])
+    assert second["detected"] == [] and len(second["existing"]) == pairs
+    assert ContextConflict.objects.count() == pairs
+
+
 def test_lock_collision_from_an_expired_lock(tools, make_task):
     make_task("t1")
     make_task("t2")
