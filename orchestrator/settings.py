@@ -123,6 +123,10 @@ DATABASES = {
             # minimum is 2 s).
             "connect_timeout": int(os.environ.get("DB_CONNECT_TIMEOUT", "5")),
             "options": _POSTGRES_OPTIONS,
+            # Django turns psycopg's prepared statements off (None). Its own queries bind
+            # on the client and are never prepared either way; this lets the few hot
+            # statements of orchestrator.prepared ask for it (prepare=True).
+            "prepare_threshold": 5,
         },
         "TEST": {"NAME": os.environ.get("TEST_DATABASE_NAME") or None},
     }

@@ -15,6 +15,7 @@ transaction uses ``apply_changes`` and publishes with ``publish_committed`` on c
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from functools import partial
@@ -29,7 +30,7 @@ from contexts import signals
 from contexts.models import TaskContext
 from contexts.services import backends, cache
 from contexts.services.validation import validate_changes
-from orchestrator import metrics, tracing
+from orchestrator import metrics, prepared, tracing
 from orchestrator.backends.files import check_safe_id
 from orchestrator.db import qualified, set_change_context
 from orchestrator.errors import OrchestratorError, now_iso
@@ -139,21 +140,32 @@ def _update_in_one_statement(task_id: str, values: dict[str, Any], *, change_typ
                              ) -> tuple[TaskContext, dict[str, Any]] | None:
     """(updated task, its columns before) or None when the full path must decide."""
     fields = [TaskContext._meta.get_field(column) for column in values]
-    watched = sorted(REGISTRY_COLUMNS | MIRRORED_COLUMNS | {"version"})
-    sql = _UPDATE_SQL.format(
-        tasks=qualified("task_contexts"), global_context=qualified("global_context"),
-        assignments=", ".join(f"{connection.ops.quote_name(f.column)} = %s" for f in fields),
-        before=", ".join(f"o.{column} AS before_{column}" for column in watched),
-        before_aliases=", ".join(f"old.before_{column}" for column in watched),
-        guard=_LOCK_RULE_GUARD.format(hints=HINT_TABLE) if enforce_locks else "")
+    sql = _update_sql(tuple(f.column for f in fields), enforce_locks)
     params = [f.get_db_prep_save(values[f.name], connection) for f in fields]
     params += [change_type or "", change_summary or "", session_id or "",
                actor or session_id or "", task_id, settings.MCP_PROJECT_ID]
-    rows = list(TaskContext.objects.raw(sql, params))
-    if not rows:
+    row = prepared.fetch_one(sql, params)
+    if row is None:
         return None
-    task = rows[0]
-    return task, {column: getattr(task, f"before_{column}") for column in watched}
+    task = prepared.model_from_row(TaskContext, row)
+    task.is_active = row["is_active"]
+    return task, {column: row[f"before_{column}"] for column in _WATCHED}
+
+
+# The columns whose old values the statement returns (registry, graph mirror, version).
+_WATCHED = tuple(sorted(REGISTRY_COLUMNS | MIRRORED_COLUMNS | {"version"}))
+
+
+@functools.cache
+def _update_sql(columns: tuple[str, ...], enforce_locks: bool) -> str:
+    """The statement for one set of updated columns: the same text each time, so that
+    Postgres plans it once per connection (prepared) rather than on every save."""
+    return _UPDATE_SQL.format(
+        tasks=qualified("task_contexts"), global_context=qualified("global_context"),
+        assignments=", ".join(f"{connection.ops.quote_name(c)} = %s" for c in columns),
+        before=", ".join(f"o.{column} AS before_{column}" for column in _WATCHED),
+        before_aliases=", ".join(f"old.before_{column}" for column in _WATCHED),
+        guard=_LOCK_RULE_GUARD.format(hints=HINT_TABLE) if enforce_locks else "")
 
 
 def save_task_changes(task_id: str, changes: dict[str, Any], *, change_type: str = "manual",

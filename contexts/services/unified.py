@@ -13,13 +13,12 @@ import math
 from typing import Any
 
 from django.conf import settings
-from django.db import connection
 
 from contexts.models import ContextVersion
 from contexts.services import cache, representation
 from contexts.services.tasks import get_global_context
-from graph import services as graph
-from graph.services import outbox
+from graph.services.types import GRAPH_LABELS
+from orchestrator import prepared
 from orchestrator.backends.files import check_safe_id
 from orchestrator.db import qualified
 from orchestrator.errors import now_iso
@@ -41,43 +40,78 @@ def version_history(task_id: str, limit: int) -> list[dict[str, Any]]:
             for r in rows]
 
 
-# The hot read path's Postgres part in one round trip: the global context, for a task its
-# unresolved conflicts, newest first, and whether the graph mirror has queued changes to
-# apply (then the relationships come from Postgres).
-# Raw SQL because building these two ORM queries cost more than running them.
-_GLOBAL_AND_CONFLICTS_SQL = """
+# The hot read path's Postgres part in one round trip: the global context and, for a
+# task, its unresolved conflicts (newest first) and its direct relationships, each as
+# [type, task is the source, other task's id, name, status].
+# Relationships come from task_relationships, the source of truth, rather than from the
+# graph mirror (spec 4.1.1 says "from Neo4j"): one task's direct edges are an index
+# lookup here, while the Bolt query cost more than the rest of a cached read (3.7 ms
+# against 1.3 ms per read, graph on vs off, bench run of 2026-11-23) and could answer
+# from a mirror still catching up on the outbox. Traversals (get_task_graph) still use
+# the graph server.
+# Raw SQL, prepared: building the ORM queries, and planning this one, cost more than
+# running it.
+_HOT_READ_SQL = """
 SELECT g.project_id,
        json_build_object('hardRules', COALESCE(g.hard_rules, '[]'),
                          'techStack', COALESCE(g.tech_stack, '[]'),
                          'keyPaths', COALESCE(g.key_paths, '{{}}'),
-                         'services', COALESCE(g.services, '{{}}'))::text,
-       CASE WHEN %s::text IS NULL THEN NULL ELSE (
+                         'services', COALESCE(g.services, '{{}}'))::text AS global,
+       CASE WHEN %(task)s::text IS NULL THEN NULL ELSE (
          SELECT COALESCE(json_agg(json_build_object(
                   'id', c.id::text, 'type', c.conflict_type, 'severity', c.severity,
                   'description', c.description) ORDER BY c.detected_at DESC), '[]')::text
          FROM {conflicts} c
-         WHERE c.resolution_status = 'unresolved' AND (c.task_a_id = %s OR c.task_b_id = %s))
-       END,
-       {mirror_lagging}
-FROM {global_context} g WHERE g.project_id = %s
+         WHERE c.resolution_status = 'unresolved'
+           AND (c.task_a_id = %(task)s OR c.task_b_id = %(task)s))
+       END AS conflicts,
+       CASE WHEN %(task)s::text IS NULL THEN NULL ELSE (
+         SELECT COALESCE(json_agg(json_build_array(
+                  r.relationship_type, r.source_task_id = %(task)s, o.task_id, o.name,
+                  o.status)), '[]')::text
+         FROM {relationships} r
+         JOIN {tasks} o ON o.task_id = CASE WHEN r.source_task_id = %(task)s
+                                            THEN r.target_task_id ELSE r.source_task_id END
+         WHERE r.relationship_type = ANY(%(kinds)s)
+           AND (r.source_task_id = %(task)s OR r.target_task_id = %(task)s))
+       END AS relationships
+FROM {global_context} g WHERE g.project_id = %(project)s
 """
+# Stored type -> (key seen from the source, key seen from the target), as the graph
+# service's relationships_for answers; the other kinds are not listed in the context.
+_DIRECTIONS = {"blocks": ("blocks", "blockedBy"), "depends_on": ("dependsOn", None),
+               "related_to": ("relatedTo", "relatedTo")}
+RELATIONSHIP_KEYS = ("blocks", "blockedBy", "dependsOn", "relatedTo")
 
 
-def global_and_conflicts(task_id: str | None
-                         ) -> tuple[str, dict[str, Any], list[dict] | None, bool]:
-    """(projectId, global part, the task's unresolved conflicts or None, graph mirror
-    lagging); E1611 if the global context is missing."""
-    sql = _GLOBAL_AND_CONFLICTS_SQL.format(conflicts=qualified("context_conflicts"),
-                                           global_context=qualified("global_context"),
-                                           mirror_lagging=outbox.LAGGING_SQL)
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [task_id, task_id, task_id, settings.MCP_PROJECT_ID])
-        row = cursor.fetchone()
+def _relationships(rows: list[list[Any]]) -> dict[str, list[dict[str, Any]]]:
+    """{blocks, blockedBy, dependsOn, relatedTo} of TaskRef {taskId, name, status}."""
+    result: dict[str, list[dict[str, Any]]] = {key: [] for key in RELATIONSHIP_KEYS}
+    for kind, outgoing, other_id, name, status in rows:
+        key = _DIRECTIONS.get(kind, (None, None))[0 if outgoing else 1]
+        ref = {"taskId": other_id, "name": name or "", "status": status or "pending"}
+        if key is not None and ref not in result[key]:
+            result[key].append(ref)
+    for refs in result.values():
+        refs.sort(key=lambda ref: ref["taskId"])
+    return result
+
+
+def hot_read(task_id: str | None) -> dict[str, Any]:
+    """projectId, global, and for a task its unresolved conflicts and relationships
+    (None without a task); E1611 if the global context is missing."""
+    sql = _HOT_READ_SQL.format(conflicts=qualified("context_conflicts"),
+                               relationships=qualified("task_relationships"),
+                               tasks=qualified("task_contexts"),
+                               global_context=qualified("global_context"))
+    row = prepared.fetch_one(sql, {"task": task_id, "kinds": list(GRAPH_LABELS),
+                                   "project": settings.MCP_PROJECT_ID})
     if row is None:
         get_global_context()  # raises E1611 with the usual message
-    project_id, global_json, conflicts_json, mirror_lagging = row
-    return (project_id, json.loads(global_json),
-            None if conflicts_json is None else json.loads(conflicts_json), mirror_lagging)
+    return {"projectId": row["project_id"], "global": json.loads(row["global"]),
+            "conflicts": None if row["conflicts"] is None else json.loads(row["conflicts"]),
+            "relationships": (None if row["relationships"] is None
+                              else _relationships(json.loads(row["relationships"])))}
 
 
 def _apply_budget(bundle: dict[str, Any], max_tokens: int | None) -> list[str]:
@@ -102,18 +136,17 @@ def get_unified_context(task_id: str | None = None, *, include_relationships: bo
     if task_id is not None:
         check_safe_id(task_id)
     tier = TIERS.index(depth) if depth else len(TIERS) - 1
-    project_id, global_part, conflicts, mirror_lagging = global_and_conflicts(task_id)
-    bundle: dict[str, Any] = {"projectId": project_id, "global": global_part}
+    read = hot_read(task_id)
+    bundle: dict[str, Any] = {"projectId": read["projectId"], "global": read["global"]}
     cache_hit = False
     database_parts = False
     if task_id is not None:
         bundle["task"], cache_hit = cache.load_task_part(task_id)
         if tier >= 1:
             if include_relationships:
-                bundle["relationships"] = graph.relationships_for(
-                    task_id, mirror_lagging=mirror_lagging)
+                bundle["relationships"] = read["relationships"]
                 database_parts = True
-            bundle["conflicts"] = conflicts
+            bundle["conflicts"] = read["conflicts"]
         if tier >= 2 and include_version_history:
             limit = min(max_versions or settings.MAX_VERSIONS_DEFAULT,
                         settings.MAX_VERSIONS_LIMIT)

@@ -8,6 +8,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+from bench.roundtrips import PostgresTrace
 from conflicts import locks
 from contexts.models import ContextVersion, TaskContext
 from contexts.services.save import save_task_changes
@@ -31,11 +32,19 @@ def test_a_save_is_one_statement_and_no_lock_lookup(settings):
     settings.ENABLE_NEO4J = False
     create_task({"taskId": "fast-1", "name": "Fast"})
     before = redis_calls()
-    with CaptureQueriesContext(connection) as queries:
+    trace = PostgresTrace()
+    with CaptureQueriesContext(connection) as queries, trace.capture():
         result = save_task_changes("fast-1", {"currentPhase": "build"}, change_type="manual",
                                    change_summary="why", session_id="s-1")
     after = redis_calls()
-    assert [q["sql"].split()[0] for q in queries.captured_queries] == ["UPDATE"]
+    # A prepared statement, not Django's cursor: the first use on a connection also
+    # prepares it (Parse, one more round trip), every later save is one round trip.
+    assert queries.captured_queries == [] and trace.round_trips() <= 2
+    assert any("\tBind\t" in line and "_pg3_" in line for line in trace.lines)
+    with trace.capture():
+        save_task_changes("fast-1", {"currentPhase": "test"}, session_id="s-1")
+    assert trace.round_trips() == 1
+    assert not any("\tParse\t" in line for line in trace.lines)
     assert result["version"] == 2 and result["savedTo"] == {
         "database": True, "redis": True, "file": True}
     # One EVAL for the task cache; no GET of context:lock:fast-1.

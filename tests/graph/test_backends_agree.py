@@ -70,6 +70,20 @@ def test_same_relationships_and_blockers(settings, mixed):
                               services.unfinished_blockers(task_id))
 
 
+def test_the_context_read_lists_the_same_relationships(settings, mixed):
+    """get_unified_context reads direct relationships from task_relationships in its one
+    query: the same lists the graph service answers, from either backend."""
+    from contexts.services.unified import get_unified_context
+
+    for task_id in [f"t{i:02}" for i in range(25)]:
+        settings.ENABLE_NEO4J = True
+        from_graph = services.relationships_for(task_id)
+        in_context = get_unified_context(task_id)["relationships"]
+        settings.ENABLE_NEO4J = False
+        assert in_context == from_graph == services.relationships_for(task_id), task_id
+        assert get_unified_context(task_id)["relationships"] == in_context
+
+
 def test_same_agents_and_recent_sessions(settings, graph_server, tools,
                                          django_capture_on_commit_callbacks):
     """Who worked on a task comes from graph_session_work on both backends: starts with a
