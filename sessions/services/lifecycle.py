@@ -11,7 +11,7 @@ from django.conf import settings
 from django.db import connection, transaction
 
 from graph.services.work import record_work
-from orchestrator import metrics
+from orchestrator import metrics, prepared
 from orchestrator.backends import files, redis_store
 from orchestrator.db import qualified
 from orchestrator.errors import OrchestratorError, now_iso
@@ -135,30 +135,31 @@ def heartbeat(args: dict[str, Any]) -> dict[str, Any]:
     # set_config join makes this statement's commit asynchronous: a liveness timestamp
     # lost in a database crash costs nothing, and not waiting for the WAL flush is what
     # lets heartbeats from many agents through at once.
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"UPDATE {table} s SET last_heartbeat = now(), "
-            "task_id = COALESCE(%s, s.task_id), "
-            "conversation_summary = COALESCE(%s, s.conversation_summary), "
-            "unsaved_changes = COALESCE(%s::jsonb, s.unsaved_changes) "
-            f"FROM {table} prev, "
-            "(SELECT set_config('synchronous_commit', 'off', true)) AS async_commit "
-            "WHERE prev.id = s.id AND s.session_id = %s "
-            "AND s.status IN ('active', 'compacted') "
-            f"AND (%s::text IS NULL OR EXISTS (SELECT 1 FROM {tasks_table()} t "
-            "WHERE t.task_id = %s)) "
-            "RETURNING s.last_heartbeat, prev.last_heartbeat, s.task_id, s.project_dir, s.status,"
-            " prev.task_id",
-            [task_id, summary, None if changes is None else json.dumps(changes), session_id,
-             task_id, task_id])
-        row = cursor.fetchone()
+    # Prepared (orchestrator.prepared): planning this statement cost as much as running it.
+    row = prepared.fetch_one(
+        f"UPDATE {table} s SET last_heartbeat = now(), "
+        "task_id = COALESCE(%s, s.task_id), "
+        "conversation_summary = COALESCE(%s, s.conversation_summary), "
+        "unsaved_changes = COALESCE(%s::jsonb, s.unsaved_changes) "
+        f"FROM {table} prev, "
+        "(SELECT set_config('synchronous_commit', 'off', true)) AS async_commit "
+        "WHERE prev.id = s.id AND s.session_id = %s "
+        "AND s.status IN ('active', 'compacted') "
+        f"AND (%s::text IS NULL OR EXISTS (SELECT 1 FROM {tasks_table()} t "
+        "WHERE t.task_id = %s::text)) "
+        "RETURNING s.last_heartbeat AS last, prev.last_heartbeat AS previous, "
+        "s.task_id AS current_task, s.project_dir, s.status, prev.task_id AS previous_task",
+        [task_id, summary, None if changes is None else json.dumps(changes), session_id,
+         task_id, task_id])
     if row is None:
         status = session_status(session_id)
         if status in LIVE_STATUSES and task_id is not None:
             raise OrchestratorError("E1610", f"Task {task_id!r} does not exist",
                                     {"taskId": task_id})
         raise refuse_for_status(session_id, status, action="sending heartbeats")
-    last, previous, current_task, project_dir, status, previous_task = row
+    last, previous, current_task, project_dir, status, previous_task = (
+        row["last"], row["previous"], row["current_task"], row["project_dir"], row["status"],
+        row["previous_task"])
     if task_id is not None and task_id != previous_task:
         # Rare (an agent moving to another task), so it costs a heartbeat nothing usually.
         record_work(session_id, task_id)

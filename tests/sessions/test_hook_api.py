@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 from django.db import connection
-from django.test.utils import CaptureQueriesContext
 
+from bench.roundtrips import PostgresTrace
 from contexts.models import ContextVersion, GlobalContext, TaskContext
 from orchestrator.db import qualified
 from sessions.models import ToolInvocation
@@ -116,12 +116,14 @@ def test_record_activity_costs_two_database_round_trips(tools):
     tools.ok("start_session", {"sessionId": "s1", "taskId": "t1", "projectDir": "/repo"})
     args = {"sessionId": "s1", "toolUses": [use("Edit", "/repo/a.py"), use("Read", "/repo/b"),
                                             use("Bash")] * 20}
-    with CaptureQueriesContext(connection) as queries:
+    activity.record_activity({"sessionId": "s1"})  # prepares the heartbeat's statement
+    trace = PostgresTrace()  # round trips on the wire: prepared statements included
+    with trace.capture():
         assert activity.record_activity(args)["recorded"] == 60
-    assert len(queries) == 2, [q["sql"][:80] for q in queries]
-    with CaptureQueriesContext(connection) as queries:
+    assert trace.round_trips() == 2, trace.statements()
+    with trace.capture():
         activity.record_activity({"sessionId": "s1"})
-    assert len(queries) == 1
+    assert trace.round_trips() == 1
 
 
 @pytest.mark.django_db
