@@ -20,6 +20,7 @@ import re
 from typing import Any
 
 import jsonschema
+import jsonschema_rs
 from jsonschema.protocols import Validator
 
 MAX_DEPTH = 32
@@ -48,6 +49,19 @@ def validator_for(schema: dict[str, Any]) -> Validator:
     return ToolInputValidator(schema, format_checker=jsonschema.FormatChecker())
 
 
+def quick_validator_for(schema: dict[str, Any]) -> Any:
+    """A compiled (Rust) validator of the same schema, used only to accept input fast.
+
+    Python's jsonschema spent 20-85 µs per call here (a save's input: 84 µs), this one
+    under 1 µs. It only ever says "valid" to skip the Python pass: input it rejects, and
+    any input holding a float (it counts 1.0 as an integer, which the tools do not), goes
+    through ``validator_for``'s validator, which decides and words the errors. Where the
+    two could disagree it is stricter: its ``date-time`` format and ECMA ``$`` refuse what
+    Python's accepts, so such input is decided by Python, as before.
+    """
+    return jsonschema_rs.validator_for(schema, validate_formats=True)
+
+
 def _path(parts: tuple[Any, ...]) -> str:
     return ".".join(str(p) for p in parts) or "(root)"
 
@@ -63,25 +77,33 @@ def _bad_string(value: str) -> str | None:
 
 def find_unstorable_value(arguments: Any) -> dict[str, str] | None:
     """The first value (or key) no backend can store, as ``{field, problem}``; else None."""
+    return scan_input(arguments)[0]
+
+
+def scan_input(arguments: Any) -> tuple[dict[str, str] | None, bool]:
+    """(the first unstorable value as in find_unstorable_value, whether a float occurs)."""
+    has_float = False
     stack: list[tuple[Any, tuple[Any, ...]]] = [(arguments, ())]
     while stack:
         value, path = stack.pop()
         if len(path) > MAX_DEPTH:
             return {"field": _path(path[:MAX_DEPTH]),
-                    "problem": f"is nested deeper than {MAX_DEPTH} levels"}
+                    "problem": f"is nested deeper than {MAX_DEPTH} levels"}, has_float
         if isinstance(value, str):
             problem = _bad_string(value)
             if problem:
-                return {"field": _path(path), "problem": problem}
+                return {"field": _path(path), "problem": problem}, has_float
         elif isinstance(value, float):
+            has_float = True
             if not math.isfinite(value):
-                return {"field": _path(path), "problem": f"{value} is not a JSON number"}
+                return {"field": _path(path), "problem": f"{value} is not a JSON number"}, True
         elif isinstance(value, dict):
             for key, item in value.items():
                 problem = _bad_string(key) if isinstance(key, str) else None
                 if problem:
-                    return {"field": _path(path), "problem": f"has a key that {problem}"}
+                    return ({"field": _path(path), "problem": f"has a key that {problem}"},
+                            has_float)
                 stack.append((item, (*path, key)))
         elif isinstance(value, list):
             stack.extend((item, (*path, index)) for index, item in enumerate(value))
-    return None
+    return None, has_float

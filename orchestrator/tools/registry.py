@@ -21,7 +21,7 @@ from django.db import DatabaseError, InterfaceError, OperationalError
 from orchestrator import metrics, tracing
 from orchestrator.errors import OrchestratorError
 from orchestrator.tools.access import check_access
-from orchestrator.tools.input_checks import find_unstorable_value, validator_for
+from orchestrator.tools.input_checks import quick_validator_for, scan_input, validator_for
 
 logger = logging.getLogger("orchestrator.tools")
 
@@ -57,6 +57,7 @@ class Tool:
     # The session a call writes (from its arguments), which only its owner token may do.
     writes_session: Callable[[dict[str, Any]], str | None] | None = None
     validator: Any = field(default=None, compare=False, repr=False)
+    quick_validator: Any = field(default=None, compare=False, repr=False)
 
 
 # Hooks run after every call (success or failure) with (tool, arguments, result_or_error,
@@ -70,7 +71,8 @@ _AFTER_CALL: list[AfterCallHook] = []
 def register(tool: Tool) -> Tool:
     if tool.name in _TOOLS:
         raise ValueError(f"tool {tool.name!r} registered twice")
-    tool = Tool(**{**tool.__dict__, "validator": validator_for(tool.input_schema)})
+    tool = Tool(**{**tool.__dict__, "validator": validator_for(tool.input_schema),
+                   "quick_validator": quick_validator_for(tool.input_schema)})
     _TOOLS[tool.name] = tool
     return tool
 
@@ -94,12 +96,14 @@ def get_tool(name: str) -> Tool:
 def validate_input(tool: Tool, arguments: Any) -> dict[str, Any]:
     if not isinstance(arguments, dict):
         raise OrchestratorError(tool.validation_code, "Tool input must be a JSON object")
-    unstorable = find_unstorable_value(arguments)
+    unstorable, has_float = scan_input(arguments)
     if unstorable:
         raise OrchestratorError(
             tool.validation_code,
             f"Invalid input for {tool.name}: {unstorable['field']}: {unstorable['problem']}",
             [unstorable])
+    if not has_float and tool.quick_validator.is_valid(arguments):
+        return arguments  # see input_checks.quick_validator_for: it only ever accepts
     errors = sorted(tool.validator.iter_errors(arguments), key=lambda e: list(e.absolute_path))
     if errors:
         details = [
