@@ -13,6 +13,10 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
+from orchestrator_hook.lite import clip, describe_tool_use
+
+__all__ = ["TAIL_BYTES", "TranscriptTail", "describe_tool_use", "read_tail"]
+
 TAIL_BYTES = 512 * 1024
 
 
@@ -25,13 +29,13 @@ class TranscriptTail:
     def summary(self, limit: int = 4000) -> str:
         parts = []
         if self.user_prompts:
-            parts.append("Last requests: " + " | ".join(_clip(p, 400)
+            parts.append("Last requests: " + " | ".join(clip(p, 400)
                                                         for p in self.user_prompts[-3:]))
         if self.assistant_texts:
-            parts.append("Last answer: " + _clip(self.assistant_texts[-1], 1500))
+            parts.append("Last answer: " + clip(self.assistant_texts[-1], 1500))
         if self.tool_actions:
             parts.append("Last tool actions: " + "; ".join(self.tool_actions[-10:]))
-        return _clip("\n".join(parts), limit)
+        return clip("\n".join(parts), limit)
 
 
 def read_tail(path: str | None) -> TranscriptTail:
@@ -77,17 +81,3 @@ def _take(line: dict[str, Any], tail: TranscriptTail) -> None:
         elif kind == "tool_use" and role == "assistant":
             tail.tool_actions.append(describe_tool_use(str(block.get("name")),
                                                        block.get("input")))
-
-
-def describe_tool_use(name: str, tool_input: Any) -> str:
-    if isinstance(tool_input, dict):
-        for key in ("file_path", "notebook_path", "command", "pattern", "path", "url"):
-            value = tool_input.get(key)
-            if isinstance(value, str) and value:
-                return f"{name} {_clip(value, 160)}"
-    return name
-
-
-def _clip(text: str, limit: int) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
