@@ -39,7 +39,6 @@ def event_name(text: str) -> str:
 def run(event: str, payload: dict[str, object], started: float) -> dict[str, object] | None:
     # Imported here so that `--version`, a misconfigured project and the PostToolUse fast
     # path cost nothing more.
-    import traceback
     from pathlib import Path
 
     from orchestrator_hook.config import load_config
@@ -59,6 +58,8 @@ def run(event: str, payload: dict[str, object], started: float) -> dict[str, obj
     try:
         return handler(Hook(event, payload, project_dir, state, config, service))
     except Exception:
+        import traceback
+
         state.log(f"{event} failed:\n{traceback.format_exc()}")
         return None
 

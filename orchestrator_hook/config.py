@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections import namedtuple
 from pathlib import Path
 
 from orchestrator_hook.lite import DEFAULT_BUDGET_TOKENS, DEFAULT_FLUSH_SECONDS, config_fields
@@ -15,14 +15,15 @@ __all__ = ["DEFAULT_BUDGET_TOKENS", "DEFAULT_FLUSH_SECONDS", "MAX_CONTEXT_CHARS"
 MAX_CONTEXT_CHARS = 9500
 
 
-@dataclass(frozen=True)
-class Config:
-    url: str
-    token: str
-    task_id: str | None = None
-    budget_tokens: int = DEFAULT_BUDGET_TOKENS
-    flush_seconds: float = DEFAULT_FLUSH_SECONDS
-    agent_id: str = "claude-code"
+class Config(namedtuple("Config", ["url", "token", "task_id", "budget_tokens",
+                                   "flush_seconds", "agent_id"],
+                        defaults=[None, DEFAULT_BUDGET_TOKENS, DEFAULT_FLUSH_SECONDS,
+                                  "claude-code"])):
+    """url: str, token: str, task_id: str | None, budget_tokens: int, flush_seconds: float,
+    agent_id: str. A named tuple, not a frozen dataclass: ``dataclasses`` imports
+    ``inspect``, which costs every hook more than its work."""
+
+    __slots__ = ()
 
     @property
     def usable(self) -> bool:

@@ -14,9 +14,7 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from orchestrator_hook import context, lite
 from orchestrator_hook.config import Config
@@ -25,20 +23,25 @@ from orchestrator_hook.state import ProjectState, read_json
 from orchestrator_hook.transcript import read_tail
 from orchestrator_hook.transport import ToolRefused
 
+# typing only for the annotations (never evaluated): importing it costs every hook.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
 # The orchestrator no longer takes calls for this session: unknown, ended or crashed.
 SESSION_GONE = frozenset({"E1600", "E1602", "E1603"})
 TOOL_USES_PER_CALL = 200
 SHELLS = frozenset({"sh", "bash", "dash", "zsh", "fish"})
 
 
-@dataclass
 class Hook:
-    event: str
-    payload: dict[str, Any]
-    project_dir: Path
-    state: ProjectState
-    config: Config
-    service: Service
+    """One hook process's event and what it works with. (A plain class: ``dataclasses``
+    imports ``inspect``, which costs every hook more than its work.)"""
+
+    def __init__(self, event: str, payload: dict[str, Any], project_dir: Path,
+                 state: ProjectState, config: Config, service: Service) -> None:
+        self.event, self.payload, self.project_dir = event, payload, project_dir
+        self.state, self.config, self.service = state, config, service
 
     @property
     def claude_session(self) -> str:

@@ -18,10 +18,14 @@ import json
 import os
 import time
 from pathlib import Path
-from typing import Any
 
 from orchestrator_hook import lite
 from orchestrator_hook.lite import locked, read_json
+
+# typing only for the annotations (never evaluated): importing it costs every hook.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["STATE_DIR", "ProjectState", "locked", "read_json", "write_json_atomic"]
 

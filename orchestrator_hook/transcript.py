@@ -10,21 +10,25 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass, field
-from typing import Any
 
 from orchestrator_hook.lite import clip, describe_tool_use
+
+# typing only for the annotations (never evaluated): importing it costs every hook.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["TAIL_BYTES", "TranscriptTail", "describe_tool_use", "read_tail"]
 
 TAIL_BYTES = 512 * 1024
 
 
-@dataclass
 class TranscriptTail:
-    user_prompts: list[str] = field(default_factory=list)
-    assistant_texts: list[str] = field(default_factory=list)
-    tool_actions: list[str] = field(default_factory=list)
+    # A plain class: ``dataclasses`` imports ``inspect``, which costs every hook.
+    def __init__(self) -> None:
+        self.user_prompts: list[str] = []
+        self.assistant_texts: list[str] = []
+        self.tool_actions: list[str] = []
 
     def summary(self, limit: int = 4000) -> str:
         parts = []
