@@ -3,18 +3,22 @@
     DATABASE_URL=postgresql://.../orch_bench REDIS_URL=redis://127.0.0.1:6379/9 \\
         python -m bench.hooks [--url http://127.0.0.1:8000] [--runs 40]
 
-Wall time of one ``orchestrator-hook EVENT`` process per event, as Claude Code runs it
-(fork, exec, Python start-up, the event's work, exit), fed the protocol fixtures of
-../shared/claude-code/fixtures, with the service up (``python -m orchestrator.webserver``
-started for the run, or ``--url``) and down (a port with nothing listening).
-PostToolUse is shown twice: a call inside the flush interval only appends to the local
-buffer; a flushing one also sends the batch with a heartbeat (one round trip).
+Wall time of one hook process per event, as Claude Code runs it: the very command
+``manage.py claude_setup`` writes into the project's ``.claude/settings.json``, through
+``sh -c`` (fork, exec, the shell, Python start-up, the event's work, exit), fed the
+protocol fixtures of ../shared/claude-code/fixtures, with the service up
+(``python -m orchestrator.webserver`` started for the run, or ``--url``) and down (a port
+with nothing listening). PostToolUse is shown twice: a call inside the flush interval
+only appends to the local buffer; a flushing one also sends the batch with a heartbeat
+(one round trip). The floor rows are Python's own start-up, with and without ``site``
+(the hooks run with ``-S``).
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import io
 import json
 import subprocess
 import sys
@@ -25,7 +29,6 @@ from pathlib import Path
 from bench.common import ServerProcess, free_port, percentile, print_table, setup_django
 
 FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "claude-code" / "fixtures"
-HOOK = str(Path(sys.executable).parent / "orchestrator-hook")
 TARGETS = {("PostToolUse (buffered)", "up"): "p50 <= 60", ("PostToolUse (flush)", "up"): "p50 <= 60",
            ("SessionStart", "up"): "p50 <= 250", ("SessionEnd", "up"): "p99 < 1000"}
 
@@ -41,13 +44,29 @@ def payload(name: str, **overrides) -> dict:
     return {**json.loads((FIXTURES / f"{name}.json").read_text()), **overrides}
 
 
-def run_hook(project: Path, event: str, data: dict, env: dict[str, str]) -> float:
+def run_hook(command: str, project: Path, data: dict, env: dict[str, str]) -> float:
     data = {**data, "cwd": str(project)}
     started = time.perf_counter()
-    subprocess.run([HOOK, event], input=json.dumps(data).encode(), capture_output=True,
-                   check=True, cwd=project,
+    subprocess.run(["sh", "-c", command], input=json.dumps(data).encode(),
+                   capture_output=True, check=True, cwd=project,
                    env={"PATH": "/usr/bin:/bin", "CLAUDE_PROJECT_DIR": str(project), **env})
     return time.perf_counter() - started
+
+
+def install_hooks(project: Path, url: str, token: str, task: str) -> dict[str, str]:
+    """``manage.py claude_setup`` for the project, as a user runs it; returns the command
+    it wrote for each event."""
+    from django.core.management import call_command
+
+    from orchestrator_hook import install
+
+    project.mkdir(parents=True, exist_ok=True)
+    call_command("claude_setup", "--project-dir", str(project), "--url", url, "--token", token,
+                 "--task", task, stdout=io.StringIO())
+    settings = json.loads((project / ".claude" / "settings.json").read_text())
+    return {event: hook["command"] for event, groups in settings["hooks"].items()
+            for group in groups for hook in group["hooks"]
+            if install.is_our_command(hook.get("command"))}
 
 
 def configure(project: Path, url: str, token: str, task: str) -> None:
@@ -57,7 +76,8 @@ def configure(project: Path, url: str, token: str, task: str) -> None:
     (state / "down-until").unlink(missing_ok=True)
 
 
-def bench_events(project: Path, runs: int, service: str) -> list[list[str]]:
+def bench_events(project: Path, commands: dict[str, str], runs: int, service: str
+                 ) -> list[list[str]]:
     rows = []
 
     def row(name: str, samples: list[float]) -> None:
@@ -71,14 +91,14 @@ def bench_events(project: Path, runs: int, service: str) -> list[list[str]]:
     fast = {"ORCHESTRATOR_FLUSH_SECONDS": "0"}
     for i in range(runs):
         claude = f"bench-{time.time_ns()}-{i}"
-        starts.append(run_hook(project, "SessionStart",
+        starts.append(run_hook(commands["SessionStart"], project,
                                payload("session_start_startup", session_id=claude), slow))
         edit = payload("post_tool_use_edit", session_id=claude)
         edit["tool_input"]["file_path"] = str(project / "src" / f"file{i % 5}.ts")
-        buffered.append(run_hook(project, "PostToolUse", edit, slow))
-        flushes.append(run_hook(project, "PostToolUse", edit, fast))
-        stops.append(run_hook(project, "Stop", payload("stop", session_id=claude), slow))
-        ends.append(run_hook(project, "SessionEnd",
+        buffered.append(run_hook(commands["PostToolUse"], project, edit, slow))
+        flushes.append(run_hook(commands["PostToolUse"], project, edit, fast))
+        stops.append(run_hook(commands["Stop"], project, payload("stop", session_id=claude), slow))
+        ends.append(run_hook(commands["SessionEnd"], project,
                              payload("session_end_other", session_id=claude), slow))
     row("SessionStart", starts)
     row("PostToolUse (buffered)", buffered)
@@ -101,25 +121,30 @@ def main() -> None:
     task = f"bench-hooks-{time.time_ns()}"
     create_task({"taskId": task, "name": "Hook bench",
                  "immediateContext": {"nextStep": "measure the hooks"}})
-    # Python's own start-up, the floor under every row.
-    floor = [0.0] * 20
-    for i in range(20):
-        started = time.perf_counter()
-        subprocess.run([sys.executable, "-c", "pass"], check=True)
-        floor[i] = time.perf_counter() - started
-    rows = [["python -c pass (floor)", "-", "20", f"{percentile(floor, 0.5) * 1000:.1f}",
-             f"{percentile(floor, 0.99) * 1000:.1f}", f"{max(floor) * 1000:.1f}", ""]]
+    # Python's own start-up, the floor under every row: with site, and without (-S) as
+    # the hooks run.
+    rows = []
+    for name, flags in (("python -c pass (floor)", []), ("python -S -c pass (floor)", ["-S"])):
+        floor = [0.0] * 20
+        for i in range(20):
+            started = time.perf_counter()
+            subprocess.run([sys.executable, *flags, "-c", "pass"], check=True)
+            floor[i] = time.perf_counter() - started
+        rows.append([name, "-", "20", f"{percentile(floor, 0.5) * 1000:.1f}",
+                     f"{percentile(floor, 0.99) * 1000:.1f}", f"{max(floor) * 1000:.1f}", ""])
     with tempfile.TemporaryDirectory() as temp:
         project = Path(temp) / "project"
         server = contextlib.nullcontext() if args.url else ServerProcess(free_port())
         with server as live:
+            commands = install_hooks(project, args.url or live.url, token, task)
             configure(project, args.url or live.url, token, task)
-            rows.extend(bench_events(project, args.runs, "up"))
+            rows.extend(bench_events(project, commands, args.runs, "up"))
         configure(project, f"http://127.0.0.1:{free_port()}", token, task)
-        rows.extend(bench_events(project, args.runs, "down"))
+        rows.extend(bench_events(project, commands, args.runs, "down"))
         spooled = len(list((project / ".claude" / "orchestrator" / "spool").glob("*.json")))
     print_table(["hook", "service", "runs", "p50 ms", "p99 ms", "max ms", "target ms"], rows)
     print(f"calls spooled while the service was down: {spooled}")
+    print(f"hook command: {commands['PostToolUse']}")
 
 
 if __name__ == "__main__":

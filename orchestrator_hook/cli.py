@@ -3,17 +3,18 @@
 Exit status is always 0 and stdout holds either nothing or the one JSON object Claude
 Code reads (SessionStart's additionalContext): a hook that fails must never block or
 confuse the agent. What went wrong is written to ``.claude/orchestrator/hook.log``.
+
+This module is imported on every hook, the PostToolUse fast path included: at module
+level it imports only what ``lite`` does (see there); the rest is imported when needed.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import sys
 import time
-import traceback
-from pathlib import Path
-from typing import Any
+
+from orchestrator_hook import lite
 
 # Wall-clock budget of one hook process per event, in seconds. SessionEnd hooks share a
 # 1.5 s budget in Claude Code, Python's start-up included; PostToolUse runs on every tool
@@ -35,8 +36,11 @@ def event_name(text: str) -> str:
     return EVENT_NAMES.get(text.replace("-", "").replace("_", "").lower(), text)
 
 
-def run(event: str, payload: dict[str, Any], started: float) -> dict[str, Any] | None:
-    # Imported here so that `--version` and a misconfigured project cost nothing more.
+def run(event: str, payload: dict[str, object], started: float) -> dict[str, object] | None:
+    # Imported here so that `--version`, a misconfigured project and the PostToolUse fast
+    # path cost nothing more.
+    from pathlib import Path
+
     from orchestrator_hook.config import load_config
     from orchestrator_hook.handlers import HANDLERS, Hook
     from orchestrator_hook.service import Service
@@ -45,8 +49,7 @@ def run(event: str, payload: dict[str, Any], started: float) -> dict[str, Any] |
     handler = HANDLERS.get(event)
     if handler is None:
         return None
-    project_dir = Path(os.environ.get("CLAUDE_PROJECT_DIR") or payload.get("cwd")
-                       or os.getcwd())
+    project_dir = Path(lite.project_dir_of(payload))
     config = load_config(project_dir)
     if not config.usable:
         return None  # this project was not set up with `manage.py claude_setup`
@@ -55,6 +58,8 @@ def run(event: str, payload: dict[str, Any], started: float) -> dict[str, Any] |
     try:
         return handler(Hook(event, payload, project_dir, state, config, service))
     except Exception:
+        import traceback
+
         state.log(f"{event} failed:\n{traceback.format_exc()}")
         return None
 
@@ -72,10 +77,23 @@ def main(argv: list[str] | None = None) -> int:
         if not isinstance(payload, dict):
             payload = {}
         event = event_name(argv[0] if argv else str(payload.get("hook_event_name") or ""))
+        if buffered(event, payload):
+            return 0
         output = run(event, payload, started)
         if output:
             sys.stdout.write(json.dumps(output, ensure_ascii=False))
             sys.stdout.flush()
     except Exception:  # never a non-zero exit: stderr of an exit 0 goes to the debug log
+        import traceback
+
         traceback.print_exc()
     return 0
+
+
+def buffered(event: str, payload: dict[str, object]) -> bool:
+    """The PostToolUse fast path (``lite.buffer_tool_use``); False: run the full handler.
+    Whatever goes wrong here, the full handler runs and logs it."""
+    try:
+        return lite.buffer_tool_use(event, payload)
+    except Exception:
+        return False

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any
 
 from orchestrator_hook.config import MAX_CONTEXT_CHARS
 from orchestrator_hook.state import read_json, write_json_atomic
+
+# typing only for the annotations (never evaluated): importing it costs every hook.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 # The client's copy of the last context it injected, beside the spec's backups (6.4.1).
 MIRROR_FILE = Path(".claude") / "contexts" / "_session_context.json"

@@ -14,36 +14,38 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from orchestrator_hook import context
+from orchestrator_hook import context, lite
 from orchestrator_hook.config import Config
 from orchestrator_hook.service import Service
 from orchestrator_hook.state import ProjectState, read_json
-from orchestrator_hook.transcript import describe_tool_use, read_tail
+from orchestrator_hook.transcript import read_tail
 from orchestrator_hook.transport import ToolRefused
 
-EDITING_TOOLS = frozenset({"Edit", "Write", "MultiEdit", "NotebookEdit"})
+# typing only for the annotations (never evaluated): importing it costs every hook.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
 # The orchestrator no longer takes calls for this session: unknown, ended or crashed.
 SESSION_GONE = frozenset({"E1600", "E1602", "E1603"})
 TOOL_USES_PER_CALL = 200
 SHELLS = frozenset({"sh", "bash", "dash", "zsh", "fish"})
 
 
-@dataclass
 class Hook:
-    event: str
-    payload: dict[str, Any]
-    project_dir: Path
-    state: ProjectState
-    config: Config
-    service: Service
+    """One hook process's event and what it works with. (A plain class: ``dataclasses``
+    imports ``inspect``, which costs every hook more than its work.)"""
+
+    def __init__(self, event: str, payload: dict[str, Any], project_dir: Path,
+                 state: ProjectState, config: Config, service: Service) -> None:
+        self.event, self.payload, self.project_dir = event, payload, project_dir
+        self.state, self.config, self.service = state, config, service
 
     @property
     def claude_session(self) -> str:
-        return str(self.payload.get("session_id") or "unknown")
+        return lite.claude_session_of(self.payload)
 
     def mapped_session_id(self) -> str | None:
         entry = self.state.mapped_session(self.claude_session)
@@ -236,6 +238,8 @@ def mark_resumed_crashes(hook: Hook, recovery: Any, task_id: Any, session_id: st
 # -- tool uses, turns, compaction, end ----------------------------------------------------
 
 def post_tool_use(hook: Hook) -> None:
+    # lite.buffer_tool_use is this handler's fast path (no flush due, nothing spooled):
+    # a change here belongs there too.
     hook.state.append_activity(hook.claude_session,
                                tool_use_entry(hook, success=hook.event == "PostToolUse"))
     due = time.time() - hook.state.last_flush(hook.claude_session) >= hook.config.flush_seconds
@@ -331,21 +335,7 @@ def flush_other_sessions(hook: Hook) -> None:
 
 
 def tool_use_entry(hook: Hook, *, success: bool) -> dict[str, Any]:
-    name = str(hook.payload.get("tool_name") or "unknown")[:100]
-    tool_input = hook.payload.get("tool_input")
-    tool_input = tool_input if isinstance(tool_input, dict) else {}
-    summary = describe_tool_use(name, tool_input)
-    if not success and hook.payload.get("error"):
-        summary += f" failed: {str(hook.payload.get('error'))[:200]}"
-    entry: dict[str, Any] = {"tool": name, "success": success, "timestamp": iso_now(),
-                             "summary": summary[:500]}
-    if name in EDITING_TOOLS:
-        paths = [project_relative(tool_input[key], hook.project_dir)
-                 for key in ("file_path", "notebook_path")
-                 if isinstance(tool_input.get(key), str) and tool_input[key]]
-        if paths:
-            entry["filePaths"] = paths
-    return entry
+    return lite.tool_use_entry(hook.payload, hook.project_dir, success=success)
 
 
 def conversation_summary(hook: Hook) -> str:
@@ -376,23 +366,6 @@ def new_session_id() -> str:
     raw[8] = (raw[8] & 0x3F) | 0x80
     h = raw.hex()
     return f"session-{int(time.time() * 1000)}-{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
-
-
-def iso_now() -> str:
-    now = time.time()
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now % 1 * 1000):03d}Z"
-
-
-def project_relative(path: str, project_dir: Path) -> str:
-    """Paths inside the project are stored relative to it, so two clones of one repository
-    name the same file the same way (that is what file-conflict detection compares)."""
-    if not os.path.isabs(path):
-        return path
-    try:
-        relative = os.path.relpath(path, project_dir)
-    except ValueError:
-        return path
-    return path if relative.startswith("..") else relative
 
 
 def git_branch(start: Path) -> str | None:

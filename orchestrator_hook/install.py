@@ -1,8 +1,12 @@
 """Writing the hook and MCP configuration into a project (used by ``manage.py claude_setup``).
 
 Merging, never clobbering: other hooks, other MCP servers and every other setting stay
-as they are; our own entries (recognised by the ``orchestrator-hook`` command, and the
-MCP server's name) are replaced. Running it twice changes nothing the second time.
+as they are; our own entries (recognised by their command: the launcher's path, or the
+``orchestrator-hook`` executable that older setups wrote; and the MCP server's name) are
+replaced. Running it twice changes nothing the second time.
+
+Each hook runs ``<python> -S <package>/launch.py EVENT`` (see ``launch.py``: no ``site``,
+a third of the start-up time), the command quoted for ``sh -c`` as Claude Code runs it.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ import difflib
 import json
 import os
 import shlex
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,6 +24,9 @@ from typing import Any
 from orchestrator_hook.state import STATE_DIR, read_json
 
 HOOK_EXECUTABLE = "orchestrator-hook"
+LAUNCHER = Path(__file__).resolve().with_name("launch.py")
+# In every command that runs the launcher, whatever the path before it and its quoting.
+LAUNCHER_MARK = f"{LAUNCHER.parent.name}/{LAUNCHER.name}"
 MCP_SERVER_NAME = "orchestrator"
 # event -> (matcher, timeout in seconds). A tool event matches every tool ("*"). The
 # SessionEnd timeout also raises Claude Code's shared SessionEnd budget from 1.5 s to 3 s.
@@ -57,17 +65,32 @@ class FileChange:
             tofile=str(self.path)))
 
 
-def hook_command(executable: str, event: str) -> str:
-    return f"{shlex.quote(executable)} {event}"
+def launcher_runner(python: str) -> list[str]:
+    """The words before the event in the hook command: ``python`` without ``site``, then
+    the launcher."""
+    return [python, "-S", str(LAUNCHER)]
+
+
+def hook_command(runner: str | Sequence[str], event: str) -> str:
+    """The shell command of one hook. ``runner``: the words before the event
+    (``launcher_runner``), or one executable such as the ``orchestrator-hook`` script."""
+    words = [runner] if isinstance(runner, str) else list(runner)
+    return shlex.join([*words, event])
+
+
+def is_our_command(command: Any) -> bool:
+    """This setup's command, or an older one (``.../orchestrator-hook EVENT``)."""
+    command = str(command or "")
+    return LAUNCHER_MARK in command or HOOK_EXECUTABLE in command
 
 
 def is_ours(group: Any) -> bool:
     hooks = group.get("hooks") if isinstance(group, dict) else None
     return isinstance(hooks, list) and any(
-        isinstance(h, dict) and HOOK_EXECUTABLE in str(h.get("command", "")) for h in hooks)
+        isinstance(h, dict) and is_our_command(h.get("command")) for h in hooks)
 
 
-def merge_settings(settings: dict[str, Any], executable: str) -> dict[str, Any]:
+def merge_settings(settings: dict[str, Any], runner: str | Sequence[str]) -> dict[str, Any]:
     merged = copy.deepcopy(settings)
     hooks = merged.get("hooks")
     if not isinstance(hooks, dict):
@@ -76,7 +99,7 @@ def merge_settings(settings: dict[str, Any], executable: str) -> dict[str, Any]:
         groups = hooks.get(event)
         groups = [g for g in groups if not is_ours(g)] if isinstance(groups, list) else []
         group: dict[str, Any] = {"hooks": [{"type": "command",
-                                            "command": hook_command(executable, event),
+                                            "command": hook_command(runner, event),
                                             "timeout": timeout}]}
         if matcher:
             group = {"matcher": matcher, **group}
@@ -123,11 +146,12 @@ def _existing(path: Path) -> tuple[str | None, dict[str, Any]]:
     return text, data
 
 
-def plan(project_dir: Path, *, url: str, token: str, executable: str,
+def plan(project_dir: Path, *, url: str, token: str, runner: str | Sequence[str],
          task_id: str | None = None, mcp_transport: str = "http",
          stdio_command: list[str] | None = None,
          stdio_env: dict[str, str] | None = None) -> list[FileChange]:
-    """The file changes that set ``project_dir`` up; nothing is written."""
+    """The file changes that set ``project_dir`` up; nothing is written. ``runner``: see
+    ``hook_command``."""
     settings_path = project_dir / ".claude" / "settings.json"
     mcp_path = project_dir / ".mcp.json"
     config_path = project_dir / STATE_DIR / "config.json"
@@ -142,7 +166,7 @@ def plan(project_dir: Path, *, url: str, token: str, executable: str,
     ignore_before = ignore_path.read_text() if ignore_path.exists() else None
     return [
         FileChange(settings_path, settings_before,
-                   _text(merge_settings(settings, executable))),
+                   _text(merge_settings(settings, runner))),
         FileChange(mcp_path, mcp_before, _text(merge_mcp(
             mcp, mcp_entry(url, token, mcp_transport, stdio_command, stdio_env))),
             secret=True),

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import contextlib
 import time
-from typing import Any
 
 from orchestrator_hook.config import Config
 from orchestrator_hook.state import ProjectState, locked, read_json
 from orchestrator_hook.transport import Client, ServiceUnavailable, ToolRefused
+
+# typing only for the annotations (never evaluated): importing it costs every hook.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 # After a failed call, hooks of this project don't try the network for this long: a
 # service that is down costs one failed connection per few seconds, not one per hook.

@@ -14,25 +14,24 @@ several Claude sessions of one project, run at the same time.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
 import time
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
-STATE_DIR = Path(".claude") / "orchestrator"
+from orchestrator_hook import lite
+from orchestrator_hook.lite import locked, read_json
+
+# typing only for the annotations (never evaluated): importing it costs every hook.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+__all__ = ["STATE_DIR", "ProjectState", "locked", "read_json", "write_json_atomic"]
+
+STATE_DIR = Path(lite.STATE_DIR_NAME)
 LOG_LIMIT_BYTES = 256 * 1024
 MAPPED_SESSIONS_KEPT = 200
-
-
-def read_json(path: Path, default: Any = None) -> Any:
-    try:
-        with open(path, encoding="utf-8") as handle:
-            return json.load(handle)
-    except (OSError, ValueError):
-        return default
 
 
 def write_json_atomic(path: Path, data: Any, *, fsync: bool = False) -> None:
@@ -45,23 +44,6 @@ def write_json_atomic(path: Path, data: Any, *, fsync: bool = False) -> None:
             handle.flush()
             os.fsync(handle.fileno())
     os.replace(temp, path)
-
-
-@contextlib.contextmanager
-def locked(path: Path, *, shared: bool = False, blocking: bool = True) -> Iterator[bool]:
-    """Hold an flock on ``path``; yields False when ``blocking`` is off and it is taken."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        mode = fcntl.LOCK_SH if shared else fcntl.LOCK_EX
-        try:
-            fcntl.flock(fd, mode if blocking else mode | fcntl.LOCK_NB)
-        except BlockingIOError:
-            yield False
-            return
-        yield True
-    finally:
-        os.close(fd)
 
 
 class ProjectState:
@@ -108,24 +90,19 @@ class ProjectState:
         return entry
 
     # -- unsent tool uses ----------------------------------------------------------------
-    def _activity_path(self, claude_session_id: str) -> Path:
-        return self.root / "activity" / f"{_file_safe(claude_session_id)}.jsonl"
+    def _activity_path(self, claude_session_id: str, suffix: str = ".jsonl") -> Path:
+        return Path(lite.activity_file(self.root, claude_session_id, suffix))
 
     def append_activity(self, claude_session_id: str, entry: dict[str, Any]) -> None:
-        path = self._activity_path(claude_session_id)
-        line = json.dumps(entry, ensure_ascii=False) + "\n"
-        # Appenders share the lock; a flush takes it alone, so no line is lost between
-        # the flush reading the file and emptying it.
-        with locked(path.with_suffix(".lock"), shared=True), \
-                open(path, "a", encoding="utf-8") as handle:
-            handle.write(line)
+        lite.append_activity(self.root, claude_session_id, entry)
 
     def take_activity(self, claude_session_id: str) -> list[dict[str, Any]]:
         """Remove and return the session's unsent tool uses (oldest first)."""
         path = self._activity_path(claude_session_id)
         if not path.exists():
             return []
-        with locked(path.with_suffix(".lock")):
+        # Alone: appenders share this lock (lite.append_activity).
+        with locked(self._activity_path(claude_session_id, ".lock")):
             try:
                 with open(path, encoding="utf-8") as handle:
                     lines = handle.readlines()
@@ -143,13 +120,10 @@ class ProjectState:
         return sorted(p.stem for p in folder.glob("*.jsonl")) if folder.is_dir() else []
 
     def last_flush(self, claude_session_id: str) -> float:
-        try:
-            return self._activity_path(claude_session_id).with_suffix(".flushed").stat().st_mtime
-        except OSError:
-            return 0.0
+        return lite.last_flush(self.root, claude_session_id)
 
     def mark_flushed(self, claude_session_id: str) -> None:
-        path = self._activity_path(claude_session_id).with_suffix(".flushed")
+        path = self._activity_path(claude_session_id, ".flushed")
         path.parent.mkdir(parents=True, exist_ok=True)
         path.touch()
         os.utime(path)
@@ -167,9 +141,7 @@ class ProjectState:
                           fsync=True)
 
     def spooled(self) -> list[Path]:
-        if not self.spool_dir.is_dir():
-            return []
-        return sorted(p for p in self.spool_dir.glob("*.json") if not p.name.startswith("."))
+        return [self.spool_dir / name for name in lite.spooled_names(self.root)]
 
     def reject_spooled(self, path: Path, reason: str) -> None:
         """Keep a refused call for a person to look at, out of the replay queue."""
@@ -198,7 +170,3 @@ class ProjectState:
     def mark_up(self) -> None:
         with contextlib.suppress(OSError):
             (self.root / "down-until").unlink()
-
-
-def _file_safe(name: str) -> str:
-    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)[:120] or "unknown"

@@ -10,28 +10,36 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass, field
-from typing import Any
+
+from orchestrator_hook.lite import clip, describe_tool_use
+
+# typing only for the annotations (never evaluated): importing it costs every hook.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+__all__ = ["TAIL_BYTES", "TranscriptTail", "describe_tool_use", "read_tail"]
 
 TAIL_BYTES = 512 * 1024
 
 
-@dataclass
 class TranscriptTail:
-    user_prompts: list[str] = field(default_factory=list)
-    assistant_texts: list[str] = field(default_factory=list)
-    tool_actions: list[str] = field(default_factory=list)
+    # A plain class: ``dataclasses`` imports ``inspect``, which costs every hook.
+    def __init__(self) -> None:
+        self.user_prompts: list[str] = []
+        self.assistant_texts: list[str] = []
+        self.tool_actions: list[str] = []
 
     def summary(self, limit: int = 4000) -> str:
         parts = []
         if self.user_prompts:
-            parts.append("Last requests: " + " | ".join(_clip(p, 400)
+            parts.append("Last requests: " + " | ".join(clip(p, 400)
                                                         for p in self.user_prompts[-3:]))
         if self.assistant_texts:
-            parts.append("Last answer: " + _clip(self.assistant_texts[-1], 1500))
+            parts.append("Last answer: " + clip(self.assistant_texts[-1], 1500))
         if self.tool_actions:
             parts.append("Last tool actions: " + "; ".join(self.tool_actions[-10:]))
-        return _clip("\n".join(parts), limit)
+        return clip("\n".join(parts), limit)
 
 
 def read_tail(path: str | None) -> TranscriptTail:
@@ -77,17 +85,3 @@ def _take(line: dict[str, Any], tail: TranscriptTail) -> None:
         elif kind == "tool_use" and role == "assistant":
             tail.tool_actions.append(describe_tool_use(str(block.get("name")),
                                                        block.get("input")))
-
-
-def describe_tool_use(name: str, tool_input: Any) -> str:
-    if isinstance(tool_input, dict):
-        for key in ("file_path", "notebook_path", "command", "pattern", "path", "url"):
-            value = tool_input.get(key)
-            if isinstance(value, str) and value:
-                return f"{name} {_clip(value, 160)}"
-    return name
-
-
-def _clip(text: str, limit: int) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -9,8 +9,12 @@ from __future__ import annotations
 
 import json
 import socket
-from typing import Any
 from urllib.parse import urlsplit
+
+# typing only for the annotations (never evaluated): importing it costs every hook.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class ServiceUnavailable(Exception):

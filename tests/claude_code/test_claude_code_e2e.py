@@ -7,12 +7,14 @@ from __future__ import annotations
 import contextlib
 import itertools
 import json
+import shlex
 import threading
 import time
 
 import pytest
 
 from contexts.models import TaskContext
+from orchestrator_hook import install
 from sessions.models import (
     ActiveSession,
     SessionDetail,
@@ -64,7 +66,9 @@ def test_a_run_is_recorded_and_its_context_reaches_the_model(
     settings = json.loads((project / ".claude" / "settings.json").read_text())
     for event in HOOK_EVENTS:
         commands = [h["command"] for group in settings["hooks"][event] for h in group["hooks"]]
-        assert any("orchestrator-hook" in c and event in c for c in commands), (event, output)
+        # The launcher under this Python without site (-S), as claude_setup writes it.
+        assert any(install.is_our_command(c) and shlex.split(c)[-3:] == [
+            "-S", str(install.LAUNCHER), event] for c in commands), (event, output)
     server = json.loads((project / ".mcp.json").read_text())["mcpServers"]["orchestrator"]
     assert server["url"].startswith(orchestrator.url)
 

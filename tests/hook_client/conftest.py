@@ -1,4 +1,6 @@
-"""Helpers to run the real ``orchestrator-hook`` executable on Claude Code's fixtures."""
+"""Helpers to run the real hook client on Claude Code's fixtures, with the very command
+``manage.py claude_setup`` writes into ``.claude/settings.json``, through ``sh -c`` as
+Claude Code runs it."""
 
 from __future__ import annotations
 
@@ -12,8 +14,18 @@ from typing import Any
 
 import pytest
 
+from orchestrator_hook import install
+
 FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "claude-code" / "fixtures"
+# The console script, still installed for manual use.
 HOOK = str(Path(sys.executable).parent / "orchestrator-hook")
+# What claude_setup installs: this Python, -S, the launcher.
+RUNNER = install.launcher_runner(sys.executable)
+
+
+def hook_argv(event: str, runner: str | list[str] = RUNNER) -> list[str]:
+    """The process Claude Code starts for a command hook (shell form: ``sh -c``)."""
+    return ["sh", "-c", install.hook_command(runner, event)]
 
 
 def fixture(name: str, **overrides: Any) -> dict[str, Any]:
@@ -54,12 +66,12 @@ class Project:
             config["taskId"] = task_id
         (self.state / "config.json").write_text(json.dumps(config))
 
-    def hook(self, event: str, payload: dict[str, Any], *, env: dict[str, str] | None = None
-             ) -> HookRun:
+    def hook(self, event: str, payload: dict[str, Any], *, env: dict[str, str] | None = None,
+             runner: str | list[str] = RUNNER) -> HookRun:
         payload = {**payload, "cwd": str(self.root)}
         started = time.monotonic()
-        done = subprocess.run([HOOK, event], input=json.dumps(payload), capture_output=True,
-                              text=True, timeout=30, cwd=self.root,
+        done = subprocess.run(hook_argv(event, runner), input=json.dumps(payload),
+                              capture_output=True, text=True, timeout=30, cwd=self.root,
                               env={"PATH": "/usr/bin:/bin", "CLAUDE_PROJECT_DIR": str(self.root),
                                    **(env or {})})
         return HookRun(done.returncode, done.stdout, done.stderr, time.monotonic() - started)

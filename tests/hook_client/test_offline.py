@@ -1,15 +1,16 @@
 """The hook client with the service down: never in the way, nothing lost.
 
-These run the installed ``orchestrator-hook`` executable as Claude Code does, on the
-protocol fixtures, against a real port with nothing listening.
+These run the command ``manage.py claude_setup`` installs as Claude Code does (through
+``sh -c``), on the protocol fixtures, against a real port with nothing listening.
 """
 
 from __future__ import annotations
 
 import json
+import subprocess
 
 from orchestrator_hook.context import save_mirror
-from tests.hook_client.conftest import FIXTURES, fixture
+from tests.hook_client.conftest import FIXTURES, HOOK, fixture, hook_argv
 
 SESSION = "11111111-1111-4111-8111-111111111111"
 
@@ -88,11 +89,63 @@ def test_a_project_not_set_up_is_left_alone(tmp_path):
 
 
 def test_garbage_on_stdin_exits_zero(offline_project):
-    import subprocess
-
-    from tests.hook_client.conftest import HOOK
-
     for data in ("", "not json", "[1, 2]", '{"session_id": 5}', "\x00\xff"):
-        done = subprocess.run([HOOK, "SessionStart"], input=data, capture_output=True,
-                              text=True, timeout=30, cwd=offline_project.root)
-        assert done.returncode == 0, data
+        for event in ("SessionStart", "PostToolUse"):
+            done = subprocess.run(hook_argv(event), input=data, capture_output=True,
+                                  text=True, timeout=30, cwd=offline_project.root)
+            assert done.returncode == 0, (event, data)
+
+
+def imported_modules(stderr: str) -> set[str]:
+    """Module names from ``python -X importtime`` (PYTHONPROFILEIMPORTTIME) output."""
+    return {line.rsplit("|", 1)[-1].strip() for line in stderr.splitlines()
+            if line.startswith("import time:")}
+
+
+def test_a_buffered_tool_use_takes_the_fast_path_and_buffers_what_the_handler_would(
+        offline_project):
+    # Flushed a moment ago, nothing spooled: all there is to do is buffer the tool use.
+    activity = offline_project.state / "activity"
+    activity.mkdir(parents=True)
+    (activity / f"{SESSION}.flushed").touch()
+    payload = fixture("post_tool_use_edit")
+    payload["tool_input"]["file_path"] = str(offline_project.root / "src" / "auth.ts")
+    fast = offline_project.hook("PostToolUse", payload, env={"PYTHONPROFILEIMPORTTIME": "1"})
+    assert fast.returncode == 0 and fast.stdout == ""
+    imported = imported_modules(fast.stderr)
+    assert "orchestrator_hook.lite" in imported
+    heavy = {"site", "pathlib", "dataclasses", "inspect", "typing", "contextlib", "socket",
+             "traceback", "orchestrator_hook.handlers", "orchestrator_hook.config"}
+    assert not imported & heavy, imported & heavy
+    assert not (offline_project.state / "spool").exists()
+
+    # A due flush runs the full handler: it buffers the same entry, then sends both.
+    failure = fixture("post_tool_use_failure_bash")
+    offline_project.hook("PostToolUseFailure", failure)
+    full = offline_project.hook("PostToolUse", payload,
+                                env={"ORCHESTRATOR_FLUSH_SECONDS": "0",
+                                     "PYTHONPROFILEIMPORTTIME": "1"})
+    imported = imported_modules(full.stderr)
+    assert "orchestrator_hook.handlers" in imported
+    # The full path too does without the heaviest (dataclasses imports inspect).
+    assert not imported & {"site", "dataclasses", "inspect", "typing"}, imported
+    (flushed,) = [item for item in offline_project.spooled() if item["tool"] == "record_activity"]
+    uses = flushed["arguments"]["toolUses"]
+    for use in uses:
+        assert use.pop("timestamp").endswith("Z")
+    assert uses[0] == uses[2] == {"tool": "Edit", "success": True,
+                                  "summary": f"Edit {payload['tool_input']['file_path']}",
+                                  "filePaths": ["src/auth.ts"]}
+    assert uses[1]["tool"] == "Bash" and uses[1]["success"] is False
+    assert " failed: " in uses[1]["summary"]
+
+
+def test_the_orchestrator_hook_script_still_works(offline_project):
+    done = subprocess.run([HOOK, "--version"], capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0 and done.stdout.startswith("orchestrator-hook ")
+    run = offline_project.hook("SessionStart", fixture("session_start_startup"), runner=HOOK)
+    assert "offline" in run.context
+    offline_project.hook("PostToolUse", fixture("post_tool_use_bash"), runner=HOOK)
+    offline_project.hook("Stop", fixture("stop"), runner=HOOK)
+    (_, flushed) = offline_project.spooled()
+    assert [use["tool"] for use in flushed["arguments"]["toolUses"]] == ["Bash"]

@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import json
+import shlex
 import stat
+import subprocess
+import sys
 from io import StringIO
 
 import pytest
 from django.core.management import CommandError, call_command
 
 from orchestrator.models import ApiToken, hash_token
+from orchestrator_hook import __version__, install
+from tests.hook_client.conftest import HOOK, fixture
 
 pytestmark = pytest.mark.django_db
 
@@ -38,7 +43,7 @@ def test_writes_hooks_mcp_and_config_with_an_issued_token(project):
     assert set(settings["hooks"]) == {"SessionStart", "PostToolUse", "PostToolUseFailure",
                                       "Stop", "PreCompact", "PostCompact", "SessionEnd"}
     command = settings["hooks"]["PostToolUse"][0]["hooks"][0]["command"]
-    assert command.endswith("orchestrator-hook PostToolUse")
+    assert shlex.split(command) == [sys.executable, "-S", str(install.LAUNCHER), "PostToolUse"]
     assert settings["hooks"]["PostToolUse"][0]["matcher"] == "*"
     config = read(project / ".claude" / "orchestrator" / "config.json")
     assert config["url"] == "http://127.0.0.1:8123" and config["taskId"] == "feature-x"
@@ -78,7 +83,7 @@ def test_keeps_everything_else_and_is_idempotent(project):
 
 def test_dry_run_prints_a_diff_and_writes_nothing(project):
     out = setup(project, "--token", "secret-token-123", "--dry-run")
-    assert "+++ " in out and "orchestrator-hook SessionStart" in out
+    assert "+++ " in out and "launch.py SessionStart" in out
     assert "secret-token-123" not in out  # masked
     assert "nothing written" in out
     assert not (project / ".claude" / "settings.json").exists()
@@ -108,3 +113,70 @@ def test_a_taken_token_name_is_an_error(project):
     ApiToken.issue("mine")
     with pytest.raises(CommandError, match="already exists"):
         setup(project, "--token-name", "mine")
+
+
+def our_commands(settings: dict, event: str) -> list[str]:
+    return [h["command"] for group in settings["hooks"][event] for h in group["hooks"]
+            if install.is_our_command(h["command"])]
+
+
+def test_the_command_it_writes_runs_the_hook_without_site(project):
+    setup(project, "--url", "http://127.0.0.1:9", "--token", "t")
+    command = our_commands(read(project / ".claude" / "settings.json"), "PostToolUse")[0]
+    # Inside the flush interval, nothing spooled: the tool use is only buffered.
+    session = "11111111-1111-4111-8111-111111111111"
+    activity = project / ".claude" / "orchestrator" / "activity"
+    activity.mkdir(parents=True)
+    (activity / f"{session}.flushed").touch()
+    payload = {**fixture("post_tool_use_edit"), "cwd": str(project)}
+    done = subprocess.run(["sh", "-c", command], input=json.dumps(payload), text=True,
+                          capture_output=True, timeout=30, cwd=project,
+                          env={"PATH": "/usr/bin:/bin", "CLAUDE_PROJECT_DIR": str(project),
+                               "PYTHONPROFILEIMPORTTIME": "1"})
+    assert done.returncode == 0 and done.stdout == "", done.stderr
+    imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines()}
+    assert "orchestrator_hook.lite" in imported
+    assert not imported & {"site", "pathlib", "dataclasses", "typing"}, imported
+    (line,) = (activity / f"{session}.jsonl").read_text().splitlines()
+    assert json.loads(line)["tool"] == "Edit"
+
+
+def test_an_older_setup_is_replaced_not_duplicated(project):
+    old = {"hooks": {event: [{"hooks": [{"type": "command", "timeout": 10,
+                                          "command": f"/old/venv/bin/orchestrator-hook {event}"}]}]
+                     for event in install.HOOK_EVENTS}}
+    old["hooks"]["Stop"].append({"hooks": [{"type": "command", "command": "notify-send done"}]})
+    (project / ".claude" / "settings.json").write_text(json.dumps(old))
+    setup(project, "--token", "t")
+    settings = read(project / ".claude" / "settings.json")
+    for event in install.HOOK_EVENTS:
+        (command,) = our_commands(settings, event)
+        assert shlex.split(command)[1:] == ["-S", str(install.LAUNCHER), event]
+    assert settings["hooks"]["Stop"][0]["hooks"][0]["command"] == "notify-send done"
+    assert len(settings["hooks"]["Stop"]) == 2
+
+
+def test_hook_command_still_chooses_an_executable(project):
+    setup(project, "--token", "t", "--hook-command", HOOK)
+    settings = read(project / ".claude" / "settings.json")
+    assert our_commands(settings, "SessionEnd") == [shlex.join([HOOK, "SessionEnd"])]
+    setup(project)  # back to the launcher: replaced, not added
+    (command,) = our_commands(read(project / ".claude" / "settings.json"), "SessionEnd")
+    assert str(install.LAUNCHER) in command
+
+
+def test_a_missing_hook_command_is_an_error(project, tmp_path):
+    with pytest.raises(CommandError, match="does not exist"):
+        setup(project, "--token", "t", "--hook-command", str(tmp_path / "nope"))
+
+
+def test_commands_are_quoted_for_the_shell(tmp_path):
+    odd = tmp_path / "it's a \"dir\" $HOME"
+    odd.mkdir()
+    (odd / "python").symlink_to(sys.executable)
+    (odd / "orchestrator_hook").symlink_to(install.LAUNCHER.parent)
+    runner = [str(odd / "python"), "-S", str(odd / "orchestrator_hook" / "launch.py")]
+    assert install.is_our_command(install.hook_command(runner, "Stop"))
+    done = subprocess.run(["sh", "-c", install.hook_command(runner, "--version")],
+                          capture_output=True, text=True, timeout=30)
+    assert done.stdout == f"orchestrator-hook {__version__}\n", done.stderr

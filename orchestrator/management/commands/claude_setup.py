@@ -51,8 +51,10 @@ class Command(BaseCommand):
                             help="http: the running server's /mcp (default); stdio: Claude "
                                  "Code starts `manage.py mcp_stdio` itself")
         parser.add_argument("--hook-command", default=None,
-                            help="Path of the orchestrator-hook executable (default: the "
-                                 "one installed beside this Python)")
+                            help="An executable the hooks run instead, with the event as its "
+                                 "argument, e.g. the orchestrator-hook script (default: this "
+                                 "Python with -S running orchestrator_hook/launch.py, which "
+                                 "starts faster)")
         parser.add_argument("--dry-run", action="store_true",
                             help="Print the changes as a diff and write nothing")
 
@@ -63,9 +65,10 @@ class Command(BaseCommand):
         if not project_dir.is_dir():
             raise CommandError(f"--project-dir {project_dir}: not a directory")
         url = (url or f"http://127.0.0.1:{os.environ.get('PORT') or 8000}").rstrip("/")
-        executable = hook_command or str(Path(sys.executable).parent / install.HOOK_EXECUTABLE)
-        if not Path(executable).exists():
-            raise CommandError(f"{executable} does not exist: install the package "
+        runner = [hook_command] if hook_command else install.launcher_runner(sys.executable)
+        missing = [path for path in (runner[0], runner[-1]) if not Path(path).exists()]
+        if missing:
+            raise CommandError(f"{missing[0]} does not exist: install the package "
                                "(make install) or pass --hook-command")
         if task_id and not TaskContext.objects.filter(task_id=task_id).exists():
             self.stderr.write(f"warning: task {task_id!r} does not exist yet; sessions will "
@@ -73,7 +76,7 @@ class Command(BaseCommand):
         token, issued = self._token(project_dir, token, token_name, dry_run)
         try:
             changes = install.plan(
-                project_dir, url=url, token=token, executable=executable, task_id=task_id,
+                project_dir, url=url, token=token, runner=runner, task_id=task_id,
                 mcp_transport=mcp_transport,
                 stdio_command=[sys.executable, str(Path(settings.BASE_DIR) / "manage.py"),
                                "mcp_stdio"],
@@ -96,8 +99,8 @@ class Command(BaseCommand):
         if issued:
             self.stdout.write(f"issued API token {issued!r} (stored in the project's "
                               ".mcp.json and .claude/orchestrator/config.json)")
-        self.stdout.write(f"hooks run {executable}; the service is {url} "
-                          f"({self._reachable(url)})")
+        self.stdout.write(f"hooks run {install.hook_command(runner, 'EVENT')}; the service "
+                          f"is {url} ({self._reachable(url)})")
         self.stdout.write("Done: start Claude Code in the project as usual.")
 
     def _token(self, project_dir: Path, token: str | None, token_name: str | None,

@@ -1,0 +1,223 @@
+"""The cheap core of the client, shared by the full handlers and the PostToolUse fast path.
+
+A PostToolUse inside the flush interval only appends one line to the session's activity
+buffer, and it runs on every tool call: its whole process should cost little more than
+Python's start-up. So this module imports ``os``, ``json``, ``fcntl`` and ``time`` and
+nothing else (no ``pathlib``, ``dataclasses``, ``typing``, ``contextlib``: measured with
+``python -X importtime``, each costs more than the append itself). Paths here are
+strings; ``state.ProjectState`` wraps the same helpers in ``pathlib`` for the rest.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import time
+
+STATE_DIR_NAME = os.path.join(".claude", "orchestrator")
+# Seed 001: a context bundle of 2,000 tokens by default.
+DEFAULT_BUDGET_TOKENS = 2000
+# A burst of tool calls costs one round trip per this many seconds.
+DEFAULT_FLUSH_SECONDS = 5.0
+EDITING_TOOLS = frozenset({"Edit", "Write", "MultiEdit", "NotebookEdit"})
+TOOL_EVENTS = frozenset({"PostToolUse", "PostToolUseFailure"})
+
+
+# -- files -------------------------------------------------------------------------------
+
+def read_json(path: str | os.PathLike[str], default: object = None) -> object:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return json.load(handle)
+    except (OSError, ValueError):
+        return default
+
+
+class locked:  # lower case: used like the function it replaces, ``with locked(p):``
+    """Hold an flock on ``path``; yields False when ``blocking`` is off and it is taken.
+
+    A class, not ``contextlib.contextmanager``: importing contextlib costs the fast path
+    more than the lock does.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, shared: bool = False,
+                 blocking: bool = True) -> None:
+        self.path, self.shared, self.blocking = os.fspath(path), shared, blocking
+        self.fd = -1
+
+    def __enter__(self) -> bool:
+        os.makedirs(os.path.dirname(self.path) or ".", exist_ok=True)
+        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        mode = fcntl.LOCK_SH if self.shared else fcntl.LOCK_EX
+        try:
+            fcntl.flock(self.fd, mode if self.blocking else mode | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        except BaseException:
+            os.close(self.fd)
+            raise
+        return True
+
+    def __exit__(self, *exc_info: object) -> None:
+        os.close(self.fd)
+
+
+def file_safe(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)[:120] or "unknown"
+
+
+def state_root(project_dir: str | os.PathLike[str]) -> str:
+    return os.path.join(project_dir, STATE_DIR_NAME)
+
+
+def activity_file(root: str | os.PathLike[str], claude_session_id: str, suffix: str) -> str:
+    """``activity/<session>.jsonl`` holds the unsent tool uses; ``.lock`` guards it and
+    the mtime of ``.flushed`` is the last flush."""
+    return os.path.join(root, "activity", file_safe(claude_session_id) + suffix)
+
+
+def append_activity(root: str | os.PathLike[str], claude_session_id: str,
+                    entry: dict[str, object]) -> None:
+    line = json.dumps(entry, ensure_ascii=False) + "\n"
+    # Appenders share the lock; a flush takes it alone, so no line is lost between
+    # the flush reading the file and emptying it.
+    with locked(activity_file(root, claude_session_id, ".lock"), shared=True), \
+            open(activity_file(root, claude_session_id, ".jsonl"), "a",
+                 encoding="utf-8") as handle:
+        handle.write(line)
+
+
+def last_flush(root: str | os.PathLike[str], claude_session_id: str) -> float:
+    try:
+        return os.stat(activity_file(root, claude_session_id, ".flushed")).st_mtime
+    except OSError:
+        return 0.0
+
+
+def spooled_names(root: str | os.PathLike[str]) -> list[str]:
+    """File names of the calls waiting in the spool, oldest first."""
+    try:
+        names = os.listdir(os.path.join(root, "spool"))
+    except OSError:
+        return []
+    return sorted(n for n in names if n.endswith(".json") and not n.startswith("."))
+
+
+# -- where the hook runs, and for what --------------------------------------------------
+
+def project_dir_of(payload: dict[str, object]) -> object:
+    return os.environ.get("CLAUDE_PROJECT_DIR") or payload.get("cwd") or os.getcwd()
+
+
+def claude_session_of(payload: dict[str, object]) -> str:
+    return str(payload.get("session_id") or "unknown")
+
+
+def config_fields(project_dir: str | os.PathLike[str]) -> dict[str, object]:
+    """``.claude/orchestrator/config.json`` with the environment on top (``config.Config``'s
+    fields)."""
+    data = read_json(os.path.join(state_root(project_dir), "config.json"), {})
+    if not isinstance(data, dict):
+        data = {}
+    env = os.environ
+
+    def number(key: str, env_key: str, default: float) -> float:
+        try:
+            return float(env.get(env_key) or data.get(key) or default)
+        except (TypeError, ValueError):
+            return default
+
+    return {
+        "url": env.get("ORCHESTRATOR_URL") or str(data.get("url") or ""),
+        "token": env.get("ORCHESTRATOR_TOKEN") or str(data.get("token") or ""),
+        "task_id": env.get("ORCHESTRATOR_TASK_ID") or data.get("taskId") or None,
+        "budget_tokens": int(number("budgetTokens", "ORCHESTRATOR_BUDGET_TOKENS",
+                                    DEFAULT_BUDGET_TOKENS)),
+        "flush_seconds": number("flushSeconds", "ORCHESTRATOR_FLUSH_SECONDS",
+                                DEFAULT_FLUSH_SECONDS),
+        "agent_id": str(data.get("agentId") or "claude-code"),
+    }
+
+
+# -- one tool use ------------------------------------------------------------------------
+
+def tool_use_entry(payload: dict[str, object], project_dir: str | os.PathLike[str], *,
+                   success: bool) -> dict[str, object]:
+    name = str(payload.get("tool_name") or "unknown")[:100]
+    tool_input = payload.get("tool_input")
+    tool_input = tool_input if isinstance(tool_input, dict) else {}
+    summary = describe_tool_use(name, tool_input)
+    if not success and payload.get("error"):
+        summary += f" failed: {str(payload.get('error'))[:200]}"
+    entry: dict[str, object] = {"tool": name, "success": success, "timestamp": iso_now(),
+                                "summary": summary[:500]}
+    if name in EDITING_TOOLS:
+        paths = [project_relative(tool_input[key], project_dir)
+                 for key in ("file_path", "notebook_path")
+                 if isinstance(tool_input.get(key), str) and tool_input[key]]
+        if paths:
+            entry["filePaths"] = paths
+    return entry
+
+
+def describe_tool_use(name: str, tool_input: object) -> str:
+    if isinstance(tool_input, dict):
+        for key in ("file_path", "notebook_path", "command", "pattern", "path", "url"):
+            value = tool_input.get(key)
+            if isinstance(value, str) and value:
+                return f"{name} {clip(value, 160)}"
+    return name
+
+
+def clip(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def iso_now() -> str:
+    now = time.time()
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now % 1 * 1000):03d}Z"
+
+
+def project_relative(path: str, project_dir: str | os.PathLike[str]) -> str:
+    """Paths inside the project are stored relative to it, so two clones of one repository
+    name the same file the same way (that is what file-conflict detection compares)."""
+    if not os.path.isabs(path):
+        return path
+    try:
+        relative = os.path.relpath(path, project_dir)
+    except ValueError:
+        return path
+    return path if relative.startswith("..") else relative
+
+
+# -- the fast path -----------------------------------------------------------------------
+
+def buffer_tool_use(event: str, payload: dict[str, object]) -> bool:
+    """PostToolUse / PostToolUseFailure when all there is to do is buffer the tool use:
+    append it and return True. False, with nothing done, whenever ``handlers.post_tool_use``
+    has more to do (a flush is due, calls wait in the spool) or something is unusual (no
+    usable config, an odd payload): the caller then runs the full handler, which also
+    logs what went wrong.
+
+    This is ``handlers.post_tool_use`` with its two checks made before the append rather
+    than after: when both say "nothing to send", appending is all that handler does.
+    """
+    if event not in TOOL_EVENTS:
+        return False
+    project_dir = project_dir_of(payload)
+    if not isinstance(project_dir, str):
+        return False
+    config = config_fields(project_dir)
+    if not (config["url"] and config["token"]):
+        return False  # not set up: the full path decides (it does nothing)
+    root = state_root(project_dir)
+    claude_session = claude_session_of(payload)
+    if time.time() - last_flush(root, claude_session) >= config["flush_seconds"]:
+        return False  # a flush is due
+    if spooled_names(root):
+        return False  # calls wait in the spool and the service may be back: send them
+    entry = tool_use_entry(payload, project_dir, success=event == "PostToolUse")
+    append_activity(root, claude_session, entry)
+    return True
