@@ -10,7 +10,8 @@ per-connection cache of prepared statements, keyed by the query text), and the r
 becomes a model instance with the fields' own converters.
 
 Same connection, so the same transaction state, statement_timeout and time zone; psycopg
-errors are wrapped into Django's exceptions as for any query. Not counted by
+errors are wrapped into Django's exceptions as for any query; each statement gets its
+``postgres <VERB>`` span as Django's own do (``tracing.statement_span``). Not counted by
 django-prometheus's query metrics (they wrap Django's cursor); the callers keep their
 own save metrics.
 """
@@ -23,11 +24,14 @@ import psycopg
 from django.db import connection
 from django.db.models import Model
 
+from orchestrator import tracing
+
 
 def fetch_one(sql: str, params: list[Any]) -> dict[str, Any] | None:
     """Run ``sql`` (``%s`` placeholders) prepared; its first row by column name, or None."""
     connection.ensure_connection()
-    with connection.wrap_database_errors, psycopg.Cursor(connection.connection) as cursor:
+    with (tracing.statement_span(sql), connection.wrap_database_errors,
+          psycopg.Cursor(connection.connection) as cursor):
         cursor.execute(sql, params, prepare=True)
         row = cursor.fetchone()
         if row is None:

@@ -186,15 +186,21 @@ def command_span(command: str) -> Iterator[None]:
 
 # -- Postgres: one span per statement ---------------------------------------------------------
 
-def _statement_span(execute, sql, params, many, context):
+def statement_span(sql: Any):
+    """The span of one Postgres statement, ``postgres <VERB>``; for statements sent past
+    Django's cursor (``orchestrator.prepared``), which its execute wrappers never see."""
     if not enabled:
-        return execute(sql, params, many, context)
+        return _NOOP
     text = sql if isinstance(sql, str) else str(sql)
     verb = text.lstrip().split(None, 1)[0].upper() if text.strip() else "SQL"
-    with _tracer.start_as_current_span(
-            "postgres " + verb, kind=SpanKind.CLIENT,
-            attributes={"backend.type": "postgres", "db.system": "postgresql",
-                        "db.statement": text[:STATEMENT_TEXT_LIMIT]}):
+    return _tracer.start_as_current_span(
+        "postgres " + verb, kind=SpanKind.CLIENT,
+        attributes={"backend.type": "postgres", "db.system": "postgresql",
+                    "db.statement": text[:STATEMENT_TEXT_LIMIT]})
+
+
+def _statement_span(execute, sql, params, many, context):
+    with statement_span(sql):
         return execute(sql, params, many, context)
 
 
