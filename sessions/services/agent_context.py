@@ -14,13 +14,17 @@ from orchestrator.errors import OrchestratorError
 from sessions.services.common import get_session, logger, sessions_table, tasks_table
 
 # Task of the latest earlier session of this project and branch, and the global active
-# task, each only if the task still exists: one round trip.
+# task, each only if the task still exists and is not finished (a session that names no
+# task wants work to go on, not a completed or archived task): one round trip.
+FINISHED_STATUSES = ("completed", "archived")
 _RESOLVE_SQL = """
 SELECT (SELECT s.task_id FROM {sessions} s JOIN {tasks} t ON t.task_id = s.task_id
-        WHERE s.project_dir = %s AND s.git_branch = %s
+        WHERE s.project_dir = %(project)s AND s.git_branch = %(branch)s
+          AND COALESCE(t.status, '') <> ALL(%(finished)s)
         ORDER BY s.started_at DESC NULLS LAST LIMIT 1),
        (SELECT g.active_task_id FROM {global_context} g JOIN {tasks} t
-        ON t.task_id = g.active_task_id WHERE g.project_id = %s)
+        ON t.task_id = g.active_task_id
+        WHERE g.project_id = %(project_id)s AND COALESCE(t.status, '') <> ALL(%(finished)s))
 """
 
 
@@ -28,11 +32,13 @@ def resolve_task(project_dir: str | None, git_branch: str | None) -> tuple[str |
                                                                         str | None]:
     """(taskId, source) for a session that named no task: the task of the most recent
     session on the same project and git branch ("branch"), else the global active task
-    ("active"), else (None, None)."""
+    ("active"), else (None, None); completed and archived tasks are never picked."""
     sql = _RESOLVE_SQL.format(sessions=sessions_table(), tasks=tasks_table(),
                               global_context=qualified("global_context"))
     with connection.cursor() as cursor:
-        cursor.execute(sql, [project_dir, git_branch, settings.MCP_PROJECT_ID])
+        cursor.execute(sql, {"project": project_dir, "branch": git_branch,
+                             "project_id": settings.MCP_PROJECT_ID,
+                             "finished": list(FINISHED_STATUSES)})
         branch_task, active_task = cursor.fetchone()
     if branch_task and project_dir and git_branch:
         return branch_task, "branch"

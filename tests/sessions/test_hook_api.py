@@ -217,6 +217,23 @@ def test_start_session_resolves_the_task_from_the_branch_then_the_active_task(to
 
 
 @pytest.mark.django_db
+def test_resolve_task_never_picks_a_finished_task(tools):
+    for task in ("done", "shelved", "open"):
+        tools.ok("create_task", {"taskId": task, "name": task})
+    base = {"projectDir": "/repo", "gitBranch": "feature/x", "resolveTask": True}
+    tools.ok("start_session", {"sessionId": "s1", "taskId": "done", "projectDir": "/repo",
+                               "gitBranch": "feature/x"})
+    TaskContext.objects.filter(task_id="done").update(status="completed")
+    GlobalContext.objects.update(active_task_id="shelved")
+    TaskContext.objects.filter(task_id="shelved").update(status="archived")
+    nothing = tools.ok("start_session", {"sessionId": "s2", **base})
+    assert (nothing["taskId"], nothing["taskSource"]) == (None, None)
+    GlobalContext.objects.update(active_task_id="open")
+    active = tools.ok("start_session", {"sessionId": "s3", **base})
+    assert (active["taskId"], active["taskSource"]) == ("open", "active")
+
+
+@pytest.mark.django_db
 def test_start_session_carries_the_bundle_and_the_crash_of_the_project(tools):
     tools.ok("create_task", {"taskId": "t1", "name": "Parser",
                              "immediateContext": {"nextStep": "handle escapes"}})
