@@ -8,7 +8,11 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from orchestrator.celery import periodic_jobs
+from tests import processes
+from tests.waiting import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 JOBS = ("contexts.sync_hot_context", "sessions.detect_crashed_sessions",
@@ -26,13 +30,15 @@ def test_schedule_follows_settings(settings):
     assert jobs["detect crashed sessions"]["schedule"] == 1.5
 
 
+EVERY_SECOND = {"HOT_SYNC_INTERVAL_SECONDS": "1", "HEARTBEAT_INTERVAL_MS": "1000",
+                "STALE_SESSION_SWEEP_INTERVAL_SECONDS": "1",
+                "CONFLICT_DETECTION_INTERVAL_SECONDS": "1", "RETENTION_INTERVAL_SECONDS": "1",
+                "GRAPH_SYNC_INTERVAL_SECONDS": "1", "GRAPH_OUTBOX_INTERVAL_SECONDS": "1",
+                "ENABLE_NEO4J": "true", "ENABLE_CONFLICT_DETECTION": "true"}
+
+
 def test_beat_sends_every_job(tmp_path):
-    env = {**os.environ, "HOT_SYNC_INTERVAL_SECONDS": "1", "HEARTBEAT_INTERVAL_MS": "1000",
-           "STALE_SESSION_SWEEP_INTERVAL_SECONDS": "1", "CONFLICT_DETECTION_INTERVAL_SECONDS": "1",
-           "RETENTION_INTERVAL_SECONDS": "1",
-           "GRAPH_SYNC_INTERVAL_SECONDS": "1", "GRAPH_OUTBOX_INTERVAL_SECONDS": "1",
-           "ENABLE_NEO4J": "true",
-           "ENABLE_CONFLICT_DETECTION": "true"}
+    env = {**os.environ, **EVERY_SECOND}
     beat = subprocess.Popen(
         [sys.executable, "-m", "celery", "-A", "orchestrator", "beat", "--loglevel=INFO",
          "--schedule", str(tmp_path / "beat-schedule")],
@@ -55,3 +61,26 @@ def test_beat_sends_every_job(tmp_path):
         except subprocess.TimeoutExpired:
             beat.kill()
     assert seen == set(JOBS), "".join(output[-30:])
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_real_worker_runs_every_job_beat_sends(tmp_path):
+    """Beat sending a task no worker has registered is silent until the worker drops it
+    ("Received unregistered task"): the outbox drain was lost that way once."""
+    env = processes.service_env(tmp_path, **EVERY_SECOND)
+    log = tmp_path / "celery.log"
+    worker = [*processes.celery_worker()[:-1], "INFO"]  # INFO: one line per task run
+    beat = ["-m", "celery", "-A", "orchestrator", "beat", "--loglevel", "WARNING",
+            "--schedule", str(tmp_path / "beat-schedule")]
+
+    def succeeded() -> set[str]:
+        lines = log.read_text().splitlines()
+        return {job for job in JOBS
+                if any(f"Task {job}[" in line and "succeeded" in line for line in lines)}
+
+    with processes.running({"worker": worker, "beat": beat}, env, log):
+        wait_for(lambda: succeeded() == set(JOBS) or "unregistered" in log.read_text(),
+                 timeout=90, interval=0.5)
+    text = log.read_text()
+    assert "unregistered" not in text, text[-3000:]
+    assert succeeded() == set(JOBS), text[-3000:]
