@@ -40,6 +40,11 @@ class Client:
             raise ValueError(f"not an http(s) URL: {url!r}")
         self.https = parts.scheme == "https"
         self.host = parts.hostname
+        # An ASCII host goes to getaddrinfo as bytes: a str makes it encode the name with
+        # the "idna" codec, whose import (stringprep, unicodedata) costs the hook more than
+        # the call. Only a non-ASCII host name needs that codec.
+        self.address: str | bytes = self.host.encode("ascii") if self.host.isascii() \
+            else self.host
         self.port = parts.port or (443 if self.https else 80)
         self.base_path = parts.path
         self.token = token
@@ -73,7 +78,7 @@ class Client:
         raise ToolRefused(status, code, str(error.get("message") or answer.get("detail") or ""))
 
     def _exchange(self, request: bytes, timeout: float) -> tuple[int, bytes]:
-        sock = socket.create_connection((self.host, self.port),
+        sock = socket.create_connection((self.address, self.port),
                                         timeout=min(self.connect_timeout, timeout))
         try:
             if self.https:
