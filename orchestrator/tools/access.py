@@ -15,6 +15,9 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
+from django.db import connection
+
+from orchestrator.db import qualified
 from orchestrator.errors import OrchestratorError
 from orchestrator.models import SessionOwner, TokenScope
 
@@ -24,13 +27,15 @@ if TYPE_CHECKING:
 # Owners seen recently, so that the check does not cost a query on every heartbeat. An
 # owner only changes when a session id is deleted (retention) and started again, so a
 # minute of staleness is harmless; starting a session here refreshes its entry at once.
+# "No owner" (a session started in-process: admin, command, stdio) is remembered too:
+# otherwise every heartbeat of such a session paid a query to learn it again.
 OWNER_CACHE_SECONDS = 60.0
 OWNER_CACHE_SIZE = 10_000
-_owners: dict[str, tuple[float, str]] = {}
+_owners: dict[str, tuple[float, str | None]] = {}
 _owners_lock = threading.Lock()
 
 
-def _remember(session_id: str, owner: str) -> None:
+def _remember(session_id: str, owner: str | None) -> None:
     with _owners_lock:
         if len(_owners) >= OWNER_CACHE_SIZE:
             _owners.clear()
@@ -52,10 +57,21 @@ def owner_of(session_id: str) -> str | None:
     cached = _owners.get(session_id)
     if cached and time.monotonic() - cached[0] < OWNER_CACHE_SECONDS:
         return cached[1]
-    owner = (SessionOwner.objects.filter(session_id=session_id)
-             .values_list("token_name", flat=True).first())
-    if owner is not None:
-        _remember(session_id, owner)
+    # One round trip: the owner, and whether the session exists at all. Only an existing
+    # session's answer is remembered; a session id not started yet may get an owner any
+    # moment, and its first check must see it.
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT o.token_name FROM {qualified('active_sessions')} s "
+            f"LEFT JOIN {SessionOwner._meta.db_table} o ON o.session_id = s.session_id "
+            "WHERE s.session_id = %s "
+            f"UNION ALL SELECT token_name FROM {SessionOwner._meta.db_table} "
+            "WHERE session_id = %s LIMIT 1", [session_id, session_id])
+        row = cursor.fetchone()
+    if row is None:
+        return None  # no such session and no owner row: nothing to protect, nothing cached
+    owner = row[0]
+    _remember(session_id, owner)
     return owner
 
 

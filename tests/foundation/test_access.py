@@ -8,6 +8,8 @@ import time
 import httpx
 import pytest
 from django.core.management import call_command
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from orchestrator.models import ApiToken, SessionOwner, TokenScope, hash_token
 from orchestrator.tools import ToolContext, call_tool
@@ -83,6 +85,22 @@ def test_sessions_started_in_process_belong_to_no_token(owner):
     started = call_tool("start_session", {}, ToolContext("command", actor="hook"))
     assert not SessionOwner.objects.filter(session_id=started["sessionId"]).exists()
     owner.ok("heartbeat", {"sessionId": started["sessionId"]})
+
+
+def test_the_owner_check_costs_one_query_per_session_not_per_call(owner, session):
+    """Owned or not, a session's owner is looked up once; a session id that does not exist
+    yet is looked up again, so that whoever starts it owns it from its first call."""
+    ownerless = call_tool("start_session", {}, ToolContext("command"))["sessionId"]
+    for session_id in (session, ownerless):
+        owner.ok("heartbeat", {"sessionId": session_id})
+        with CaptureQueriesContext(connection) as queries:
+            owner.ok("heartbeat", {"sessionId": session_id})
+        assert not [q for q in queries if "orchestrator_session_owner" in q["sql"]]
+    other = client_with(TokenScope.WRITE)
+    assert other.call("heartbeat", {"sessionId": "not-yet"}).status == 404
+    owner.ok("start_session", {"sessionId": "not-yet"})
+    refused = other.call("heartbeat", {"sessionId": "not-yet"})
+    assert refused.status == 403 and refused.body["error"]["code"] == "E1604"
 
 
 def test_read_token_calls_only_read_only_tools(session):
