@@ -84,6 +84,12 @@ def celery_worker() -> list[str]:
             "--loglevel", "WARNING"]
 
 
+def celery_beat(tmp_path: Path) -> list[str]:
+    """Celery beat with its schedule file under the test's ``tmp_path``."""
+    return ["-m", "celery", "-A", "orchestrator", "beat", "--loglevel", "WARNING",
+            "--schedule", str(tmp_path / "beat-schedule")]
+
+
 def wait_until_serving(base_url: str, log: Path, timeout: float = 60) -> None:
     assert wait_for(lambda: answers(f"{base_url}/healthz"), timeout=timeout, interval=0.2), \
         log.read_text()[-3000:]

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from django.conf import settings
 
-from tests.subprocesses import database_url
+from tests.processes import database_url
 
 ROOT = Path(__file__).resolve().parents[2]
 START_TIMEOUT = 60.0
