@@ -22,7 +22,6 @@ def sync_graph_task() -> dict[str, Any]:
         return result
 
 
-
 @shared_task(name="graph.drain_outbox")
 def drain_outbox_task() -> dict[str, Any]:
     """What an outage or a restart left in the outbox (web processes drain it after each
