@@ -78,10 +78,11 @@ def web(port: int, workers: int) -> list[str]:
     return ["-m", "orchestrator.webserver", "--port", str(port), "--workers", str(workers)]
 
 
-def celery_worker() -> list[str]:
+def celery_worker(loglevel: str = "WARNING") -> list[str]:
+    """A one-process Celery worker; ``INFO`` logs a line per task run."""
     return ["-m", "celery", "-A", "orchestrator", "worker", "--pool", "solo", "--concurrency",
             "1", "--without-gossip", "--without-mingle", "--without-heartbeat", "-Q", "celery",
-            "--loglevel", "WARNING"]
+            "--loglevel", loglevel]
 
 
 def celery_beat(tmp_path: Path) -> list[str]:

@@ -69,15 +69,14 @@ def test_a_real_worker_runs_every_job_beat_sends(tmp_path):
     ("Received unregistered task"): the outbox drain was lost that way once."""
     env = processes.service_env(tmp_path, **EVERY_SECOND)
     log = tmp_path / "celery.log"
-    worker = [*processes.celery_worker()[:-1], "INFO"]  # INFO: one line per task run
 
     def succeeded() -> set[str]:
         lines = log.read_text().splitlines()
         return {job for job in JOBS
                 if any(f"Task {job}[" in line and "succeeded" in line for line in lines)}
 
-    with processes.running({"worker": worker, "beat": processes.celery_beat(tmp_path)}, env,
-                           log):
+    with processes.running({"worker": processes.celery_worker("INFO"),
+                            "beat": processes.celery_beat(tmp_path)}, env, log):
         wait_for(lambda: succeeded() == set(JOBS) or "unregistered" in log.read_text(),
                  timeout=90, interval=0.5)
     text = log.read_text()
