@@ -23,4 +23,4 @@ RUN pip install --no-deps . \
 
 USER app
 EXPOSE 8000
-CMD ["python", "-m", "orchestrator.webserver", "--host", "0.0.0.0", "--port", "8000"]
+CMD ["python", "-m", "orchestrator.ops.webserver", "--host", "0.0.0.0", "--port", "8000"]

@@ -6,14 +6,14 @@ from pathlib import Path
 
 def main() -> None:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "orchestrator.settings")
-    from orchestrator.localservers import adopt_running_launcher
+    from orchestrator.ops.localservers import adopt_running_launcher
 
     adopt_running_launcher(Path(__file__).resolve().parent / ".data")
     import django
     from django.core.management import execute_from_command_line
 
     django.setup()  # configures tracing (OTEL_EXPORTER_OTLP_ENDPOINT) before the span opens
-    from orchestrator.tracing import command_span
+    from orchestrator.observability.tracing import command_span
 
     with command_span(sys.argv[1] if len(sys.argv) > 1 else "help"):
         execute_from_command_line(sys.argv)

@@ -181,7 +181,7 @@ PEERS = {"save_context_snapshot": "put", "get_unified_context (cached)": "get_tu
 
 
 def service_call(tool: str, body: dict) -> dict:
-    from orchestrator.tools import ToolContext, call_tool
+    from orchestrator.core.tools import ToolContext, call_tool
 
     return call_tool(tool, body, ToolContext("command", actor="bench"))
 
@@ -209,7 +209,7 @@ def settle_outbox(graph: str) -> Row | None:
 def our_rows(requests: int, graph_modes: list[str]) -> list[Row]:
     from django.conf import settings
 
-    from orchestrator.models import ApiToken
+    from orchestrator.core.models import ApiToken
 
     _, token = ApiToken.issue(f"bench-{random.randrange(10**9)}")
     rows = []
@@ -246,7 +246,7 @@ def grow_to(tasks: int) -> None:
     with its square, as it would if a few files were listed by every task."""
     from django.db import connection
 
-    from orchestrator.db import qualified
+    from orchestrator.core.db import qualified
 
     with connection.cursor() as cursor:
         cursor.execute(f"SELECT count(*) FROM {qualified('task_contexts')} "

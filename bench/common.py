@@ -95,7 +95,7 @@ class ServerProcess:
         import urllib.request
 
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "orchestrator.webserver", "--port", str(self.port),
+            [sys.executable, "-m", "orchestrator.ops.webserver", "--port", str(self.port),
              "--workers", str(self.workers)])
         deadline = time.monotonic() + 60
         while True:

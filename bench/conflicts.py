@@ -48,7 +48,7 @@ def load(tasks: int, force: bool) -> str:
     from django.db import connection
 
     from contexts.models import TaskContext
-    from orchestrator.db import qualified
+    from orchestrator.core.db import qualified
 
     call_command("migrate", verbosity=0)
     existing = TaskContext.objects.count()
@@ -84,10 +84,10 @@ def seed_redis_and_versions(prefix: str, tasks: int) -> None:
     """Expired locks, cached tasks (some stale) and recovery versions."""
     from django.conf import settings
 
-    from conflicts.locks import lock_key
     from contexts.models import TaskContext
     from contexts.services import cache, representation
     from contexts.services.save import save_task_changes
+    from locks.services import lock_key
     from orchestrator.backends import redis_store
 
     ids = [f"{prefix}{n:05d}" for n in range(tasks)]

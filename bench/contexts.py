@@ -52,7 +52,7 @@ def load(tasks: int, versions: int, force: bool) -> None:
     from django.db import connection
 
     from contexts.models import TaskContext
-    from orchestrator.db import qualified
+    from orchestrator.core.db import qualified
 
     call_command("migrate", verbosity=0)
     existing = TaskContext.objects.count()
@@ -134,7 +134,7 @@ def run_suite(label: str, call, tasks: int, requests: int, close) -> list[Result
 
 
 def service_call(tool: str, body: dict) -> dict:
-    from orchestrator.tools import ToolContext, call_tool
+    from orchestrator.core.tools import ToolContext, call_tool
 
     return call_tool(tool, body, ToolContext("command", actor="bench"))
 
@@ -142,8 +142,8 @@ def service_call(tool: str, body: dict) -> dict:
 def hit_rate(tasks: int, calls: int) -> tuple[float, float]:
     """Hit rate of the read-mostly mix from a cold cache, then of a second, warm run."""
     from contexts.services import cache
-    from orchestrator import metrics
     from orchestrator.backends import redis_store
+    from orchestrator.observability import metrics
 
     working = [task_id(n) for n in range(1000, 1000 + min(200, tasks))] if tasks > 1200 else [
         task_id(n) for n in range(min(200, tasks))]
@@ -178,7 +178,7 @@ def close_connection() -> None:
 def main() -> None:
     args = parse_args()
     setup_django()
-    from orchestrator.models import ApiToken
+    from orchestrator.core.models import ApiToken
 
     load(args.tasks, args.versions, args.force)
     results = run_suite("service", service_call, args.tasks, args.requests, close_connection)

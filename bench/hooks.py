@@ -114,7 +114,7 @@ def main() -> None:
     from django.core.management import call_command
 
     from contexts.services.tasks import create_task
-    from orchestrator.models import ApiToken
+    from orchestrator.core.models import ApiToken
 
     call_command("migrate", verbosity=0)
     _, token = ApiToken.issue(f"bench-hooks-{time.time_ns()}")

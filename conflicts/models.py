@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.db import models
 from django.db.models.functions import Now
 
-from orchestrator.db import spec_table
+from orchestrator.core.db import spec_table
 
 
 class ContextConflict(models.Model):
@@ -32,23 +32,3 @@ class ContextConflict(models.Model):
 
     def __str__(self) -> str:
         return f"{self.conflict_type} {self.task_a_id}/{self.task_b_id or '-'}"
-
-
-class TaskLockHint(models.Model):
-    """"This task may hold a live lock until ``held_until``": written (and committed)
-    before every lock acquisition or renewal sets the Redis key.
-
-    The write path reads it in the statement that updates the task, so a save of a task
-    that has had no lock lately makes no Redis round trip for the lock rule; while a hint
-    is current, the lock key in Redis is checked as before. A hint outlives its lock (it
-    is never shortened, only left to pass), which costs a check, never a wrong answer.
-    """
-
-    task_id = models.CharField(max_length=255, primary_key=True)
-    held_until = models.DateTimeField()
-
-    class Meta:
-        db_table = "conflicts_task_lock_hint"
-
-    def __str__(self) -> str:
-        return f"{self.task_id} until {self.held_until}"

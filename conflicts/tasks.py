@@ -9,15 +9,16 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from celery import shared_task
+
 from conflicts.services.detection import detect_conflicts
-from orchestrator.celery import app
-from orchestrator.errors import OrchestratorError
-from orchestrator.jobruns import record_job_run
+from orchestrator.core.errors import OrchestratorError
+from orchestrator.core.jobruns import record_job_run
 
 logger = logging.getLogger("orchestrator.conflicts")
 
 
-@app.task(name="conflicts.detect_conflicts")
+@shared_task(name="conflicts.detect_conflicts")
 def detect_conflicts_task() -> dict[str, Any]:
     with record_job_run("conflict detection") as run:
         try:

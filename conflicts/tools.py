@@ -5,13 +5,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from conflicts import locks
-from conflicts.locks import LOCK_RULE
 from conflicts.services import detection, reporting, resolution
-from orchestrator.errors import now_iso
-from orchestrator.tools import Tool, ToolContext, register
-from orchestrator.tools.access import session_argument
-from orchestrator.tools.schema import (
+from contexts.services.tasks import require_task
+from locks import services as locks
+from locks.services import LOCK_RULE
+from orchestrator.core.errors import now_iso
+from orchestrator.core.tools import Tool, ToolContext, register
+from orchestrator.core.tools.access import session_argument
+from orchestrator.core.tools.schema import (
     CONFLICT_TYPES,
     RESOLUTION_STATUSES,
     SEVERITIES,
@@ -83,7 +84,8 @@ register(Tool(
 
 
 def _acquire(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
-    result = locks.acquire_task_lock(args["taskId"], args["sessionId"], args.get("ttlSeconds"))
+    require_task(args["taskId"])
+    result = locks.acquire_lock(args["taskId"], args["sessionId"], args.get("ttlSeconds"))
     return {"success": True, **result, "timestamp": now_iso()}
 
 

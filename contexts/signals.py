@@ -1,9 +1,12 @@
-"""Signals other apps listen to; sent by the context services AFTER the transaction commits.
+"""Signals other apps listen to, so that contexts need not know they exist.
 
-- ``task_changed(sender, task_id: str, change_type: str)``: a task was created, saved,
-  rolled back or switched to/from (the graph app keeps its Task node in step).
+- ``task_changed(sender, task_id: str, change_type: str)``: sent AFTER the transaction
+  committed: a task was created, saved, rolled back or switched to/from (the graph app
+  drains its outbox).
 - ``task_switched(sender, session_id: str | None, from_task_id: str | None,
-  to_task_id: str)``: switch_task completed (the graph app records WORKS_ON).
+  to_task_id: str)``: sent INSIDE switch_task's transaction, after the switch is written:
+  what a receiver writes commits or rolls back with the switch (the sessions app records
+  that the session now works on the new task).
 """
 
 from django.dispatch import Signal

@@ -8,15 +8,16 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from orchestrator.celery import app
-from orchestrator.errors import OrchestratorError
-from orchestrator.jobruns import record_job_run
-from orchestrator.tools import ToolContext, call_tool
+from celery import shared_task
+
+from orchestrator.core.errors import OrchestratorError
+from orchestrator.core.jobruns import record_job_run
+from orchestrator.core.tools import ToolContext, call_tool
 
 logger = logging.getLogger("orchestrator.contexts")
 
 
-@app.task(name="contexts.sync_hot_context")
+@shared_task(name="contexts.sync_hot_context")
 def sync_hot_context_task() -> dict[str, Any]:
     with record_job_run("hot sync") as run:
         try:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from conflicts.locks import LOCK_RULE
 from contexts.services import (
     checkpoints,
     global_context,
@@ -18,8 +17,9 @@ from contexts.services import (
     tasks,
     unified,
 )
-from orchestrator.tools import Tool, ToolContext, register
-from orchestrator.tools.schema import (
+from locks.services import LOCK_RULE
+from orchestrator.core.tools import Tool, ToolContext, register
+from orchestrator.core.tools.schema import (
     CHECKPOINT_SCOPES,
     CHECKPOINT_TYPES,
     IMMEDIATE_CONTEXT,

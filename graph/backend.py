@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 
 from django.conf import settings
 
-from orchestrator import tracing
+from orchestrator.observability import tracing
 
 logger = logging.getLogger("orchestrator.graph")
 T = TypeVar("T")

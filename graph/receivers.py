@@ -18,7 +18,7 @@ def on_mirrored_change(sender: Any, **kwargs: Any) -> None:
 
 
 def connect() -> None:
-    from contexts.signals import task_changed, task_switched
+    from contexts.signals import task_changed
     from sessions.signals import (
         session_ended,
         session_started,
@@ -27,7 +27,7 @@ def connect() -> None:
         sessions_removed,
     )
 
-    for signal, name in ((task_changed, "task_changed"), (task_switched, "task_switched"),
+    for signal, name in ((task_changed, "task_changed"),
                          (session_started, "session_started"),
                          (session_ended, "session_ended"), (sessions_ended, "sessions_ended"),
                          (session_task_changed, "session_task_changed"),

@@ -11,7 +11,7 @@ from celery import shared_task
 @shared_task(name="graph.sync_graph")
 def sync_graph_task() -> dict[str, Any]:
     from graph.services.sync import sync_graph
-    from orchestrator.jobruns import record_job_run
+    from orchestrator.core.jobruns import record_job_run
 
     with record_job_run("graph sync") as run:
         result = sync_graph()

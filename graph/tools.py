@@ -6,8 +6,8 @@ from typing import Any
 
 from graph.services import get_task_graph
 from graph.services.relationships import add_relationship, remove_relationship
-from orchestrator.tools import Tool, ToolContext, register
-from orchestrator.tools.schema import (
+from orchestrator.core.tools import Tool, ToolContext, register
+from orchestrator.core.tools.schema import (
     RELATIONSHIP_TYPES,
     TASK_STATUSES,
     TIMESTAMP,

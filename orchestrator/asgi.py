@@ -19,9 +19,9 @@ from django.core.wsgi import get_wsgi_application  # noqa: E402
 django_app = WSGIMiddleware(get_wsgi_application(),
                             workers=int(os.environ.get("WEB_THREADS", "8")))
 
-from orchestrator import tracing  # noqa: E402
-from orchestrator.tools import fastlane  # noqa: E402
-from orchestrator.tools.mcp import build_http_app  # noqa: E402
+from orchestrator.observability import tracing  # noqa: E402
+from orchestrator.web import fastlane  # noqa: E402
+from orchestrator.web.mcp import build_http_app  # noqa: E402
 
 mcp_app = build_http_app()
 

@@ -58,7 +58,9 @@ INSTALLED_APPS = [
     "rest_framework",
     "django_filters",
     "drf_spectacular",
-    "orchestrator.apps.OrchestratorConfig",
+    "orchestrator.core.apps.CoreConfig",
+    "orchestrator.ops.apps.OpsConfig",
+    "locks.apps.LocksConfig",
     "contexts.apps.ContextsConfig",
     "sessions.apps.AgentSessionsConfig",
     "conflicts.apps.ConflictsConfig",
@@ -177,7 +179,7 @@ STORAGES = {
 WHITENOISE_USE_FINDERS = True
 
 REST_FRAMEWORK = {
-    "DEFAULT_AUTHENTICATION_CLASSES": ["orchestrator.auth.BearerTokenAuthentication"],
+    "DEFAULT_AUTHENTICATION_CLASSES": ["orchestrator.web.api.BearerTokenAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_FILTER_BACKENDS": [
@@ -186,9 +188,9 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
     "PAGE_SIZE": 50,
-    "EXCEPTION_HANDLER": "orchestrator.api.exception_handler",
+    "EXCEPTION_HANDLER": "orchestrator.web.api.exception_handler",
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["orchestrator.api.JSONParser",
+    "DEFAULT_PARSER_CLASSES": ["orchestrator.web.api.JSONParser",
                                "rest_framework.parsers.FormParser",
                                "rest_framework.parsers.MultiPartParser"],
     "UNAUTHENTICATED_USER": None,
@@ -205,7 +207,7 @@ SPECTACULAR_SETTINGS = {
     "OAS_VERSION": "3.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
     "SERVE_AUTHENTICATION": [
-        "orchestrator.auth.BearerTokenAuthentication",
+        "orchestrator.web.api.BearerTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
@@ -292,7 +294,7 @@ CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"json": {"()": "orchestrator.logformat.JsonFormatter"}},
+    "formatters": {"json": {"()": "orchestrator.observability.logformat.JsonFormatter"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "json"}},
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
     "loggers": {

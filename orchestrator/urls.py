@@ -2,9 +2,9 @@ from django.contrib import admin
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
-from orchestrator.health import healthz
-from orchestrator.metrics import metrics_view
-from orchestrator.tools.rest import tool_urlpatterns
+from orchestrator.web.health import healthz
+from orchestrator.web.metrics import metrics_view
+from orchestrator.web.rest import tool_urlpatterns
 
 api_v1 = [
     path("tools/", include(tool_urlpatterns())),

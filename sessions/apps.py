@@ -9,7 +9,12 @@ class AgentSessionsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from orchestrator.tools.registry import add_after_call_hook
+        from orchestrator.core.tools.registry import add_after_call_hook
         from sessions.services.history import record_tool_call
 
         add_after_call_hook(record_tool_call)
+
+        from contexts.signals import task_switched
+        from sessions.services.work import record_switch
+
+        task_switched.connect(record_switch, dispatch_uid="sessions.record_switch")

@@ -17,7 +17,7 @@ from __future__ import annotations
 from django.db import models
 from django.db.models.functions import Now
 
-from orchestrator.db import spec_table
+from orchestrator.core.db import spec_table
 
 
 class ActiveSession(models.Model):
@@ -132,3 +132,33 @@ class SessionHandoff(models.Model):
 
     def __str__(self) -> str:
         return f"{self.project_key} from {self.from_session_id}"
+
+
+class SessionWork(models.Model):
+    """Which session worked on which task, since when, and as which agent.
+
+    The source of truth for the graph's Session-WORKS_ON->Task and session
+    Agent-HANDLES->Task edges (spec 6.3), and what the Postgres backend answers
+    focus.recentSessions and focus.agents from, so both backends give one answer. Rows
+    are written in the transaction that starts the work (start_session with a task,
+    switch_task with a session), or by the statement after the UPDATE of a heartbeat that
+    changes task; rows of sessions that no longer exist are ignored by readers and
+    pruned by sync_graph.
+    """
+
+    session_id = models.CharField(max_length=255)
+    task_id = models.CharField(max_length=255)
+    agent_id = models.CharField(max_length=255, null=True, blank=True)
+    started_at = models.DateTimeField(db_default=Now())
+
+    class Meta:
+        db_table = "graph_session_work"
+        constraints = [
+            models.UniqueConstraint(fields=["session_id", "task_id"],
+                                    name="graph_session_work_session_task_key"),
+        ]
+        indexes = [models.Index(fields=["task_id", "-started_at"],
+                                name="graph_session_work_task_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.session_id} -> {self.task_id}"

@@ -4,12 +4,13 @@ UPDATE/DELETE statements, so overlapping runs on several workers are harmless.""
 
 from __future__ import annotations
 
-from orchestrator.celery import app
-from orchestrator.jobruns import record_job_run
+from celery import shared_task
+
+from orchestrator.core.jobruns import record_job_run
 from sessions.services import recovery
 
 
-@app.task(name="sessions.detect_crashed_sessions")
+@shared_task(name="sessions.detect_crashed_sessions")
 def detect_crashed_sessions_task() -> list[str]:
     with record_job_run("crash sweep") as run:
         crashed = recovery.detect_crashed_sessions()
@@ -17,7 +18,7 @@ def detect_crashed_sessions_task() -> list[str]:
         return crashed
 
 
-@app.task(name="sessions.clean_stale_sessions")
+@shared_task(name="sessions.clean_stale_sessions")
 def clean_stale_sessions_task() -> list[str]:
     with record_job_run("stale-session cleanup") as run:
         removed = recovery.clean_stale_sessions()

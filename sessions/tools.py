@@ -6,9 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 from contexts.services import bundle
-from orchestrator.tools import Tool, ToolContext, register
-from orchestrator.tools.access import record_session_owner, session_argument
-from orchestrator.tools.schema import (
+from orchestrator.core.tools import Tool, ToolContext, register
+from orchestrator.core.tools.access import record_session_owner, session_argument
+from orchestrator.core.tools.schema import (
     RECOVERY_TYPES,
     SESSION_STATUSES,
     TIMESTAMP,

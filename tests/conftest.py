@@ -17,7 +17,7 @@ from django.conf import settings
 from django.test import Client
 
 from orchestrator.backends import redis_store
-from orchestrator.tools.access import forget_session_owners
+from orchestrator.core.tools.access import forget_session_owners
 
 
 def free_port() -> int:
@@ -76,7 +76,7 @@ def truncate_spec_tables() -> None:
     """
     from django.db import connection
 
-    from orchestrator.db import qualified
+    from orchestrator.core.db import qualified
 
     with connection.cursor() as cursor:
         cursor.execute("TRUNCATE " + ", ".join(qualified(t) for t in SPEC_TABLES))
@@ -108,7 +108,7 @@ def ensure_project_row() -> None:
 
 @pytest.fixture
 def api_token(db) -> str:
-    from orchestrator.models import ApiToken
+    from orchestrator.core.models import ApiToken
 
     _, raw = ApiToken.issue(f"test-{time.monotonic_ns()}")
     return raw
@@ -197,7 +197,7 @@ def live_server_url(django_db_setup, django_db_blocker) -> Iterator[str]:
 @pytest.fixture
 def live_api(live_server_url, transactional_db):
     """Base URL of the live server, with a token; data must be committed to be seen."""
-    from orchestrator.models import ApiToken
+    from orchestrator.core.models import ApiToken
 
     _, raw = ApiToken.issue(f"live-{time.monotonic_ns()}")
     return live_server_url, raw

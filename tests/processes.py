@@ -75,7 +75,7 @@ def running(commands: dict[str, list[str]], env: dict[str, str], log: Path) -> I
 
 
 def web(port: int, workers: int) -> list[str]:
-    return ["-m", "orchestrator.webserver", "--port", str(port), "--workers", str(workers)]
+    return ["-m", "orchestrator.ops.webserver", "--port", str(port), "--workers", str(workers)]
 
 
 def celery_worker(loglevel: str = "WARNING") -> list[str]:

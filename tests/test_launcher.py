@@ -49,7 +49,7 @@ def alive(proc: psutil.Process) -> bool:
 
 def run_and_stop(sig: signal.Signals) -> None:
     env = {k: v for k, v in os.environ.items() if k not in CONFIGURED}
-    cmd = [sys.executable, "-m", "orchestrator.launcher", "--temp", "--",
+    cmd = [sys.executable, "-m", "orchestrator.ops.launcher", "--temp", "--",
            sys.executable, "-c", CHILD]
     launcher = subprocess.Popen(cmd, cwd=ROOT, env=env, stdin=subprocess.DEVNULL,
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)

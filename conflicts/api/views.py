@@ -10,8 +10,8 @@ from rest_framework import serializers, viewsets
 from conflicts.models import ContextConflict
 from conflicts.services import representation
 from conflicts.services.resolution import parse_conflict_id
-from orchestrator.errors import OrchestratorError
-from orchestrator.tools.schema import CONFLICT_TYPES, RESOLUTION_STATUSES, SEVERITIES
+from orchestrator.core.errors import OrchestratorError
+from orchestrator.core.tools.schema import CONFLICT_TYPES, RESOLUTION_STATUSES, SEVERITIES
 
 
 class ConflictSerializer(serializers.Serializer):

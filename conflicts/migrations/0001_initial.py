@@ -3,8 +3,8 @@ import django.db.models.functions.datetime
 from django.conf import settings
 from django.db import migrations, models
 
-from orchestrator import spec_sql
-from orchestrator.db import spec_table
+from orchestrator.core import spec_sql
+from orchestrator.core.db import spec_table
 
 SCHEMA = settings.MCP_SCHEMA
 

@@ -25,17 +25,17 @@ from django.conf import settings
 from django.db import DatabaseError, connection, transaction
 from django.db.models import Q
 
-from conflicts import locks
 from conflicts.models import ContextConflict
 from conflicts.services import representation
 from conflicts.services.store import OPEN_STATUSES, Candidate, store_candidates
 from contexts.models import TaskContext
 from contexts.services import cache
 from contexts.services import representation as task_repr
+from locks import services as locks
 from orchestrator.backends import files, redis_store
-from orchestrator.db import qualified
-from orchestrator.errors import OrchestratorError, now_iso
-from orchestrator.tools.schema import CONFLICT_TYPES
+from orchestrator.core.db import qualified
+from orchestrator.core.errors import OrchestratorError, now_iso
+from orchestrator.core.tools.schema import CONFLICT_TYPES
 
 ACTIVE_STATUSES = ("pending", "in_progress", "blocked")
 DETECTABLE_TYPES = ("file_conflict", "lock_collision", "state_mismatch", "version_divergence",

@@ -12,8 +12,8 @@ from conflicts.models import ContextConflict
 from conflicts.services import representation
 from conflicts.services.store import KNOWN_STATUSES, Candidate, store_candidates
 from contexts.models import TaskContext
-from orchestrator.errors import OrchestratorError
-from orchestrator.tools.schema import CONFLICT_TYPES
+from orchestrator.core.errors import OrchestratorError
+from orchestrator.core.tools.schema import CONFLICT_TYPES
 
 REPORTERS = ("agent", "manual")
 

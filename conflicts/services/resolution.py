@@ -24,8 +24,8 @@ from django.db.models.functions import Now
 
 from conflicts.models import ContextConflict
 from conflicts.services import side_effects
-from orchestrator import metrics
-from orchestrator.errors import OrchestratorError, now_iso
+from orchestrator.core.errors import OrchestratorError, now_iso
+from orchestrator.observability import metrics
 
 logger = logging.getLogger("orchestrator.conflicts")
 

@@ -19,14 +19,14 @@ from typing import Any
 
 from django.db import transaction
 
-from conflicts import locks
 from conflicts.models import ContextConflict
 from contexts.models import TaskContext
 from contexts.services import cache, save
 from contexts.services import representation as task_repr
 from contexts.services.validation import validate_changes
+from locks import services as locks
 from orchestrator.backends import files, redis_store
-from orchestrator.errors import OrchestratorError
+from orchestrator.core.errors import OrchestratorError
 
 
 class _Writer:

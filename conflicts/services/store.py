@@ -17,8 +17,8 @@ from typing import Any
 from django.db import connection, transaction
 
 from conflicts.models import ContextConflict
-from orchestrator import metrics
-from orchestrator.db import qualified
+from orchestrator.core.db import qualified
+from orchestrator.observability import metrics
 
 logger = logging.getLogger("orchestrator.conflicts")
 

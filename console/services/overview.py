@@ -15,9 +15,9 @@ from django.db.models import Count, Q
 from django.utils import timezone
 
 from conflicts.models import ContextConflict
-from orchestrator import jobruns
 from orchestrator.backends import redis_store
-from orchestrator.db import qualified
+from orchestrator.core import jobruns
+from orchestrator.core.db import qualified
 from sessions.models import ActiveSession, SessionDetail, ToolInvocation
 
 SEVERITIES = ("critical", "high", "medium", "low")

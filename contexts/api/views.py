@@ -21,8 +21,8 @@ from rest_framework.response import Response
 from contexts.models import Checkpoint, ContextVersion, TaskContext
 from contexts.services import checkpoints, representation
 from contexts.services.tasks import get_global_context
-from orchestrator.errors import OrchestratorError
-from orchestrator.tools.schema import CHANGE_TYPES, SAFE_ID_PATTERN
+from orchestrator.core.errors import OrchestratorError
+from orchestrator.core.tools.schema import CHANGE_TYPES, SAFE_ID_PATTERN
 
 LOOKUP_REGEX = SAFE_ID_PATTERN.strip("^$")
 

@@ -11,7 +11,7 @@ import django.db.models.functions.datetime
 from django.conf import settings
 from django.db import migrations, models
 
-from orchestrator import spec_sql
+from orchestrator.core import spec_sql
 
 S = settings.MCP_SCHEMA
 I = spec_sql.internal_schema(S)  # noqa: E741 - the name spec_sql uses for the internal schema

@@ -17,11 +17,11 @@ from django.db import connection
 
 from contexts.models import TaskContext
 from contexts.services import cache, representation
-from orchestrator import metrics, tracing
 from orchestrator.backends import files, redis_store
 from orchestrator.backends.coalesce import CoalescingWriter
-from orchestrator.db import qualified
-from orchestrator.errors import now_iso
+from orchestrator.core.db import qualified
+from orchestrator.core.errors import now_iso
+from orchestrator.observability import metrics, tracing
 
 logger = logging.getLogger("orchestrator.contexts")
 

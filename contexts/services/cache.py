@@ -18,9 +18,9 @@ from django.conf import settings
 
 from contexts.models import GlobalContext, TaskContext
 from contexts.services import representation
-from orchestrator import metrics
 from orchestrator.backends import redis_store
-from orchestrator.errors import OrchestratorError
+from orchestrator.core.errors import OrchestratorError
+from orchestrator.observability import metrics
 
 logger = logging.getLogger("orchestrator.contexts")
 

@@ -31,10 +31,10 @@ from django.db import DatabaseError, connection, transaction
 
 from contexts.models import Checkpoint
 from contexts.services.representation import iso
-from orchestrator import metrics
 from orchestrator.backends.files import check_safe_id
-from orchestrator.db import qualified
-from orchestrator.errors import OrchestratorError
+from orchestrator.core.db import qualified
+from orchestrator.core.errors import OrchestratorError
+from orchestrator.observability import metrics
 
 logger = logging.getLogger("orchestrator.contexts")
 

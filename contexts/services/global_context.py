@@ -20,8 +20,8 @@ from django.db import transaction
 from contexts.models import GlobalContext, GlobalContextVersion
 from contexts.services import representation
 from contexts.services.sync import write_project_constants
-from orchestrator.db import set_change_context
-from orchestrator.errors import OrchestratorError, now_iso
+from orchestrator.core.db import set_change_context
+from orchestrator.core.errors import OrchestratorError, now_iso
 
 logger = logging.getLogger("orchestrator.contexts")
 

@@ -14,14 +14,14 @@ from typing import Any
 
 from django.db import transaction
 
-from conflicts import locks
 from contexts.models import ContextVersion, TaskContext
 from contexts.services import checkpoints
 from contexts.services.representation import FIELD_COLUMNS
 from contexts.services.save import apply_changes, lock_task, notify_changed, publish_committed
-from orchestrator import metrics
+from locks import services as locks
 from orchestrator.backends.files import check_safe_id
-from orchestrator.errors import OrchestratorError, now_iso
+from orchestrator.core.errors import OrchestratorError, now_iso
+from orchestrator.observability import metrics
 
 logger = logging.getLogger("orchestrator.contexts")
 COLUMN_FIELDS = {column: field for field, column in FIELD_COLUMNS.items()}

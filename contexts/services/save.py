@@ -24,16 +24,17 @@ from typing import Any
 from django.conf import settings
 from django.db import connection, transaction
 
-from conflicts import locks
-from conflicts.locks import HINT_TABLE
 from contexts import signals
 from contexts.models import TaskContext
 from contexts.services import backends, cache
 from contexts.services.validation import validate_changes
-from orchestrator import metrics, prepared, tracing
+from locks import services as locks
+from locks.services import HINT_TABLE
+from orchestrator.backends import prepared
 from orchestrator.backends.files import check_safe_id
-from orchestrator.db import qualified, set_change_context
-from orchestrator.errors import OrchestratorError, now_iso
+from orchestrator.core.db import qualified, set_change_context
+from orchestrator.core.errors import OrchestratorError, now_iso
+from orchestrator.observability import metrics, tracing
 
 logger = logging.getLogger("orchestrator.contexts")
 

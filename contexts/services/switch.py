@@ -9,24 +9,21 @@ from __future__ import annotations
 
 import logging
 import time
-from functools import partial
 from typing import Any
 
 from django.conf import settings
 from django.db import DatabaseError, transaction
 from django.db.models.functions import Now
 
-from conflicts import locks
 from contexts import signals
 from contexts.models import GlobalContext, TaskContext
-from contexts.services import backends, representation
+from contexts.services import backends, relationships, representation
 from contexts.services.save import apply_changes, notify_changed
 from contexts.services.validation import validate_changes
-from graph import services as graph
-from graph.services.work import record_work
-from orchestrator import metrics
+from locks import services as locks
 from orchestrator.backends.files import check_safe_id
-from orchestrator.errors import OrchestratorError, now_iso
+from orchestrator.core.errors import OrchestratorError, now_iso
+from orchestrator.observability import metrics
 
 logger = logging.getLogger("orchestrator.contexts")
 
@@ -59,19 +56,18 @@ def _switch_in_db(from_task_id: str | None, to_task_id: str, values: dict[str, A
             if source.version != previous_version:
                 notify_changed(source.task_id, "auto_save")
         TaskContext.objects.filter(task_id=to_task_id).update(last_session_at=Now())
-        if session_id:
-            record_work(session_id, to_task_id)  # spec 4.1.5 step 2: record session work
         if not GlobalContext.objects.filter(project_id=settings.MCP_PROJECT_ID).update(
                 active_task_id=to_task_id):
             raise OrchestratorError("E1611", "Global context is missing",
                                     {"projectId": settings.MCP_PROJECT_ID})
         target = TaskContext.objects.get(task_id=to_task_id)
         # From Postgres, in this transaction: a switch never waits on the graph server.
-        blocked_by = graph.unfinished_blockers(to_task_id, postgres_only=True)
+        blocked_by = relationships.unfinished_blockers(to_task_id)
         notify_changed(to_task_id, "switch")
-        transaction.on_commit(partial(signals.task_switched.send, sender=TaskContext,
-                                      session_id=session_id, from_task_id=from_task_id,
-                                      to_task_id=to_task_id))
+        # Spec 4.1.5 step 2, the session's work on the new task, is recorded by the
+        # sessions app's receiver, inside this transaction.
+        signals.task_switched.send(sender=TaskContext, session_id=session_id,
+                                   from_task_id=from_task_id, to_task_id=to_task_id)
     return source, target, blocked_by
 
 

@@ -16,10 +16,10 @@ from django.conf import settings
 
 from contexts.models import GlobalContext, TaskContext
 from contexts.services import backends, cache, representation
-from orchestrator import metrics
 from orchestrator.backends import files, redis_store
 from orchestrator.backends.files import check_safe_id
-from orchestrator.errors import OrchestratorError, now_iso
+from orchestrator.core.errors import OrchestratorError, now_iso
+from orchestrator.observability import metrics
 
 logger = logging.getLogger("orchestrator.contexts")
 CHUNK = 100

@@ -13,19 +13,24 @@ from contexts.services import representation
 from contexts.services.save import notify_changed, publish_committed
 from contexts.services.validation import validate_changes
 from orchestrator.backends.files import check_safe_id
-from orchestrator.db import set_change_context
-from orchestrator.errors import OrchestratorError
-from orchestrator.tools.schema import MAX_TASK_ID_LENGTH
+from orchestrator.core.db import set_change_context
+from orchestrator.core.errors import OrchestratorError
+from orchestrator.core.tools.schema import MAX_TASK_ID_LENGTH
 
 logger = logging.getLogger("orchestrator.contexts")
 
 
-def get_task(task_id: str, *, code: str = "E1610") -> TaskContext:
-    try:
-        return TaskContext.objects.get(task_id=task_id)
-    except TaskContext.DoesNotExist:
-        raise OrchestratorError(code, f"Task {task_id!r} does not exist",
-                                {"taskId": task_id}) from None
+def task_not_found(task_id: str, *, code: str = "E1610",
+                   field: str = "taskId") -> OrchestratorError:
+    """The error for a task id that names no task (E1610, or the caller's own code, such as
+    switch_task's E1660/E1661), with the id under the field it came in."""
+    return OrchestratorError(code, f"Task {task_id!r} does not exist", {field: task_id})
+
+
+def require_task(task_id: str, *, code: str = "E1610", field: str = "taskId") -> None:
+    """Raise ``task_not_found`` unless the task exists (one indexed lookup)."""
+    if not TaskContext.objects.filter(task_id=task_id).exists():
+        raise task_not_found(task_id, code=code, field=field)
 
 
 def get_global_context() -> GlobalContext:

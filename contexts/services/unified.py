@@ -17,11 +17,10 @@ from django.conf import settings
 from contexts.models import ContextVersion
 from contexts.services import cache, representation
 from contexts.services.tasks import get_global_context
-from graph.services.types import GRAPH_LABELS
-from orchestrator import prepared
+from orchestrator.backends import prepared
 from orchestrator.backends.files import check_safe_id
-from orchestrator.db import qualified
-from orchestrator.errors import now_iso
+from orchestrator.core.db import qualified
+from orchestrator.core.errors import now_iso
 
 TIERS = ("hot", "warm", "cold")
 WARM_PARTS = ("conflicts", "relationships")
@@ -104,7 +103,7 @@ def hot_read(task_id: str | None) -> dict[str, Any]:
                                relationships=qualified("task_relationships"),
                                tasks=qualified("task_contexts"),
                                global_context=qualified("global_context"))
-    row = prepared.fetch_one(sql, {"task": task_id, "kinds": list(GRAPH_LABELS),
+    row = prepared.fetch_one(sql, {"task": task_id, "kinds": list(_DIRECTIONS),
                                    "project": settings.MCP_PROJECT_ID})
     if row is None:
         get_global_context()  # raises E1611 with the usual message

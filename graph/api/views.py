@@ -8,7 +8,7 @@ from rest_framework import viewsets
 
 from graph.api.serializers import TaskRelationshipSerializer
 from graph.models import TaskRelationship
-from orchestrator.tools.schema import RELATIONSHIP_TYPES
+from orchestrator.core.tools.schema import RELATIONSHIP_TYPES
 
 
 class TaskRelationshipFilter(django_filters.FilterSet):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from graph.backend import cypher
 from graph.readers import Edge, Node, edge_order, make_edge, make_node, node_order
-from graph.services.types import GRAPH_LABELS, LABEL_TYPES
+from graph.types import GRAPH_LABELS, LABEL_TYPES
 
 _TASK_RELS = "|".join(GRAPH_LABELS.values())
 _NODE_FIELDS = "t.taskId, t.name, t.status, t.phase, t.priority, t.score"
@@ -111,7 +111,7 @@ class CypherReader:
         return [{"agentId": a, "type": kind or a} for a, kind in sorted(rows)]
 
     def orphaned(self, task_ids: set[str] | None) -> set[str]:
-        # Seed 004 orphaned work (graph.services.work.orphaned_work): a crashed session
+        # Seed 004 orphaned work (sessions.services.work.orphaned_work): a crashed session
         # WORKS_ON the unfinished task and no live one does. OPTIONAL MATCH with a count,
         # not an EXISTS subquery, which ArcadeDB's Cypher does not take everywhere.
         where, params = _scope(task_ids)

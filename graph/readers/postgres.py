@@ -10,10 +10,11 @@ from typing import Any
 
 from django.db import connection
 
+from contexts.services import relationships
 from graph.readers import Edge, Node, edge_order, iso, make_edge, make_node, node_order
-from graph.services.types import GRAPH_LABELS
-from graph.services.work import WORK_TABLE, orphaned_work
-from orchestrator.db import qualified
+from graph.types import GRAPH_LABELS
+from orchestrator.core.db import qualified
+from sessions.services.work import WORK_TABLE, orphaned_work
 
 _NODE_COLUMNS = "t.task_id, t.name, t.status, t.current_phase, t.priority, t.score"
 _TASK_KINDS = list(GRAPH_LABELS)
@@ -115,11 +116,7 @@ class PostgresReader:
             f"AND (t.status = 'blocked' OR {_unfinished_blocker_exists('t')})", task_ids)
 
     def unfinished_blockers(self, task_id: str) -> list[Node]:
-        rows = _rows(f"SELECT {_NODE_COLUMNS} FROM {qualified('task_contexts')} t "
-                     f"JOIN {qualified('task_relationships')} r ON r.source_task_id = t.task_id "
-                     "WHERE r.target_task_id = %s AND r.relationship_type = 'blocks' "
-                     "AND COALESCE(t.status, 'pending') <> 'completed'", [task_id])
-        return sorted((_node(r) for r in rows), key=lambda n: n["taskId"])
+        return [_node(row) for row in relationships.unfinished_blocker_rows(task_id)]
 
     def agents(self, task_id: str) -> list[dict[str, str]]:
         # The task's agentType, and the agents of the live sessions that worked on it.

@@ -16,9 +16,9 @@ from django.conf import settings
 
 from contexts.models import TaskContext
 from graph import backend
-from graph.models import SessionWork, TaskRelationship
-from graph.services.types import GRAPH_LABELS, StoredEdge
-from sessions.models import ActiveSession
+from graph.models import TaskRelationship
+from graph.types import GRAPH_LABELS, StoredEdge
+from sessions.models import ActiveSession, SessionWork
 
 logger = logging.getLogger("orchestrator.graph")
 

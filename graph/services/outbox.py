@@ -30,7 +30,7 @@ from graph.readers import iso
 from graph.services import mirror
 from graph.services.mirror import Statements
 from orchestrator.backends.coalesce import CoalescingWriter
-from orchestrator.errors import now_iso
+from orchestrator.core.errors import now_iso
 from sessions.models import ActiveSession
 
 logger = logging.getLogger("orchestrator.graph")

@@ -20,7 +20,7 @@ from graph.readers import GraphReader, Node
 from graph.readers.cypher import CypherReader
 from graph.readers.postgres import POSTGRES_READER
 from graph.services import outbox
-from orchestrator.errors import OrchestratorError, now_iso
+from orchestrator.core.errors import OrchestratorError, now_iso
 
 logger = logging.getLogger("orchestrator.graph")
 
@@ -73,15 +73,10 @@ def relationships_for(task_id: str, *, mirror_lagging: bool | None = None
     return answer(ask, mirror_lagging)[0]
 
 
-def unfinished_blockers(task_id: str, *, postgres_only: bool = False) -> list[dict[str, str]]:
-    """Tasks that BLOCK ``task_id`` and are not completed: [{taskId, name}].
-
-    ``postgres_only``: ask task_relationships, never the graph server (switch_task, inside
-    its transaction: a switch must not wait on Bolt)."""
-    if postgres_only:
-        blockers = POSTGRES.unfinished_blockers(task_id)
-    else:
-        blockers = answer(lambda reader: reader.unfinished_blockers(task_id))[0]
+def unfinished_blockers(task_id: str) -> list[dict[str, str]]:
+    """Tasks that BLOCK ``task_id`` and are not completed: [{taskId, name}], from the
+    preferred reader (contexts.services.relationships asks Postgres only)."""
+    blockers = answer(lambda reader: reader.unfinished_blockers(task_id))[0]
     return [{"taskId": n["taskId"], "name": n["name"]} for n in blockers]
 
 

@@ -19,9 +19,9 @@ from graph.models import TaskRelationship
 from graph.readers import iso
 from graph.readers.postgres import POSTGRES_READER
 from graph.services import mirror
-from graph.services.types import ACYCLIC, StoredEdge, canonical
-from orchestrator.db import qualified
-from orchestrator.errors import OrchestratorError
+from graph.types import ACYCLIC, StoredEdge, canonical
+from orchestrator.core.db import qualified
+from orchestrator.core.errors import OrchestratorError
 
 logger = logging.getLogger("orchestrator.graph")
 

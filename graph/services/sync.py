@@ -15,13 +15,13 @@ from django.conf import settings
 
 from contexts.models import TaskContext
 from graph import backend
-from graph.models import SessionWork, TaskRelationship
+from graph.models import TaskRelationship
 from graph.readers import iso
 from graph.services import mirror, outbox
 from graph.services.mirror import Statements, chunks, edge_props, task_props
-from graph.services.types import GRAPH_LABELS, LABEL_TYPES
-from orchestrator.errors import now_iso
-from sessions.models import ActiveSession
+from graph.types import GRAPH_LABELS, LABEL_TYPES
+from orchestrator.core.errors import now_iso
+from sessions.models import ActiveSession, SessionWork
 
 logger = logging.getLogger("orchestrator.graph")
 

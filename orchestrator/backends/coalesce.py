@@ -24,7 +24,7 @@ from collections.abc import Callable
 from django.conf import settings
 from django.db import close_old_connections, connection
 
-from orchestrator import metrics
+from orchestrator.observability import metrics
 
 logger = logging.getLogger("orchestrator.files")
 

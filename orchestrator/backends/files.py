@@ -16,9 +16,9 @@ from typing import Any
 
 from django.conf import settings
 
-from orchestrator import tracing
 from orchestrator.backends.coalesce import CoalescingWriter
-from orchestrator.errors import OrchestratorError
+from orchestrator.core.errors import OrchestratorError
+from orchestrator.observability import tracing
 
 SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,254}$")
 

@@ -20,7 +20,7 @@ from django.conf import settings
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from orchestrator import tracing
+from orchestrator.observability import tracing
 
 logger = logging.getLogger("orchestrator.redis")
 T = TypeVar("T")

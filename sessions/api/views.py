@@ -10,7 +10,7 @@ from rest_framework import serializers, viewsets
 from rest_framework.decorators import action
 from rest_framework.pagination import CursorPagination
 
-from orchestrator.tools.schema import SAFE_ID_PATTERN, SESSION_STATUSES
+from orchestrator.core.tools.schema import SAFE_ID_PATTERN, SESSION_STATUSES
 from sessions.models import ActiveSession, SessionEvent, SessionHandoff, ToolInvocation
 
 

@@ -8,7 +8,7 @@ Reuses the spec schema's guard function ``<MCP_SCHEMA>_internal.forbid_mutation(
 from django.conf import settings
 from django.db import migrations
 
-from orchestrator.spec_sql import internal_schema
+from orchestrator.core.spec_sql import internal_schema
 
 TABLE = "agent_sessions_sessionevent"
 GUARD = f'"{internal_schema(settings.MCP_SCHEMA)}".forbid_mutation()'

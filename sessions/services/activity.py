@@ -20,10 +20,10 @@ from typing import Any
 
 from django.db import connection, transaction
 
-from conflicts import locks
 from contexts.services import save
 from contexts.services.validation import LIST_LIMITS
-from orchestrator.errors import OrchestratorError
+from locks import services as locks
+from orchestrator.core.errors import OrchestratorError
 from sessions.services import lifecycle
 from sessions.services.common import (
     HISTORY_TABLE,

@@ -9,8 +9,8 @@ from django.conf import settings
 from django.db import connection
 
 from contexts.services.bundle import context_bundle
-from orchestrator.db import qualified
-from orchestrator.errors import OrchestratorError
+from orchestrator.core.db import qualified
+from orchestrator.core.errors import OrchestratorError
 from sessions.services.common import get_session, logger, sessions_table, tasks_table
 
 # Task of the latest earlier session of this project and branch, and the global active

@@ -8,9 +8,9 @@ from typing import Any
 
 from django.db import connection, transaction
 
-from orchestrator import metrics
-from orchestrator.db import qualified
-from orchestrator.errors import OrchestratorError
+from orchestrator.core.db import qualified
+from orchestrator.core.errors import OrchestratorError
+from orchestrator.observability import metrics
 from sessions import signals
 from sessions.models import ActiveSession, SessionDetail, SessionEvent, ToolInvocation
 

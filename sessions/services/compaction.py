@@ -14,9 +14,9 @@ from typing import Any
 
 from django.db import connection, transaction
 
-from orchestrator import metrics
 from orchestrator.backends import files
-from orchestrator.errors import now_iso
+from orchestrator.core.errors import now_iso
+from orchestrator.observability import metrics
 from sessions.services import agent_context, events, recovery
 from sessions.services.common import (
     DETAIL_TABLE,

@@ -16,8 +16,8 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
-from orchestrator.errors import OrchestratorError
-from orchestrator.spec_sql import internal_schema
+from orchestrator.core.errors import OrchestratorError
+from orchestrator.core.spec_sql import internal_schema
 from sessions.models import SessionDetail
 from sessions.services.common import (
     CLOSED_STATUSES,

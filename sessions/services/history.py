@@ -21,10 +21,10 @@ from typing import Any
 
 from django.db import connection, transaction
 
-from orchestrator import metrics
 from orchestrator.backends import files
 from orchestrator.backends.coalesce import CoalescingWriter
-from orchestrator.tools.registry import Tool, ToolContext
+from orchestrator.core.tools.registry import Tool, ToolContext
+from orchestrator.observability import metrics
 from sessions.services.common import HISTORY_TABLE, fetch_dicts, iso, sessions_table
 
 logger = logging.getLogger("orchestrator.sessions")

@@ -10,14 +10,13 @@ from typing import Any
 from django.conf import settings
 from django.db import connection, transaction
 
-from graph.services.work import record_work
-from orchestrator import metrics, prepared
-from orchestrator.backends import files, redis_store
-from orchestrator.db import qualified
-from orchestrator.errors import OrchestratorError, now_iso
+from orchestrator.backends import prepared
+from orchestrator.core.db import qualified
+from orchestrator.core.errors import OrchestratorError
+from orchestrator.observability import metrics
 from sessions import signals
 from sessions.models import ActiveSession
-from sessions.services import agent_context, handoffs, notifications
+from sessions.services import agent_context, handoffs, markers, notifications, recovery
 from sessions.services.common import (
     DETAIL_TABLE,
     LIVE_STATUSES,
@@ -29,13 +28,7 @@ from sessions.services.common import (
     sessions_table,
     tasks_table,
 )
-
-HEARTBEAT_FILE = ".session-heartbeat.json"
-# The file marker is read at a resolution of CRASH_THRESHOLD_MINUTES; rewriting it (with
-# an fsync, ~8 ms on this disk) more than once a second per process buys nothing, and at
-# heartbeat rates the fsyncs would queue behind each other.
-FILE_MARKER_MIN_INTERVAL = 1.0
-_marker_written: dict[str, float] = {}  # marker path -> monotonic time of the last write
+from sessions.services.work import record_work
 
 
 def new_session_id() -> str:
@@ -55,8 +48,6 @@ def _require_task(task_id: str | None) -> None:
 
 def start_session(args: dict[str, Any]) -> dict[str, Any]:
     """Register a session, hand it its project's handoff and tell it what needs recovery."""
-    from sessions.services import recovery  # recovery builds on lifecycle's helpers
-
     session_id = args.get("sessionId") or new_session_id()
     task_id, project_dir = args.get("taskId"), args.get("projectDir")
     agent_id, process_id = args.get("agentId"), args.get("processId")
@@ -91,7 +82,7 @@ def start_session(args: dict[str, Any]) -> dict[str, Any]:
     metrics.sessions_total.labels("active").inc()
     logger.info("Session started", extra={"sessionId": session_id, "taskId": task_id,
                                           "projectDir": project_dir, "agentId": agent_id})
-    saved_to = {"database": True, **_mark_alive(session_id, task_id, project_dir, row[1],
+    saved_to = {"database": True, **markers.mark_alive(session_id, task_id, project_dir, row[1],
                                                 force_file=True)}
     result: dict[str, Any] = {
         "success": True,
@@ -167,7 +158,7 @@ def heartbeat(args: dict[str, Any]) -> dict[str, Any]:
                                           task_id=task_id)
     if previous is not None:
         metrics.heartbeat_age_seconds.observe(max(0.0, (last - previous).total_seconds()))
-    saved_to = {"database": True, **_mark_alive(session_id, current_task, project_dir, last)}
+    saved_to = {"database": True, **markers.mark_alive(session_id, current_task, project_dir, last)}
     return {"success": True, "sessionId": session_id, "status": status,
             "lastHeartbeat": iso(last), "taskId": current_task,
             "nextHeartbeatMs": settings.HEARTBEAT_INTERVAL_MS, "savedTo": saved_to}
@@ -208,7 +199,7 @@ def end_session(args: dict[str, Any]) -> dict[str, Any]:
     duration = (ended_at - started_at).total_seconds() if started_at else None
     logger.info("Session ended", extra={"sessionId": session_id, "duration": duration,
                                         "tasksWorked": tasks_worked})
-    _mark_gone(session_id, "ended")
+    markers.mark_gone(session_id, "ended")
     project = handoffs.project_key(project_dir)
     status = notifications.notify(
         f"{project} session closed - {agent_id or session_id}"
@@ -217,49 +208,3 @@ def end_session(args: dict[str, Any]) -> dict[str, Any]:
             "endedAt": iso(ended_at), "durationSeconds": duration, "taskId": task_id,
             "tasksWorked": tasks_worked, "handoff": handoffs.handoff_data(handoff),
             "notificationStatus": status}
-
-
-def _mark_alive(session_id: str, task_id: str | None, project_dir: str | None,
-                at: Any, *, force_file: bool = False) -> dict[str, bool]:
-    """Redis key and file marker of a live session (11.4.1); failures are reported only."""
-    redis_ok = file_ok = True
-    try:
-        redis_store.set_json(redis_store.key("heartbeat", session_id), int(time.time() * 1000),
-                             settings.REDIS_HEARTBEAT_TTL)
-    except redis_store.RedisUnavailable:
-        metrics.backend_failures_total.labels("redis", "heartbeat").inc()
-        redis_ok = False
-    now, marker = time.monotonic(), str(files.recovery_dir() / HEARTBEAT_FILE)
-    if settings.ENABLE_FILE_SYNC and (
-            force_file or now - _marker_written.get(marker, 0.0) >= FILE_MARKER_MIN_INTERVAL):
-        _marker_written[marker] = now
-        file_ok = write_heartbeat_file({"sessionId": session_id, "timestamp": iso(at),
-                                        "taskId": task_id, "projectDir": project_dir,
-                                        "status": "active"})
-    return {"redis": redis_ok, "file": file_ok}
-
-
-def _mark_gone(session_id: str, status: str) -> None:
-    """Drop the Redis heartbeat and, if the file marker is this session's, close it."""
-    try:
-        redis_store.delete(redis_store.key("heartbeat", session_id))
-    except redis_store.RedisUnavailable:
-        metrics.backend_failures_total.labels("redis", "heartbeat").inc()
-    marker = read_heartbeat_file()
-    if marker and marker.get("sessionId") == session_id:
-        write_heartbeat_file({**marker, "status": status, "updatedAt": now_iso()})
-
-
-def write_heartbeat_file(data: dict[str, Any]) -> bool:
-    try:
-        files.write_json_atomic(files.recovery_dir() / HEARTBEAT_FILE, data)
-        return True
-    except OSError as exc:
-        metrics.backend_failures_total.labels("file", "heartbeat").inc()
-        logger.warning("heartbeat file not written: %s", exc)
-        return False
-
-
-def read_heartbeat_file() -> dict[str, Any] | None:
-    data = files.read_json(files.recovery_dir() / HEARTBEAT_FILE)
-    return data if isinstance(data, dict) else None

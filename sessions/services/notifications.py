@@ -14,7 +14,7 @@ from typing import Protocol
 import httpx
 from django.conf import settings
 
-from orchestrator import metrics
+from orchestrator.observability import metrics
 
 logger = logging.getLogger("orchestrator.sessions")
 

@@ -17,12 +17,11 @@ from django.db import connection, transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from graph.services.work import forget_sessions, orphaned_work
-from orchestrator.db import qualified
-from orchestrator.errors import OrchestratorError, now_iso
+from orchestrator.core.db import qualified
+from orchestrator.core.errors import OrchestratorError, now_iso
 from sessions import signals
 from sessions.models import ActiveSession, SessionDetail
-from sessions.services import history, lifecycle
+from sessions.services import history, markers
 from sessions.services.common import (
     DETAIL_TABLE,
     EVENTS_TABLE,
@@ -37,6 +36,7 @@ from sessions.services.common import (
     tasks_table,
 )
 from sessions.services.prompts import RecoveryState, resume_prompt, task_from_row
+from sessions.services.work import forget_sessions, orphaned_work
 
 HISTORY_LIMIT = 10
 CRASH_LOG_LINES = 50
@@ -166,13 +166,13 @@ def mark_recovered(session_id: str) -> str:
 
 
 def _mark_file_session_recovered(session_id: str) -> bool:
-    marker = lifecycle.read_heartbeat_file()
+    marker = markers.read_heartbeat_file()
     if not marker or marker.get("sessionId") != session_id:
         return False
     if marker.get("status") == "recovered":
         raise OrchestratorError("E1632", f"Session {session_id!r} already recovered",
                                 {"sessionId": session_id})
-    return lifecycle.write_heartbeat_file({**marker, "status": "recovered",
+    return markers.write_heartbeat_file({**marker, "status": "recovered",
                                            "updatedAt": now_iso()})
 
 
@@ -205,7 +205,7 @@ def _current_task(task_id: str | None) -> dict[str, Any] | None:
 
 def _stale_file_state(known: set[str]) -> RecoveryState | None:
     """Source 2 (4.1.8): a stale heartbeat file whose session the database cannot vouch for."""
-    marker = lifecycle.read_heartbeat_file()
+    marker = markers.read_heartbeat_file()
     if not marker or marker.get("status", "active") != "active":
         return None
     session_id = marker.get("sessionId")

@@ -41,7 +41,7 @@ class OrchestratorServer:
     def start(self) -> None:
         with self.log_path.open("a") as log:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "orchestrator.webserver", "--host", "127.0.0.1",
+                [sys.executable, "-m", "orchestrator.ops.webserver", "--host", "127.0.0.1",
                  "--port", str(self.port), "--workers", "1"],
                 cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + START_TIMEOUT

@@ -11,9 +11,10 @@ import jsonschema
 import pytest
 
 from graph import backend as graph_backend
-from orchestrator.errors import REGISTRY
-from orchestrator.tools import mcp, registry
-from orchestrator.tools.schema import ERROR_OBJECT
+from orchestrator.core.errors import REGISTRY
+from orchestrator.core.tools import registry
+from orchestrator.core.tools.schema import ERROR_OBJECT
+from orchestrator.web import mcp
 from tests.clients import conformance
 from tests.conftest import free_port
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from orchestrator.tools import registry
+from orchestrator.core.tools import registry
 from tests import mcp_client
 from tests.clients import conformance
 

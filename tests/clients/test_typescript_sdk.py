@@ -14,7 +14,7 @@ import subprocess
 
 import pytest
 
-from orchestrator.tools import registry
+from orchestrator.core.tools import registry
 from tests.clients import conformance
 
 

@@ -7,7 +7,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from conflicts import locks
+from locks import services as locks
 from orchestrator.backends import redis_store
 
 

@@ -8,9 +8,9 @@ import uuid
 import pytest
 from django.db import connection
 
-from conflicts import locks
 from contexts.services.save import save_task_changes
-from orchestrator.errors import OrchestratorError
+from locks import services as locks
+from orchestrator.core.errors import OrchestratorError
 from tests.conflicts.conftest import write_lock
 
 
@@ -115,7 +115,7 @@ def test_sessions_racing_for_one_lock_exactly_one_wins(transactional_db, make_ta
         write_lock(task_id, "crashed", expires_in=-5)
     for _ in range(5):
         results = _race(
-            lambda i: locks.acquire_task_lock(task_id, f"s{i}")["lock"]["sessionId"], count=4)
+            lambda i: locks.acquire_lock(task_id, f"s{i}")["lock"]["sessionId"], count=4)
         winners = [r for r in results if r != "E1613"]
         assert len(winners) == 1, results
         assert locks.current_lock(task_id)["sessionId"] == winners[0]

@@ -9,14 +9,14 @@ import uuid
 import pytest
 from django.db import connection
 
-from conflicts import locks
 from conflicts.models import ContextConflict
 from conflicts.services import resolution
 from contexts.models import ContextVersion, TaskContext
 from contexts.services import cache
 from contexts.services.save import save_task_changes
+from locks import services as locks
 from orchestrator.backends import files, redis_store
-from orchestrator.errors import OrchestratorError
+from orchestrator.core.errors import OrchestratorError
 from tests.conflicts.conftest import write_lock
 
 

@@ -10,8 +10,8 @@ from django.utils import timezone
 
 from conflicts.models import ContextConflict
 from contexts.models import ContextVersion
-from orchestrator.jobruns import record_job_run
-from orchestrator.models import JobRun
+from orchestrator.core.jobruns import record_job_run
+from orchestrator.core.models import JobRun
 from sessions.models import ActiveSession, ToolInvocation
 from sessions.services import recovery
 

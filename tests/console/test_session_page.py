@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from conflicts import locks
+from locks import services as locks
 from sessions.models import ActiveSession
 
 pytestmark = pytest.mark.django_db

@@ -10,7 +10,7 @@ from django.db import connection
 from contexts.models import Checkpoint, ContextVersion
 from contexts.services.checkpoints import pack_snapshot, unpack_snapshot
 from orchestrator.backends import redis_store
-from orchestrator.db import qualified
+from orchestrator.core.db import qualified
 
 pytestmark = pytest.mark.django_db
 

@@ -9,13 +9,13 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from bench.roundtrips import PostgresTrace
-from conflicts import locks
 from contexts.models import ContextVersion, TaskContext
 from contexts.services.save import save_task_changes
 from contexts.services.tasks import create_task
 from graph.models import GraphOutboxEntry
+from locks import services as locks
 from orchestrator.backends import redis_store
-from orchestrator.errors import OrchestratorError
+from orchestrator.core.errors import OrchestratorError
 from tests.conftest import free_port
 
 pytestmark = pytest.mark.django_db(transaction=True)

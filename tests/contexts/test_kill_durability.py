@@ -24,7 +24,7 @@ from django.db import connection
 
 from contexts.models import ContextVersion, TaskContext
 from contexts.services.tasks import create_task
-from orchestrator.models import ApiToken
+from orchestrator.core.models import ApiToken
 from tests.conftest import free_port
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
@@ -62,7 +62,7 @@ def test_acknowledged_saves_survive_kill_9_of_the_web_workers(tmp_path, settings
     env = {**os.environ, "DATABASE_URL": database_url(), "CONTEXT_DIR": str(tmp_path / "c"),
            "RECOVERY_DIR": str(tmp_path / "r"), "LOG_LEVEL": "WARNING"}
     server = subprocess.Popen(
-        [sys.executable, "-m", "orchestrator.webserver", "--port", str(port), "--workers", "2"],
+        [sys.executable, "-m", "orchestrator.ops.webserver", "--port", str(port), "--workers", "2"],
         cwd=ROOT, env=env, start_new_session=True, stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL)
     acknowledged: list[tuple[str, int, str]] = []

@@ -11,8 +11,8 @@ from django.core.management import call_command
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from orchestrator.models import ApiToken, SessionOwner, TokenScope, hash_token
-from orchestrator.tools import ToolContext, call_tool
+from orchestrator.core.models import ApiToken, SessionOwner, TokenScope, hash_token
+from orchestrator.core.tools import ToolContext, call_tool
 from sessions.models import SessionDetail, SessionEvent
 from tests import mcp_client
 from tests.conftest import ToolClient

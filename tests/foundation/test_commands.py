@@ -12,7 +12,7 @@ from django.conf import settings
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-from orchestrator.models import ApiToken, hash_token
+from orchestrator.core.models import ApiToken, hash_token
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -61,7 +61,7 @@ def test_mcp_stdio_serves_the_same_tools(transactional_db):
 
 
 def test_manage_py_adopts_the_running_launchers_servers(tmp_path, monkeypatch):
-    from orchestrator.localservers import adopt_running_launcher
+    from orchestrator.ops.localservers import adopt_running_launcher
 
     for name in ("DATABASE_URL", "POSTGRES_HOST", "REDIS_URL", "NEO4J_URI"):
         monkeypatch.delenv(name, raising=False)

@@ -122,7 +122,7 @@ def test_postgres_down_is_503_e1654_not_500(django_db_blocker):
 
 
 def test_a_revoked_token_stops_working(db, client: Client):
-    from orchestrator.models import ApiToken
+    from orchestrator.core.models import ApiToken
 
     token, raw = ApiToken.issue("short-lived")
     headers = {"HTTP_AUTHORIZATION": f"Bearer {raw}"}

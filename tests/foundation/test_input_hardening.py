@@ -8,8 +8,8 @@ import json
 import pytest
 
 from contexts.models import ContextVersion, TaskContext
-from orchestrator.tools.input_checks import MAX_DEPTH
-from orchestrator.tools.schema import MAX_TASK_ID_LENGTH
+from orchestrator.core.tools.input_checks import MAX_DEPTH
+from orchestrator.core.tools.schema import MAX_TASK_ID_LENGTH
 from sessions.models import SessionDetail
 
 pytestmark = pytest.mark.django_db
@@ -122,7 +122,7 @@ def test_longest_task_id_fits_every_file_it_becomes(tools, settings):
 
 def test_task_id_limit_holds_in_the_service_too():
     from contexts.services.tasks import create_task
-    from orchestrator.errors import OrchestratorError
+    from orchestrator.core.errors import OrchestratorError
 
     with pytest.raises(OrchestratorError) as error:
         create_task({"taskId": "x" * (MAX_TASK_ID_LENGTH + 1), "name": "long"})

@@ -6,9 +6,9 @@ import io
 
 import pytest
 
-from orchestrator import jobruns
-from orchestrator.jobruns import record_job_run
-from orchestrator.models import JobRun
+from orchestrator.core import jobruns
+from orchestrator.core.jobruns import record_job_run
+from orchestrator.core.models import JobRun
 
 pytestmark = pytest.mark.django_db
 

@@ -19,8 +19,8 @@ from django.apps import apps
 from django.db import connection
 
 from orchestrator.backends import redis_store
-from orchestrator.tools import registry
-from orchestrator.tools.input_checks import MAX_DEPTH
+from orchestrator.core.tools import registry
+from orchestrator.core.tools.input_checks import MAX_DEPTH
 
 pytestmark = pytest.mark.django_db
 

@@ -93,8 +93,7 @@ def test_same_agents_and_recent_sessions(settings, graph_server, tools,
 
     from django.utils import timezone
 
-    from graph.models import SessionWork
-    from sessions.models import ActiveSession
+    from sessions.models import ActiveSession, SessionWork
     from sessions.services.recovery import clean_stale_sessions
 
     def run(tool, args):

@@ -92,8 +92,7 @@ def test_focus(graph):
     graph.relate("g", "c", "blocks")
     started = datetime(2026, 1, 2, 3, 4, 5, 600000, tzinfo=UTC)
     graph.tools.ok("start_session", {"sessionId": "sess-1", "taskId": "c"})
-    from graph.models import SessionWork
-    from sessions.models import ActiveSession
+    from sessions.models import ActiveSession, SessionWork
 
     ActiveSession.objects.filter(session_id="sess-1").update(started_at=started)
     SessionWork.objects.filter(session_id="sess-1").update(started_at=started)

@@ -12,7 +12,7 @@ from io import StringIO
 import pytest
 from django.core.management import CommandError, call_command
 
-from orchestrator.models import ApiToken, hash_token
+from orchestrator.core.models import ApiToken, hash_token
 from orchestrator_hook import __version__, install
 from tests.hook_client.conftest import HOOK, fixture
 

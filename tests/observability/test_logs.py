@@ -9,7 +9,7 @@ import logging
 import pytest
 
 from conflicts import tasks as conflict_tasks
-from orchestrator.logformat import JsonFormatter
+from orchestrator.observability.logformat import JsonFormatter
 from sessions.services import recovery
 from tests.sessions.helpers import backdate
 

@@ -16,7 +16,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from contexts import tasks as context_tasks
 from contexts.models import ContextVersion
-from orchestrator.models import ApiToken
+from orchestrator.core.models import ApiToken
 from sessions.services import recovery
 from sessions.tasks import detect_crashed_sessions_task
 from tests import processes

@@ -16,7 +16,7 @@ from django.core.management import call_command
 from django.db import connection
 
 from orchestrator.backends import redis_store
-from orchestrator.db import qualified
+from orchestrator.core.db import qualified
 from tests import processes
 
 # Each table's rows as JSON, in a stable order (what must come back identical).
@@ -155,7 +155,7 @@ def test_the_scheduled_backup_keeps_the_newest_and_marks_the_job(tools, settings
     from prometheus_client import REGISTRY
 
     from orchestrator.celery import periodic_jobs
-    from orchestrator.tasks import backup_task
+    from orchestrator.ops.tasks import backup_task
 
     settings.BACKUP_DIR = str(tmp_path / "backups")
     settings.BACKUP_KEEP = 2

@@ -7,8 +7,8 @@ from typing import Any
 import jsonschema
 from django.db import connection
 
-from orchestrator.db import qualified
-from orchestrator.tools import get_tool
+from orchestrator.core.db import qualified
+from orchestrator.core.tools import get_tool
 
 
 def backdate(session_id: str, minutes: float) -> None:

@@ -8,7 +8,7 @@ from django.db import connection
 
 from bench.roundtrips import PostgresTrace
 from contexts.models import ContextVersion, GlobalContext, TaskContext
-from orchestrator.db import qualified
+from orchestrator.core.db import qualified
 from sessions.models import ToolInvocation
 from sessions.services import activity
 from tests import mcp_client

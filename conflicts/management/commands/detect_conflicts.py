@@ -10,9 +10,9 @@ from contextlib import nullcontext
 from django.core.management.base import BaseCommand, CommandError
 
 from conflicts.services.detection import detect_conflicts
-from orchestrator.errors import OrchestratorError
-from orchestrator.jobruns import RunOutcome, record_job_run
-from orchestrator.tools.schema import CONFLICT_TYPES
+from orchestrator.core.errors import OrchestratorError
+from orchestrator.core.jobruns import RunOutcome, record_job_run
+from orchestrator.core.tools.schema import CONFLICT_TYPES
 
 
 class Command(BaseCommand):

@@ -7,8 +7,8 @@ from contextlib import nullcontext
 from django.core.management.base import BaseCommand, CommandError
 
 from contexts.services import sync
-from orchestrator.errors import OrchestratorError
-from orchestrator.jobruns import RunOutcome, record_job_run
+from orchestrator.core.errors import OrchestratorError
+from orchestrator.core.jobruns import RunOutcome, record_job_run
 
 
 class Command(BaseCommand):

@@ -1,0 +1,140 @@
+"""The conflict-resolution console: list with severity colours and filters, a conflict page
+with the evidence side by side and one button per action, bulk ignore / escalate.
+
+Every button calls the same services as the tools, with resolved_by = the admin user.
+"""
+
+from __future__ import annotations
+
+import json
+
+from django.contrib import admin, messages
+from django.db.models import Count
+from django.http import HttpRequest, HttpResponseRedirect
+from django.template.response import TemplateResponse
+from django.utils.html import format_html
+
+from conflicts.models import ContextConflict
+from conflicts.services import console, resolution
+from conflicts.services.resolution import RESOLVABLE, STEPS
+from console.admin.base import MissingObjectIs404, object_or_404
+from orchestrator.core.errors import OrchestratorError
+
+SEVERITY_COLOURS = {"critical": "#ba2121", "high": "#e67e22", "medium": "#d4ac0d",
+                    "low": "#5b80b2"}
+ACTIONS = ("use_a", "use_b", "merge", "custom", "ignore")
+
+
+class TaskFilter(admin.SimpleListFilter):
+    """?task=<id> matches task A or B; the sidebar offers the tasks with most conflicts."""
+
+    title = "task"
+    parameter_name = "task"
+
+    def lookups(self, request, model_admin):
+        top = (ContextConflict.objects.values("task_a_id").annotate(n=Count("pk"))
+               .order_by("-n", "task_a_id")[:20])
+        return [(row["task_a_id"], row["task_a_id"]) for row in top]
+
+    def queryset(self, request, queryset):
+        value = self.value()
+        if not value:
+            return queryset
+        return queryset.filter(task_a_id=value) | queryset.filter(task_b_id=value)
+
+
+@admin.register(ContextConflict)
+class ContextConflictAdmin(MissingObjectIs404):
+    list_display = ("conflict_type", "severity_badge", "resolution_status", "task_a_id",
+                    "task_b_id", "strength", "detected_at", "resolved_by")
+    list_filter = ("conflict_type", "severity", "resolution_status", TaskFilter)
+    search_fields = ("task_a_id", "task_b_id", "description")
+    ordering = ("-detected_at",)
+    actions = ("bulk_ignore", "bulk_escalate")
+    list_per_page = 50
+
+    @admin.display(description="severity", ordering="severity")
+    def severity_badge(self, obj: ContextConflict) -> str:
+        colour = SEVERITY_COLOURS.get(obj.severity, "#666")
+        return format_html('<span style="color:#fff;background:{};padding:2px 8px;'
+                           'border-radius:8px;font-weight:bold">{}</span>', colour, obj.severity)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        # Conflicts come from detection or report_conflict, never from a blank form.
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj=None) -> bool:
+        # The table is the audit trail of resolutions.
+        return False
+
+    def _bulk(self, request: HttpRequest, queryset, status: str) -> None:
+        outcome = resolution.bulk_set_status(list(queryset.values_list("pk", flat=True)), status,
+                                             by=request.user.get_username())
+        self.message_user(request, f"{len(outcome['done'])} conflict(s) {status}.")
+        if outcome["refused"]:
+            self.message_user(request, f"{len(outcome['refused'])} skipped (already closed "
+                              f"or already {status}).", messages.WARNING)
+
+    @admin.action(description="Ignore selected conflicts")
+    def bulk_ignore(self, request: HttpRequest, queryset) -> None:
+        self._bulk(request, queryset, "ignored")
+
+    @admin.action(description="Escalate selected conflicts")
+    def bulk_escalate(self, request: HttpRequest, queryset) -> None:
+        self._bulk(request, queryset, "escalated")
+
+    def change_view(self, request: HttpRequest, object_id: str, form_url: str = "",
+                    extra_context=None):
+        conflict = object_or_404(ContextConflict, _uuid_or_none(object_id))
+        if request.method == "POST":
+            self._apply(request, conflict)
+            return HttpResponseRedirect(request.path)
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.model._meta,
+            "title": f"{conflict.conflict_type}: {conflict.task_a_id}"
+                     f"{' / ' + conflict.task_b_id if conflict.task_b_id else ''}",
+            "conflict": conflict,
+            "sides": console.sides(conflict),
+            "evidence": json.dumps(conflict.evidence, indent=2, default=str),
+            "resolution_json": json.dumps(conflict.resolution, indent=2, default=str)
+            if conflict.resolution else "",
+            "open": conflict.resolution_status in RESOLVABLE,
+            "actions": ACTIONS,
+            "steps": [s for s, sources in STEPS.items()
+                      if conflict.resolution_status in sources],
+            "resolved_value": request.POST.get("resolved_value")
+            or console.resolved_value_template(conflict),
+            "colour": SEVERITY_COLOURS.get(conflict.severity, "#666"),
+        }
+        return TemplateResponse(request, "conflicts/conflict_detail.html", context)
+
+    def _apply(self, request: HttpRequest, conflict: ContextConflict) -> None:
+        user = request.user.get_username()
+        action, notes = request.POST.get("action", ""), request.POST.get("notes") or None
+        try:
+            if action in STEPS:
+                resolution.set_status(conflict.pk, action, by=user, notes=notes)
+                self.message_user(request, f"Conflict is now {action}.")
+                return
+            body = {"action": action}
+            if notes:
+                body["notes"] = notes
+            if action in ("merge", "custom"):
+                try:
+                    body["resolvedValue"] = json.loads(request.POST.get("resolved_value") or "")
+                except ValueError as exc:
+                    raise OrchestratorError("E1644", f"resolved value is not JSON: {exc}") \
+                        from None
+            result = resolution.resolve_conflict(conflict.pk, body, resolved_by=user)
+            self.message_user(request, f"Conflict {result['newStatus']} ({action}): "
+                              + ("; ".join(result["effects"]) or "no side effects"))
+        except OrchestratorError as exc:
+            self.message_user(request, f"{exc.code}: {exc.message}", messages.ERROR)
+
+
+def _uuid_or_none(value: str):
+    try:
+        return resolution.parse_conflict_id(value)
+    except OrchestratorError:
+        return None

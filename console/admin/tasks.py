@@ -1,0 +1,185 @@
+"""The rollback console: tasks, their versions and diffs, checkpoints, rollback actions.
+
+Nothing here writes a task directly. Rollbacks go through the rollback_to tool (the same
+service REST and MCP use) after a confirmation page; versions and checkpoints are
+read-only, and tasks are shown, not edited, so every change stays versioned and cached.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.conf import settings
+from django.contrib import admin, messages
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.template import TemplateDoesNotExist
+from django.template.loader import get_template
+from django.template.response import TemplateResponse
+from django.urls import path, reverse
+from django.utils.html import format_html
+
+from conflicts import selectors
+from console.admin.base import MissingObjectIs404, object_or_404
+from console.admin.orphans import OrphanedFilter, orphaned_task_ids
+from contexts.models import Checkpoint, ContextVersion, GlobalContext, TaskContext
+from contexts.services import rollback
+from contexts.services.checkpoints import snapshot_for_display
+from orchestrator.core.errors import OrchestratorError
+from orchestrator.core.tools import ToolContext, call_tool
+
+CONFLICT_HISTORY_TEMPLATE = "conflicts/_task_history.html"
+
+
+class ReadOnlyAdmin(MissingObjectIs404):
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+def _active_task_id() -> str | None:
+    return (GlobalContext.objects.filter(project_id=settings.MCP_PROJECT_ID)
+            .values_list("active_task_id", flat=True).first())
+
+
+def _conflict_history_template() -> str | None:
+    """The conflicts app's partial for the task page, if that app provides it.
+
+    Django's include has no "ignore missing", and the page must not break without it.
+    """
+    try:
+        get_template(CONFLICT_HISTORY_TEMPLATE)
+    except TemplateDoesNotExist:
+        return None
+    return CONFLICT_HISTORY_TEMPLATE
+
+
+def _rollback_target(request: HttpRequest) -> dict[str, Any]:
+    """The target of a rollback from the query string or form: E1612 if incomplete."""
+    data = request.POST if request.method == "POST" else request.GET
+    if data.get("type") == "version":
+        try:
+            return {"type": "version", "version": int(data.get("version", ""))}
+        except ValueError:
+            raise OrchestratorError("E1612", "version must be a number") from None
+    if data.get("type") == "checkpoint" and data.get("checkpoint"):
+        return {"type": "checkpoint", "checkpointId": data["checkpoint"]}
+    raise OrchestratorError("E1612", "Choose a version or a checkpoint to roll back to")
+
+
+@admin.register(TaskContext)
+class TaskContextAdmin(ReadOnlyAdmin):
+    list_display = ("task_id", "name", "status", "current_phase", "iteration", "version",
+                    "updated_at", "active", "orphaned")
+    list_filter = ("status", "agent_type", OrphanedFilter)
+    search_fields = ("task_id", "name")
+    ordering = ("-updated_at",)
+    change_form_template = "admin/contexts/taskcontext/change_form.html"
+
+    def get_list_display(self, request: HttpRequest):
+        # One query for the active marker of the whole page, not one per row.
+        self._active = _active_task_id()
+        self._orphaned = orphaned_task_ids()
+        return super().get_list_display(request)
+
+    @admin.display(description="orphaned")
+    def orphaned(self, obj: TaskContext) -> str:
+        return format_html('<strong style="color:#ba2121">{}</strong>',
+                           "⚠ orphaned") if obj.task_id in getattr(self, "_orphaned", ()) else ""
+
+    @admin.display(description="active")
+    def active(self, obj: TaskContext) -> str:
+        return format_html("<strong>{}</strong>", "● active") if obj.task_id == getattr(
+            self, "_active", None) else ""
+
+    def get_urls(self):
+        return [path("<path:object_id>/rollback/",
+                     self.admin_site.admin_view(self.rollback_view),
+                     name="contexts_taskcontext_rollback"), *super().get_urls()]
+
+    def change_view(self, request: HttpRequest, object_id: str, form_url: str = "",
+                    extra_context: dict | None = None) -> HttpResponse:
+        task = object_or_404(TaskContext, object_id)
+        diff_version = request.GET.get("diff")
+        diff, diff_error = None, None
+        if diff_version:
+            try:
+                diff = rollback.preview(task, "version", version=int(diff_version))
+            except (ValueError, OrchestratorError) as exc:
+                diff_error = str(exc)
+        context = {
+            **(extra_context or {}),
+            "task": task,
+            "is_active": _active_task_id() == task.task_id,
+            "versions": ContextVersion.objects.filter(task_id=task.task_id)
+                                              .order_by("-version")[:100],
+            "task_checkpoints": Checkpoint.objects.filter(
+                included_tasks__contains=[task.task_id]).order_by("-created_at")[:50],
+            "task_conflicts": selectors.conflicts_for_task(task.task_id),
+            "conflict_history_template": _conflict_history_template(),
+            "diff_version": diff_version,
+            "diff": diff,
+            "diff_error": diff_error,
+        }
+        return super().change_view(request, object_id, form_url, context)
+
+    def rollback_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        if not self.has_view_permission(request):
+            return HttpResponse(status=403)
+        task = object_or_404(TaskContext, object_id)
+        page = reverse("admin:contexts_taskcontext_change", args=[task.pk])
+        try:
+            target = _rollback_target(request)
+            if request.method == "POST":
+                result = call_tool("rollback_to", {
+                    "taskId": task.task_id, "target": target,
+                    "createBackup": request.POST.get("create_backup") == "on",
+                }, ToolContext("admin", actor=f"admin:{request.user.get_username()}"))
+                backup = result.get("backupCheckpointId")
+                self.message_user(request, f"Rolled back to {target['type']} "
+                                  f"{result['rolledBackTo']['identifier']}; now version "
+                                  f"{result['version']}" + (f"; backup {backup}" if backup
+                                                            else ""), messages.SUCCESS)
+                return HttpResponseRedirect(page)
+            changes = rollback.preview(task, target["type"], version=target.get("version"),
+                                       checkpoint_id=target.get("checkpointId"))
+        except OrchestratorError as exc:
+            self.message_user(request, f"{exc.code}: {exc.message}", messages.ERROR)
+            return HttpResponseRedirect(page)
+        return TemplateResponse(request, "admin/contexts/taskcontext/rollback_confirm.html", {
+            **self.admin_site.each_context(request),
+            "opts": self.model._meta, "title": f"Roll back {task.task_id}?",
+            "task": task, "target": target, "changes": changes, "change_url": page})
+
+
+@admin.register(ContextVersion)
+class ContextVersionAdmin(ReadOnlyAdmin):
+    list_display = ("task_id", "version", "change_type", "change_summary", "session_id",
+                    "created_at")
+    list_filter = ("change_type",)
+    search_fields = ("task_id", "session_id")
+
+
+@admin.register(Checkpoint)
+class CheckpointAdmin(ReadOnlyAdmin):
+    list_display = ("checkpoint_id", "label", "scope", "checkpoint_type", "task_id",
+                    "included", "created_at")
+    list_filter = ("scope", "checkpoint_type")
+    search_fields = ("checkpoint_id", "label", "task_id")
+    fields = ("checkpoint_id", "label", "description", "checkpoint_type", "scope", "task_id",
+              "included", "created_by", "session_id", "created_at", "snapshot_pretty")
+    readonly_fields = fields
+
+    @admin.display(description="included tasks")
+    def included(self, obj: Checkpoint) -> str:
+        return ", ".join(obj.included_tasks or []) or "—"
+
+    @admin.display(description="snapshot")
+    def snapshot_pretty(self, obj: Checkpoint) -> str:
+        return format_html("<pre>{}</pre>", json.dumps(snapshot_for_display(obj), indent=2,
+                                                       default=str))

@@ -1,0 +1,89 @@
+from __future__ import annotations
+
+import hashlib
+import secrets
+
+from django.db import models
+
+
+def hash_token(raw: str) -> str:
+    return hashlib.sha256(raw.encode()).hexdigest()
+
+
+class TokenScope(models.TextChoices):
+    """What a token may do: read calls only read-only tools; write calls every tool on its
+    own sessions; admin also writes other tokens' sessions."""
+
+    READ = "read"
+    WRITE = "write"
+    ADMIN = "admin"
+
+
+class ApiToken(models.Model):
+    """A bearer token for REST and MCP clients. Only its sha256 is stored."""
+
+    name = models.CharField(max_length=100, unique=True)
+    # Tokens issued before scopes existed become write tokens: what they could already do,
+    # except writing sessions other tokens started.
+    scope = models.CharField(max_length=10, choices=TokenScope.choices,
+                             default=TokenScope.WRITE)
+    token_hash = models.CharField(max_length=64, unique=True, editable=False)
+    prefix = models.CharField(max_length=12, editable=False,
+                              help_text="First characters, to tell tokens apart")
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked = models.BooleanField(default=False)
+
+    class Meta:
+        db_table = "orchestrator_api_token"
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.prefix}…)"
+
+    @classmethod
+    def issue(cls, name: str, scope: str = TokenScope.WRITE) -> tuple[ApiToken, str]:
+        raw = "orch_" + secrets.token_urlsafe(32)
+        token = cls.objects.create(name=name, token_hash=hash_token(raw), prefix=raw[:12],
+                                   scope=scope)
+        return token, raw
+
+
+class SessionOwner(models.Model):
+    """Which token started a session (spec 8.1.2): only that token, or an admin token,
+    may write the session afterwards. Sessions started by people or jobs have no row and
+    stay writable by any write token. Kept here, beside the tokens, so the access check
+    in the tool registry needs nothing from the sessions app."""
+
+    session_id = models.CharField(max_length=255, primary_key=True)
+    token_name = models.CharField(max_length=100)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        db_table = "orchestrator_session_owner"
+
+    def __str__(self) -> str:
+        return f"{self.session_id} -> {self.token_name}"
+class JobRun(models.Model):
+    """One run of a periodic job (crash sweep, hot sync, ...), written by ``record_job_run``.
+
+    The console's overview reads the latest run of each job to show whether beat is alive;
+    only the newest ``jobruns.KEPT_RUNS`` runs of each job are kept.
+    """
+
+    RUNNING, OK, FAILED = "running", "ok", "failed"
+
+    job_name = models.CharField(max_length=100)
+    started_at = models.DateTimeField()
+    finished_at = models.DateTimeField(null=True, blank=True)
+    outcome = models.CharField(max_length=10, default=RUNNING,
+                               choices=[(o, o) for o in (RUNNING, OK, FAILED)])
+    summary = models.CharField(max_length=500, blank=True, default="")
+
+    class Meta:
+        db_table = "orchestrator_job_run"
+        ordering = ["-id"]
+        indexes = [models.Index(fields=["job_name", "-id"], name="jobrun_name_recent")]
+
+    def __str__(self) -> str:
+        return f"{self.job_name} {self.outcome} at {self.started_at:%Y-%m-%d %H:%M:%S}"

@@ -1,0 +1,144 @@
+"""The tool registry: every way in (REST, MCP, admin, commands) calls ``call_tool``.
+
+A tool is declared once, in its app's ``tools.py``, with ``register(Tool(...))``: name,
+description, JSON Schema of input and output, and the service function it calls. The
+registry validates input against the schema (bad input -> the tool's validation code,
+400), runs the handler, and turns unexpected faults into E1699 so transports only ever
+see ``OrchestratorError``.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+import psycopg
+from django.db import DatabaseError, InterfaceError, OperationalError
+
+from orchestrator.core.errors import OrchestratorError
+from orchestrator.core.tools.access import check_access
+from orchestrator.core.tools.definition import Tool, ToolContext
+from orchestrator.core.tools.input_checks import quick_validator_for, scan_input, validator_for
+from orchestrator.observability import metrics, tracing
+
+logger = logging.getLogger("orchestrator.tools")
+
+
+# Hooks run after every call (success or failure) with (tool, arguments, result_or_error,
+# context, duration_seconds); the sessions app uses one to record tool history.
+AfterCallHook = Callable[[Tool, dict[str, Any], dict[str, Any], ToolContext, float], None]
+
+_TOOLS: dict[str, Tool] = {}
+_AFTER_CALL: list[AfterCallHook] = []
+
+
+def register(tool: Tool) -> Tool:
+    if tool.name in _TOOLS:
+        raise ValueError(f"tool {tool.name!r} registered twice")
+    tool = Tool(**{**tool.__dict__, "validator": validator_for(tool.input_schema),
+                   "quick_validator": quick_validator_for(tool.input_schema)})
+    _TOOLS[tool.name] = tool
+    return tool
+
+
+def add_after_call_hook(hook: AfterCallHook) -> None:
+    if hook not in _AFTER_CALL:
+        _AFTER_CALL.append(hook)
+
+
+def tools() -> list[Tool]:
+    return sorted(_TOOLS.values(), key=lambda t: t.name)
+
+
+def get_tool(name: str) -> Tool:
+    try:
+        return _TOOLS[name]
+    except KeyError:
+        raise OrchestratorError("E1615", f"No tool named {name!r}") from None
+
+
+def validate_input(tool: Tool, arguments: Any) -> dict[str, Any]:
+    if not isinstance(arguments, dict):
+        raise OrchestratorError(tool.validation_code, "Tool input must be a JSON object")
+    unstorable, has_float = scan_input(arguments)
+    if unstorable:
+        raise OrchestratorError(
+            tool.validation_code,
+            f"Invalid input for {tool.name}: {unstorable['field']}: {unstorable['problem']}",
+            [unstorable])
+    if not has_float and tool.quick_validator.is_valid(arguments):
+        return arguments  # see input_checks.quick_validator_for: it only ever accepts
+    errors = sorted(tool.validator.iter_errors(arguments), key=lambda e: list(e.absolute_path))
+    if errors:
+        details = [
+            {"field": ".".join(str(p) for p in e.absolute_path) or "(root)", "problem": e.message}
+            for e in errors[:20]
+        ]
+        first = details[0]
+        raise OrchestratorError(
+            tool.validation_code,
+            f"Invalid input for {tool.name}: {first['field']}: {first['problem']}",
+            details,
+        )
+    return arguments
+
+
+def unavailable_message(exc: BaseException) -> str:
+    """E1654's message: a query cut off by statement_timeout is not an unreachable server."""
+    if isinstance(exc.__cause__, psycopg.errors.QueryCanceled):
+        return "PostgreSQL did not answer within the statement timeout"
+    return "PostgreSQL is unreachable"
+
+
+def call_tool(name: str, arguments: Any, context: ToolContext) -> dict[str, Any]:
+    """Validate, run and return the tool's output; raise ``OrchestratorError`` on failure."""
+    tool = get_tool(name)
+    # Every transport comes through here, so this is the one place a tool call's span starts.
+    with tracing.tool_span(tool.name, context.transport, arguments) as span:
+        return _run_tool(tool, arguments, context, span)
+
+
+def _run_tool(tool: Tool, arguments: Any, context: ToolContext, span: Any) -> dict[str, Any]:
+    name = tool.name
+    started = time.perf_counter()
+    outcome: dict[str, Any]
+    try:
+        with tracing.span("validate_input"):
+            args = validate_input(tool, arguments)
+        check_access(tool, args, context)
+        result = tool.handler(args, context)
+        outcome = result
+        return result
+    except OrchestratorError as exc:
+        outcome = exc.to_dict()
+        raise
+    except (OperationalError, InterfaceError) as exc:
+        logger.error("tool %s: database unavailable: %s", name, exc)
+        error = OrchestratorError("E1654", unavailable_message(exc), {"reason": str(exc)[:200]})
+        outcome = error.to_dict()
+        raise error from exc
+    except DatabaseError as exc:
+        logger.exception("tool %s: database error", name)
+        error = OrchestratorError("E1699", "Database error", {"reason": str(exc)[:200]})
+        outcome = error.to_dict()
+        raise error from exc
+    except Exception as exc:
+        logger.exception("tool %s failed unexpectedly", name)
+        error = OrchestratorError("E1699", f"Unexpected server fault in {name}")
+        outcome = error.to_dict()
+        raise error from exc
+    finally:
+        duration = time.perf_counter() - started
+        failure = outcome.get("error") if outcome.get("success") is False else None
+        code = failure.get("code", "error") if isinstance(failure, dict) else "ok"
+        metrics.tool_calls_total.labels(tool.name, context.transport, code).inc()
+        metrics.tool_call_duration_seconds.labels(tool.name).observe(duration)
+        tracing.record_tool_outcome(span, outcome)
+        for hook in _AFTER_CALL:
+            try:
+                hook(tool, arguments if isinstance(arguments, dict) else {}, outcome, context,
+                     duration)
+            except Exception:  # a hook must never change the tool's answer
+                logger.exception("after-call hook %r failed for %s", hook, name)

@@ -1,0 +1,246 @@
+"""Bounded storage (spec 7.4, seed 003): prune old context versions, checkpoints over a
+per-task quota and the event logs of sessions long ended.
+
+Run by the Celery beat job ``retention`` and by ``manage.py prune [--dry-run]``; the
+policy comes from the RETENTION_* settings. What is kept, always:
+
+- per task, the newest RETENTION_KEEP_VERSIONS versions and every version younger than
+  RETENTION_KEEP_DAYS;
+- every version a checkpoint needs (its snapshot's ``taskVersions``, or the versions of
+  the rows of a snapshot stored in clear), so rolling back to it stays explainable;
+- every version of a task with an open conflict (unresolved, investigating, escalated):
+  resolving it may need the history;
+- within the checkpoint quota, the newest checkpoints; beyond it automatic checkpoints
+  (type ``auto``: rollback backups) go first, oldest first, and checkpoints a caller
+  created only when RETENTION_PRUNE_LABELLED_CHECKPOINTS is set;
+- events of sessions that are still running or still need recovery.
+
+It also drops the ownership rows (orchestrator.models.SessionOwner) of sessions that no
+longer exist.
+
+context_versions and the event log are immutable by trigger. Deleting goes through the
+guard's deliberate path: each batch is its own transaction that sets
+``orchestrator.allow_version_pruning = 'on'`` for that transaction only. Each DELETE
+re-applies the rules, so a checkpoint taken during a run still protects its versions.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.apps import apps
+from django.conf import settings
+from django.db import connection, transaction
+
+from orchestrator.core.db import qualified
+from orchestrator.core.models import SessionOwner
+
+logger = logging.getLogger("orchestrator.retention")
+
+OPEN_CONFLICT_STATUSES = ("unresolved", "investigating", "escalated")
+ENDED_SESSION_STATUSES = ("ended", "recovered")
+
+
+@dataclass(frozen=True)
+class RetentionPolicy:
+    keep_versions: int
+    keep_days: float
+    checkpoints_per_task: int
+    prune_labelled_checkpoints: bool
+    event_days: float
+    batch_size: int
+
+    @classmethod
+    def from_settings(cls) -> RetentionPolicy:
+        return cls(keep_versions=max(1, settings.RETENTION_KEEP_VERSIONS),
+                   keep_days=settings.RETENTION_KEEP_DAYS,
+                   checkpoints_per_task=max(0, settings.RETENTION_CHECKPOINTS_PER_TASK),
+                   prune_labelled_checkpoints=settings.RETENTION_PRUNE_LABELLED_CHECKPOINTS,
+                   event_days=settings.RETENTION_EVENT_DAYS,
+                   batch_size=max(1, settings.RETENTION_BATCH_SIZE))
+
+
+@dataclass
+class PruneReport:
+    dry_run: bool
+    versions_by_task: Counter = field(default_factory=Counter)
+    checkpoints: list[str] = field(default_factory=list)
+    events_by_session: Counter = field(default_factory=Counter)
+    session_owners: int = 0
+
+    def lines(self) -> list[str]:
+        verb = "would delete" if self.dry_run else "deleted"
+        versions = sum(self.versions_by_task.values())
+        events = sum(self.events_by_session.values())
+        lines = [f"{verb} {versions} context versions of {len(self.versions_by_task)} tasks"]
+        lines += [f"  {task}: {count}" for task, count in sorted(self.versions_by_task.items())]
+        lines.append(f"{verb} {len(self.checkpoints)} checkpoints")
+        lines += [f"  {checkpoint_id}" for checkpoint_id in self.checkpoints]
+        lines.append(f"{verb} {events} session events of {len(self.events_by_session)} "
+                     "sessions")
+        lines += [f"  {session}: {count}"
+                  for session, count in sorted(self.events_by_session.items())]
+        return lines
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"dryRun": self.dry_run,
+                "versions": sum(self.versions_by_task.values()),
+                "versionsByTask": dict(self.versions_by_task),
+                "checkpoints": list(self.checkpoints),
+                "events": sum(self.events_by_session.values()),
+                "eventsBySession": dict(self.events_by_session),
+                "sessionOwners": self.session_owners}
+
+
+def _events_table() -> str:
+    return connection.ops.quote_name(apps.get_model("agent_sessions",
+                                                    "SessionEvent")._meta.db_table)
+
+
+def _prunable_versions_sql() -> str:
+    """SELECT id, task_id of the versions the rules allow deleting (parameters: keep,
+    seconds)."""
+    versions, checkpoints = qualified("context_versions"), qualified("checkpoints")
+    conflicts = qualified("context_conflicts")
+    open_statuses = ", ".join(f"'{s}'" for s in OPEN_CONFLICT_STATUSES)
+    return f"""
+        WITH ranked AS (
+            SELECT v.id, v.task_id, v.version, v.created_at,
+                   max(v.version) OVER (PARTITION BY v.task_id) AS latest
+            FROM {versions} v
+        ), needed AS (
+            SELECT tv.key AS task_id, NULLIF(tv.value, '')::int AS version
+            FROM {checkpoints} c, jsonb_each_text(CASE WHEN jsonb_typeof(
+                c.snapshot->'taskVersions') = 'object' THEN c.snapshot->'taskVersions'
+                ELSE '{{}}'::jsonb END) tv
+            UNION
+            SELECT t.key, NULLIF(t.value->>'version', '')::int
+            FROM {checkpoints} c, jsonb_each(CASE WHEN jsonb_typeof(c.snapshot->'tasks')
+                = 'object' THEN c.snapshot->'tasks' ELSE '{{}}'::jsonb END) t
+            WHERE jsonb_typeof(t.value) = 'object'
+        )
+        SELECT r.id, r.task_id FROM ranked r
+        WHERE r.version <= r.latest - %s
+          AND r.created_at < now() - make_interval(secs => %s)
+          AND NOT EXISTS (SELECT 1 FROM needed n
+                          WHERE n.task_id = r.task_id AND n.version = r.version)
+          AND NOT EXISTS (SELECT 1 FROM {conflicts} k
+                          WHERE k.resolution_status IN ({open_statuses})
+                            AND r.task_id IN (k.task_a_id, k.task_b_id))
+    """
+
+
+def _prunable_events_sql() -> str:
+    """SELECT id, session_id of events of long-ended or removed sessions (parameter:
+    seconds, twice)."""
+    sessions = qualified("active_sessions")
+    ended = ", ".join(f"'{s}'" for s in ENDED_SESSION_STATUSES)
+    return f"""
+        SELECT e.id, e.session_id FROM {_events_table()} e
+        LEFT JOIN {sessions} s ON s.session_id = e.session_id
+        WHERE (s.session_id IS NULL AND e.created_at < now() - make_interval(secs => %s))
+           OR (s.status IN ({ended}) AND s.recovery_needed IS NOT TRUE
+               AND COALESCE(s.ended_at, s.last_heartbeat, s.started_at)
+                   < now() - make_interval(secs => %s))
+    """
+
+
+def _select(sql: str, params: list[Any]) -> list[tuple]:
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchall()
+
+
+def _delete_in_batches(table: str, candidates_sql: str, params: list[Any],
+                       batch_size: int) -> Counter:
+    """Delete what ``candidates_sql`` (id, group) selects, ``batch_size`` rows per
+    transaction through the immutability guard's pruning path; counts per group."""
+    deleted: Counter = Counter()
+    while True:
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute("SELECT set_config('orchestrator.allow_version_pruning', 'on', true)")
+            cursor.execute(
+                f"DELETE FROM {table} WHERE id IN (SELECT id FROM ({candidates_sql}) AS c "
+                f"LIMIT %s) RETURNING id", [*params, batch_size])
+            ids = [row[0] for row in cursor.fetchall()]
+        if not ids:
+            return deleted
+        deleted.update({"rows": len(ids)})
+
+
+def _delete_grouped(table: str, candidates_sql: str, params: list[Any],
+                    batch_size: int) -> Counter:
+    """``_delete_in_batches`` reporting per group (task / session): the groups are read
+    first, then the deletes re-check the rules, so the counts are exact."""
+    groups = Counter(group for _, group in _select(candidates_sql, params))
+    if not groups:
+        return groups
+    counted = _delete_in_batches(table, candidates_sql, params, batch_size)["rows"]
+    if counted != sum(groups.values()):  # rows protected or added while running
+        logger.info("retention: %s changed while pruning (%s planned, %s deleted)",
+                    table, sum(groups.values()), counted)
+    return groups
+
+
+def _checkpoints_over_quota(policy: RetentionPolicy) -> list[str]:
+    """Ids of the checkpoints beyond each task's quota, automatic ones first."""
+    rows = _select(
+        f"SELECT checkpoint_id, task_id, checkpoint_type FROM {qualified('checkpoints')} "
+        f"WHERE task_id IN (SELECT task_id FROM {qualified('checkpoints')} "
+        "WHERE task_id IS NOT NULL GROUP BY task_id HAVING count(*) > %s) "
+        "ORDER BY task_id, created_at, checkpoint_id", [policy.checkpoints_per_task])
+    by_task: dict[str, list[tuple[str, str]]] = {}
+    for checkpoint_id, task_id, checkpoint_type in rows:
+        by_task.setdefault(task_id, []).append((checkpoint_id, checkpoint_type))
+    doomed: list[str] = []
+    for oldest_first in by_task.values():
+        excess = len(oldest_first) - policy.checkpoints_per_task
+        automatic = [cid for cid, kind in oldest_first if kind == "auto"]
+        chosen = automatic[:excess]
+        if policy.prune_labelled_checkpoints and len(chosen) < excess:
+            labelled = [cid for cid, kind in oldest_first if kind != "auto"]
+            chosen += labelled[:excess - len(chosen)]
+        doomed += chosen
+    return doomed
+
+
+def prune(policy: RetentionPolicy | None = None, *, dry_run: bool = False) -> PruneReport:
+    """Apply the retention policy (or only report what it would delete)."""
+    policy = policy or RetentionPolicy.from_settings()
+    report = PruneReport(dry_run=dry_run)
+    # Checkpoints first: the versions only they needed become prunable in the same run.
+    report.checkpoints = _checkpoints_over_quota(policy)
+    if not dry_run:
+        for start in range(0, len(report.checkpoints), policy.batch_size):
+            batch = report.checkpoints[start:start + policy.batch_size]
+            with transaction.atomic(), connection.cursor() as cursor:
+                cursor.execute(f"DELETE FROM {qualified('checkpoints')} "
+                               "WHERE checkpoint_id = ANY(%s)", [batch])
+    version_params = [policy.keep_versions, policy.keep_days * 86400]
+    event_params = [policy.event_days * 86400] * 2
+    if dry_run:
+        report.versions_by_task = Counter(
+            task for _, task in _select(_prunable_versions_sql(), version_params))
+        report.events_by_session = Counter(
+            session for _, session in _select(_prunable_events_sql(), event_params))
+    else:
+        report.versions_by_task = _delete_grouped(
+            qualified("context_versions"), _prunable_versions_sql(), version_params,
+            policy.batch_size)
+        report.events_by_session = _delete_grouped(
+            _events_table(), _prunable_events_sql(), event_params, policy.batch_size)
+        report.session_owners = _forget_owners_of_removed_sessions()
+    logger.info("retention %s", "dry run" if dry_run else "run", extra=report.as_dict())
+    return report
+
+
+def _forget_owners_of_removed_sessions() -> int:
+    """Owner rows of sessions that no longer exist (the stale-session sweep removed them)."""
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(
+            f"DELETE FROM {SessionOwner._meta.db_table} o WHERE NOT EXISTS (SELECT 1 FROM "
+            f"{qualified('active_sessions')} s WHERE s.session_id = o.session_id)")
+        return cursor.rowcount

@@ -1,0 +1,82 @@
+"""DRF glue: bearer-token authentication for the browsing API and the OpenAPI document,
+and the exception handler that gives every API failure the spec's error format."""
+
+from __future__ import annotations
+
+import logging
+
+from django.core.exceptions import RequestDataTooBig
+from django.db import InterfaceError, OperationalError
+from django.http import Http404
+from drf_spectacular.extensions import OpenApiAuthenticationExtension
+from rest_framework import authentication, exceptions, parsers, status
+from rest_framework.response import Response
+
+from orchestrator.core.auth import authenticate_header
+from orchestrator.core.errors import OrchestratorError, error_body
+
+logger = logging.getLogger("orchestrator.api")
+
+
+class JSONParser(parsers.JSONParser):
+    """DRF's JSON parser, with input nested too deeply for Python's decoder as a 400."""
+
+    def parse(self, stream, media_type=None, parser_context=None):
+        try:
+            return super().parse(stream, media_type, parser_context)
+        except RecursionError:
+            raise exceptions.ParseError("JSON nested too deeply") from None
+
+
+def error_response(exc: OrchestratorError) -> Response:
+    return Response(exc.to_dict(), status=exc.http_status)
+
+
+def exception_handler(exc, context):
+    if isinstance(exc, OrchestratorError):
+        return error_response(exc)
+    if isinstance(exc, OperationalError | InterfaceError):
+        # Postgres unreachable outside a tool call (e.g. while checking the token).
+        logger.error("database unavailable: %s", exc)
+        return Response(error_body("E1654", "PostgreSQL is unreachable"), status=503)
+    if isinstance(exc, exceptions.NotAuthenticated | exceptions.AuthenticationFailed):
+        body = error_body("E1609", str(exc.detail))
+        return Response(body, status=status.HTTP_401_UNAUTHORIZED,
+                        headers={"WWW-Authenticate": 'Bearer realm="orchestrator"'})
+    if isinstance(exc, RequestDataTooBig):
+        # The fast lane answers the same for a body over the same limit.
+        return Response(error_body("E1612", str(exc)), status=413)
+    if isinstance(exc, exceptions.ParseError):
+        return Response(error_body("E1612", f"Malformed JSON: {exc.detail}"), status=400)
+    if isinstance(exc, exceptions.ValidationError):
+        return Response(error_body("E1612", "Invalid input", exc.detail), status=400)
+    if isinstance(exc, Http404 | exceptions.NotFound):
+        return Response(error_body("E1610", "Not found"), status=404)
+    if isinstance(exc, exceptions.APIException):
+        return Response(error_body("E1612" if exc.status_code < 500 else "E1699", str(exc.detail)),
+                        status=exc.status_code)
+    logger.exception("unhandled API error")
+    return Response(error_body("E1699", "Unexpected server fault"), status=500)
+
+
+class BearerTokenAuthentication(authentication.BaseAuthentication):
+    def authenticate(self, request):
+        header = request.META.get("HTTP_AUTHORIZATION")
+        if not header:
+            return None
+        principal = authenticate_header(header)
+        if principal is None:
+            raise exceptions.AuthenticationFailed("Invalid or revoked bearer token")
+        return principal, None
+
+    def authenticate_header(self, request) -> str:
+        return 'Bearer realm="orchestrator"'
+
+
+class BearerTokenScheme(OpenApiAuthenticationExtension):
+    target_class = BearerTokenAuthentication
+    name = "bearerAuth"
+
+    def get_security_definition(self, auto_schema):
+        return {"type": "http", "scheme": "bearer",
+                "description": "Create one with `manage.py create_api_token NAME`."}

@@ -1,0 +1,126 @@
+"""The REST tool endpoint's production path: ``POST /api/v1/tools/<name>/`` straight from
+the ASGI router to the registry, without Django's request stack.
+
+Why: a tool call needs a bearer token, a JSON body and ``call_tool``. Going through
+Django's middleware, DRF's request parsing and the WSGI bridge cost ~3 ms of CPU per call
+on these 2-core machines, which capped heartbeats at ~330/s. The answers are the same as
+the DRF view's (``orchestrator.tools.rest``, which stays for the OpenAPI document and for
+in-process callers): same tool, same validation, same error bodies and statuses.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import json
+import os
+import re
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
+
+from django.db import InterfaceError, OperationalError, close_old_connections
+
+from orchestrator.core.auth import TokenPrincipal, authenticate_header
+from orchestrator.core.errors import OrchestratorError, error_body
+from orchestrator.core.tools import registry
+from orchestrator.observability import tracing
+
+TOOL_PATH = re.compile(r"^/api/v1/tools/([A-Za-z0-9_]{1,100})/?$")
+# Django's own default for a request body read into memory (DATA_UPLOAD_MAX_MEMORY_SIZE).
+MAX_BODY_BYTES = 2_621_440
+AUTH_HEADERS = {"WWW-Authenticate": 'Bearer realm="orchestrator"'}
+
+Answer = tuple[int, dict[str, Any], dict[str, str]]
+T = TypeVar("T")
+
+# The threads that run tool calls (REST and MCP) and token checks, each keeping its own
+# persistent database connection. A small fixed pool rather than asgiref's
+# sync_to_async: that adds a context copy and future chaining per call, and its default
+# executor lets more threads fight over the GIL. Measured on 2 cores, 8 clients,
+# 2 workers: heartbeats 1,600 -> 1,750/s. TOOL_THREADS is per web worker process.
+TOOL_THREADS = ThreadPoolExecutor(int(os.environ.get("TOOL_THREADS") or 4),
+                                  thread_name_prefix="tool")
+
+
+async def in_tool_thread(function: Callable[..., T], *args: Any) -> T:
+    """Run blocking ``function(*args)`` (database, Redis, files) off the event loop."""
+    if tracing.enabled:
+        # An executor does not carry context variables into its threads; the current span
+        # (an incoming traceparent, the MCP request's span) must reach the tool call.
+        args = (function, *args)
+        function = contextvars.copy_context().run
+    return await asyncio.get_running_loop().run_in_executor(TOOL_THREADS, function, *args)
+
+
+def tool_name(scope: dict[str, Any]) -> str | None:
+    """The tool a request is for, when it is a tool call this lane serves."""
+    if scope.get("type") != "http" or scope.get("method") != "POST":
+        return None
+    match = TOOL_PATH.match(scope.get("path", ""))
+    return match.group(1) if match else None
+
+
+def check_token(authorization: str | None) -> tuple[TokenPrincipal | None, Answer | None]:
+    """(principal, None), or (None, the 401 / 503 answer). Runs in a worker thread."""
+    close_old_connections()
+    try:
+        principal = authenticate_header(authorization)
+    except (OperationalError, InterfaceError):
+        return None, (503, error_body("E1654", "PostgreSQL is unreachable"), {})
+    finally:
+        close_old_connections()
+    if principal is None:
+        message = ("Authentication credentials were not provided." if not authorization
+                   else "Invalid or revoked bearer token")
+        return None, (401, error_body("E1609", message), AUTH_HEADERS)
+    return principal, None
+
+
+def handle(name: str, authorization: str | None, body: bytes | None) -> Answer:
+    """Run one REST tool call: (HTTP status, JSON body, extra headers). Runs in a thread."""
+    principal, refusal = check_token(authorization)
+    if refusal is not None:
+        return refusal
+    if body is None:
+        return 413, error_body("E1612", f"Request body over {MAX_BODY_BYTES} bytes"), {}
+    try:
+        arguments = json.loads(body) if body.strip() else {}
+    except (ValueError, RecursionError) as exc:  # RecursionError: nested too deeply
+        return 400, error_body("E1612", f"Malformed JSON: {exc}"), {}
+    try:
+        result = registry.call_tool(name, arguments,
+                                    registry.ToolContext("rest", principal.name,
+                                                         principal.scope))
+    except OrchestratorError as exc:
+        return exc.http_status, exc.to_dict(), {}
+    finally:
+        close_old_connections()
+    return 200, result, {}
+
+
+async def read_body(receive) -> bytes | None:
+    """The whole request body, or None when it exceeds MAX_BODY_BYTES."""
+    chunks, size = [], 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            break
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > MAX_BODY_BYTES:
+            return None
+        chunks.append(chunk)
+        if not message.get("more_body"):
+            break
+    return b"".join(chunks)
+
+
+async def send_json(send, status: int, payload: dict[str, Any],
+                    headers: dict[str, str]) -> None:
+    body = json.dumps(payload, default=str).encode()
+    raw_headers = [(b"content-type", b"application/json"),
+                   (b"content-length", str(len(body)).encode())]
+    raw_headers += [(k.lower().encode(), v.encode()) for k, v in headers.items()]
+    await send({"type": "http.response.start", "status": status, "headers": raw_headers})
+    await send({"type": "http.response.body", "body": body})

@@ -1,0 +1,101 @@
+"""MCP transport with the official SDK (``mcp`` 2.x low-level ``Server``).
+
+Why the official SDK: it implements the protocol (initialize, version negotiation,
+Streamable HTTP, stdio) so we only map the registry onto ``tools/list`` and
+``tools/call``. ``django-mcp-server`` pins ``mcp<2`` and wraps Django models rather than
+our registry, so it would add a second way of declaring tools.
+
+Streamable HTTP runs stateless with JSON responses: every POST is self-contained, which
+suits several uvicorn workers behind one port without sticky sessions.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import mcp_types as types
+from django.db import close_old_connections
+from mcp.server.lowlevel import Server
+from mcp.server.transport_security import TransportSecuritySettings
+
+from orchestrator.core.errors import OrchestratorError
+from orchestrator.core.models import TokenScope
+from orchestrator.core.tools import registry
+from orchestrator.core.tools.schema import answer_or_error
+from orchestrator.web.fastlane import in_tool_thread
+
+SERVER_NAME = "session-orchestrator"
+
+
+def list_tools() -> list[types.Tool]:
+    """The registry as tools/list gives it (HTTP and stdio alike).
+
+    Every tool, present and future, advertises answer-or-error: error results carry the
+    spec's error object as structuredContent, which must conform too.
+    """
+    return [
+        types.Tool(name=t.name, description=t.description, input_schema=t.input_schema,
+                   output_schema=answer_or_error(t.output_schema))
+        for t in registry.tools()
+    ]
+
+
+def _call(name: str, arguments: dict[str, Any], actor: str,
+          scope: str | None) -> types.CallToolResult:
+    close_old_connections()
+    try:
+        result = registry.call_tool(name, arguments,
+                                    registry.ToolContext("mcp", actor, scope))
+    except OrchestratorError as exc:
+        body = exc.to_dict()
+        return types.CallToolResult(
+            content=[types.TextContent(text=f"{exc.code}: {exc.message}")],
+            structured_content=body,
+            is_error=True,
+        )
+    finally:
+        close_old_connections()
+    return types.CallToolResult(
+        content=[types.TextContent(text=json.dumps(result, default=str))],
+        structured_content=result,
+    )
+
+
+async def _on_list_tools(ctx, params) -> types.ListToolsResult:
+    return types.ListToolsResult(tools=await in_tool_thread(list_tools))
+
+
+async def _on_call_tool(ctx, params: types.CallToolRequestParams) -> types.CallToolResult:
+    # Over HTTP the ASGI router authenticated the token first (a request without a
+    # principal, which it never lets through, would get the least a token has). Over stdio
+    # (manage.py mcp_stdio) there is no request: a local process holding the database
+    # credentials, trusted like any management command.
+    actor, token_scope = "", None
+    request = getattr(ctx, "request", None)
+    if request is not None:
+        principal = (getattr(request, "scope", None) or {}).get("orchestrator.principal")
+        actor, token_scope = ("", TokenScope.READ) if principal is None else \
+            (principal.name, principal.scope)
+    # Tool calls run in parallel threads, each with its own database connection, instead
+    # of queueing behind one.
+    return await in_tool_thread(_call, params.name, params.arguments or {}, actor,
+                                token_scope)
+
+
+def build_server() -> Server:
+    return Server(SERVER_NAME, on_list_tools=_on_list_tools, on_call_tool=_on_call_tool,
+                  instructions="Session orchestration tools: contexts, checkpoints, sessions, "
+                               "recovery, conflicts and the task graph.")
+
+
+def build_http_app():
+    """The Starlette app serving MCP at /mcp (auth is checked by the ASGI router first)."""
+    server = build_server()
+    return server.streamable_http_app(
+        streamable_http_path="/mcp",
+        stateless_http=True,
+        json_response=True,
+        # Bearer tokens already guard this endpoint; Host checks are Django's ALLOWED_HOSTS job.
+        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+    )

@@ -1,0 +1,60 @@
+"""REST transport: ``POST /api/v1/tools/<name>/``, one generated view per registered tool.
+
+Each view carries its tool's JSON Schemas into the OpenAPI document, so /api/docs/ shows
+every tool's request and response exactly as MCP's tools/list does.
+"""
+
+from __future__ import annotations
+
+from django.urls import path
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from orchestrator.core.errors import REGISTRY as ERROR_CODES
+from orchestrator.core.models import TokenScope
+from orchestrator.core.tools import registry
+from orchestrator.core.tools.schema import ERROR_OBJECT
+
+
+class ToolView(APIView):
+    tool_name: str = ""
+
+    def post(self, request, *args, **kwargs):
+        actor = getattr(request.user, "name", "") or str(request.user)
+        # Only bearer tokens reach this view; a principal without a scope is refused.
+        scope = getattr(request.user, "scope", TokenScope.READ)
+        context = registry.ToolContext(transport="rest", actor=actor, scope=scope)
+        result = registry.call_tool(self.tool_name, request.data, context)
+        return Response(result)
+
+
+# Every status an error can have (the E16xx registry's, and 413 for an oversized body):
+# any tool can meet an outage or a server fault, not only its own business errors.
+ERROR_STATUSES = sorted({entry.http_status for entry in ERROR_CODES.values()} | {413})
+
+
+def _view_for(tool: registry.Tool):
+    errors = OpenApiResponse(ERROR_OBJECT, description="Spec error object (11.2.1)")
+    decorated = extend_schema(
+        operation_id=tool.name,
+        summary=tool.description.split("\n", 1)[0][:120],
+        description=tool.description,
+        tags=["tools"],
+        request={"application/json": tool.input_schema},
+        responses={200: OpenApiResponse(tool.output_schema, description="Tool output"),
+                   **dict.fromkeys(ERROR_STATUSES, errors)},
+    )
+
+    # A fresh function per tool: extend_schema stores its data on the function object.
+    def post(self, request, *args, **kwargs):
+        return ToolView.post(self, request, *args, **kwargs)
+
+    view = type(f"{tool.name.title().replace('_', '')}ToolView", (ToolView,),
+                {"tool_name": tool.name, "post": decorated(post)})
+    return view.as_view()
+
+
+def tool_urlpatterns():
+    return [path(f"{tool.name}/", _view_for(tool), name=f"tool-{tool.name}")
+            for tool in registry.tools()]

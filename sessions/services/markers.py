@@ -1,0 +1,70 @@
+"""A live session's markers outside Postgres (spec 11.4.1): the Redis key
+``context:heartbeat:{sessionId}`` and the file ``RECOVERY_DIR/.session-heartbeat.json``.
+
+Failures are reported (savedTo, a metric), never raised: Postgres holds the truth.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from django.conf import settings
+
+from orchestrator.backends import files, redis_store
+from orchestrator.core.errors import now_iso
+from orchestrator.observability import metrics
+from sessions.services.common import iso, logger
+
+HEARTBEAT_FILE = ".session-heartbeat.json"
+# The file marker is read at a resolution of CRASH_THRESHOLD_MINUTES; rewriting it (with
+# an fsync, ~8 ms on this disk) more than once a second per process buys nothing, and at
+# heartbeat rates the fsyncs would queue behind each other.
+FILE_MARKER_MIN_INTERVAL = 1.0
+_marker_written: dict[str, float] = {}  # marker path -> monotonic time of the last write
+
+
+def mark_alive(session_id: str, task_id: str | None, project_dir: str | None,
+                at: Any, *, force_file: bool = False) -> dict[str, bool]:
+    """Redis key and file marker of a live session (11.4.1); failures are reported only."""
+    redis_ok = file_ok = True
+    try:
+        redis_store.set_json(redis_store.key("heartbeat", session_id), int(time.time() * 1000),
+                             settings.REDIS_HEARTBEAT_TTL)
+    except redis_store.RedisUnavailable:
+        metrics.backend_failures_total.labels("redis", "heartbeat").inc()
+        redis_ok = False
+    now, marker = time.monotonic(), str(files.recovery_dir() / HEARTBEAT_FILE)
+    if settings.ENABLE_FILE_SYNC and (
+            force_file or now - _marker_written.get(marker, 0.0) >= FILE_MARKER_MIN_INTERVAL):
+        _marker_written[marker] = now
+        file_ok = write_heartbeat_file({"sessionId": session_id, "timestamp": iso(at),
+                                        "taskId": task_id, "projectDir": project_dir,
+                                        "status": "active"})
+    return {"redis": redis_ok, "file": file_ok}
+
+
+def mark_gone(session_id: str, status: str) -> None:
+    """Drop the Redis heartbeat and, if the file marker is this session's, close it."""
+    try:
+        redis_store.delete(redis_store.key("heartbeat", session_id))
+    except redis_store.RedisUnavailable:
+        metrics.backend_failures_total.labels("redis", "heartbeat").inc()
+    marker = read_heartbeat_file()
+    if marker and marker.get("sessionId") == session_id:
+        write_heartbeat_file({**marker, "status": status, "updatedAt": now_iso()})
+
+
+def write_heartbeat_file(data: dict[str, Any]) -> bool:
+    try:
+        files.write_json_atomic(files.recovery_dir() / HEARTBEAT_FILE, data)
+        return True
+    except OSError as exc:
+        metrics.backend_failures_total.labels("file", "heartbeat").inc()
+        logger.warning("heartbeat file not written: %s", exc)
+        return False
+
+
+def read_heartbeat_file() -> dict[str, Any] | None:
+    data = files.read_json(files.recovery_dir() / HEARTBEAT_FILE)
+    return data if isinstance(data, dict) else None

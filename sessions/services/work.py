@@ -1,0 +1,84 @@
+"""Session work records (graph_session_work): written inside the caller's transaction.
+
+``record_work`` is how the session services say "this session now works on this task";
+a switch_task with a session says it through ``record_switch``. The graph mirror and
+the Postgres reader both derive from these rows.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from django.db import connection
+
+from orchestrator.core.db import qualified
+from sessions.models import SessionWork
+from sessions.services.common import DETAIL_TABLE
+
+WORK_TABLE = connection.ops.quote_name(SessionWork._meta.db_table)
+
+
+def record_work(session_id: str, task_id: str, *, agent_id: str | None = None,
+                started_at: datetime | None = None) -> None:
+    """Record that ``session_id`` works on ``task_id`` (first record wins the start time).
+
+    Only for a session and a task that exist; the agent defaults to the one the session
+    registered with. Call inside the transaction of the change that starts the work.
+    """
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO {WORK_TABLE} (session_id, task_id, agent_id, started_at) "
+            "SELECT s.session_id, %s, COALESCE(%s, d.agent_id), COALESCE(%s, now()) "
+            f"FROM {qualified('active_sessions')} s "
+            f"LEFT JOIN {DETAIL_TABLE} d ON d.session_id = s.session_id "
+            "WHERE s.session_id = %s AND EXISTS "
+            f"(SELECT 1 FROM {qualified('task_contexts')} t WHERE t.task_id = %s) "
+            "ON CONFLICT (session_id, task_id) DO UPDATE "
+            f"SET agent_id = COALESCE({WORK_TABLE}.agent_id, EXCLUDED.agent_id)",
+            [task_id, agent_id, started_at, session_id, task_id])
+
+
+def record_switch(sender: Any, *, session_id: str | None, to_task_id: str,
+                  **kwargs: Any) -> None:
+    """Receiver of contexts' ``task_switched``, inside the switch's transaction (spec 4.1.5
+    step 2): the switching session now works on the new task."""
+    if session_id:
+        record_work(session_id, to_task_id)
+
+
+def forget_sessions(session_ids: list[str]) -> set[str]:
+    """Delete the work records of removed sessions; the tasks they were on."""
+    with connection.cursor() as cursor:
+        cursor.execute(f"DELETE FROM {WORK_TABLE} WHERE session_id = ANY(%s) RETURNING task_id",
+                       [list(session_ids)])
+        return {r[0] for r in cursor.fetchall()}
+
+
+# Seed 004's orphaned work, read from the work records: an unfinished task that a crashed
+# session worked on and that no live session works on. The Cypher reader asks the
+# mirror the same question (Session status and WORKS_ON edges).
+_ORPHANED_WORK_SQL = """
+SELECT t.task_id, t.name, s.session_id, s.last_heartbeat
+FROM {work} w
+JOIN {sessions} s ON s.session_id = w.session_id
+JOIN {tasks} t ON t.task_id = w.task_id
+WHERE s.status = 'crashed' AND COALESCE(t.status, 'pending') NOT IN ('completed', 'archived')
+  AND (%(tasks)s::text[] IS NULL OR t.task_id = ANY(%(tasks)s::text[]))
+  AND (%(project)s::text IS NULL OR s.project_dir = %(project)s::text)
+  AND NOT EXISTS (SELECT 1 FROM {work} lw JOIN {sessions} ls ON ls.session_id = lw.session_id
+                  WHERE lw.task_id = w.task_id AND ls.status IN ('active', 'compacted'))
+ORDER BY s.last_heartbeat DESC NULLS LAST, t.task_id
+"""
+
+
+def orphaned_work(task_ids: set[str] | None = None,
+                  project_dir: str | None = None) -> list[tuple[str, str, str, datetime | None]]:
+    """(taskId, name, crashed sessionId, its last heartbeat), newest crash first; a task
+    appears once per crashed session that worked on it."""
+    sql = _ORPHANED_WORK_SQL.format(work=WORK_TABLE, sessions=qualified("active_sessions"),
+                                    tasks=qualified("task_contexts"))
+    with connection.cursor() as cursor:
+        cursor.execute(sql, {"tasks": None if task_ids is None else sorted(task_ids),
+                             "project": project_dir})
+        return cursor.fetchall()
