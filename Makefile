@@ -1,6 +1,6 @@
 # make run   - install if needed, start embedded servers (unless configured), migrate, serve
 # make test  - install if needed, run the test suite against fresh embedded servers
-# make lint  - ruff
+# make lint  - ruff, and the import contracts of pyproject.toml (lint-imports)
 # make bench - install the bench extra, run `python -m bench` against fresh embedded servers
 # make promtool - Prometheus's rule checker into .venv/bin (the tests check deploy/ with it)
 # make browser - install Debian's chromium for the browser tests (run by make test)
@@ -25,7 +25,7 @@ $(STAMP): pyproject.toml | $(PY)
 	touch $@
 
 run: $(STAMP)
-	exec $(PY) -m orchestrator.launcher --data-dir .data -- $(PY) -m orchestrator.serve
+	exec $(PY) -m orchestrator.ops.launcher --data-dir .data -- $(PY) -m orchestrator.ops.serve
 
 # promtool comes out of Debian's prometheus package, unpacked: nothing is installed system-wide
 # and no server is started. apt-get update only when the package lists do not know it yet.
@@ -50,14 +50,15 @@ browser:
 	  fi; }
 
 test: $(STAMP) $(PROMTOOL) browser
-	exec $(PY) -m orchestrator.launcher --temp -- $(PY) -m pytest $(PYTEST_ARGS)
+	exec $(PY) -m orchestrator.ops.launcher --temp -- $(PY) -m pytest $(PYTEST_ARGS)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/lint-imports --no-logo
 
 $(VENV)/.bench-installed: pyproject.toml $(STAMP)
 	$(PY) -m pip install -e '.[dev,bench]'
 	touch $@
 
 bench: $(VENV)/.bench-installed
-	exec $(PY) -m orchestrator.launcher --temp -- $(PY) -m bench $(BENCH_ARGS)
+	exec $(PY) -m orchestrator.ops.launcher --temp -- $(PY) -m bench $(BENCH_ARGS)
