@@ -1,8 +1,8 @@
 """What each resolution action does to tasks, caches, files and locks (spec 4.1.7).
 
-Runs inside resolve_conflict's transaction. Task changes go through the context write
-path (row lock, lock rule, versioning trigger with a summary naming the conflict);
-their Redis/file publication is registered for after the commit. Any failure raises,
+Runs inside resolve_conflict's transaction. Task changes go through ``write_task`` (row
+lock, lock rule, versioning trigger with a summary naming the conflict), which joins that
+transaction and publishes to Redis and files after its commit. Any failure raises,
 which rolls the whole resolution back (resolve_conflict reports it as E1644).
 
 Task A / task B per type: file_conflict and spec_contradiction name two tasks; for
@@ -21,16 +21,17 @@ from django.db import transaction
 
 from conflicts.models import ContextConflict
 from contexts.models import TaskContext
-from contexts.services import cache, save
+from contexts.services import cache
 from contexts.services import representation as task_repr
-from contexts.services.validation import validate_changes
+from contexts.services.write import Changes, lock_task, write_task
 from locks import services as locks
 from orchestrator.backends import files, redis_store
 from orchestrator.core.errors import OrchestratorError
 
 
 class _Writer:
-    """Applies task changes on behalf of one resolution."""
+    """Applies task changes on behalf of one resolution, through ``write_task`` inside
+    resolve_conflict's transaction (caches and files follow its commit)."""
 
     def __init__(self, conflict: ContextConflict, action: str, session_id: str | None,
                  actor: str | None):
@@ -38,20 +39,13 @@ class _Writer:
         self.session_id = session_id
         self.actor = actor
 
-    def change(self, task_id: str, changes: dict[str, Any]) -> str:
-        values = validate_changes(changes)
-        task = save.lock_task(task_id)
-        locks.check_write_allowed(task, changes, self.session_id)
-        before = task.version
-        save.apply_changes(task, values, change_type="manual", change_summary=self.summary,
-                           session_id=self.session_id, actor=self.actor)
-        if task.version == before:
+    def change(self, task_id: str, changes: Changes) -> str:
+        done = write_task(task_id, changes, change_type="manual", summary=self.summary,
+                          session_id=self.session_id, actor=self.actor)
+        if not done.changed:
             return f"{task_id}: no change needed"
-        save.notify_changed(task_id, "manual")
-        registry = bool({"name", "status"} & set(changes))
-        transaction.on_commit(partial(save.publish_committed, task, registry=registry),
-                              robust=True)
-        return f"{task_id}: {', '.join(sorted(changes))} updated (version {task.version})"
+        fields = sorted(changes) if isinstance(changes, dict) else ["keyFiles"]
+        return f"{task_id}: {', '.join(fields)} updated (version {done.version})"
 
 
 def _fail(message: str, **details: Any) -> OrchestratorError:
@@ -74,7 +68,7 @@ def resync_cache(task_id: str) -> str:
 def rewrite_file(task_id: str) -> str:
     """Overwrite the task's file backup with the Postgres row (no version guard: the file
     may claim a newer version than the database)."""
-    task = save.lock_task(task_id)
+    task = lock_task(task_id)
     try:
         files.write_json_atomic(files.task_file(task_id), task_repr.task_file(task))
     except OSError as exc:
@@ -113,9 +107,11 @@ def _use_file_conflict(conflict: ContextConflict, action: str, writer: _Writer) 
     loser = conflict.task_b_id if action == "use_a" else conflict.task_a_id
     if not loser:
         raise _fail("file_conflict without a second task")
-    task = save.lock_task(loser)
-    kept = [path for path in (task.key_files or []) if path not in shared]
-    return [writer.change(loser, {"keyFiles": kept})]
+
+    def without_shared(task: TaskContext) -> dict[str, Any]:
+        return {"keyFiles": [path for path in (task.key_files or []) if path not in shared]}
+
+    return [writer.change(loser, without_shared)]
 
 
 def _use_state_mismatch(conflict: ContextConflict, action: str, writer: _Writer) -> list[str]:

@@ -1,8 +1,9 @@
 """rollback_to (spec 4.1.4): restore every content column from a version or a checkpoint.
 
-The restore is an ordinary UPDATE, so the trigger records it as a NEW version (a rollback
-can itself be rolled back). Backup checkpoint, restore and version happen in one
-transaction with the task row locked; the caches are refreshed after the commit.
+The restore is an ordinary task write (``write_task``), so the trigger records it as a NEW
+version (a rollback can itself be rolled back). Backup checkpoint, restore and version
+happen in one transaction with the task row locked; the caches are refreshed after the
+commit. Stored values go back as they were, even where today's input limits are tighter.
 """
 
 from __future__ import annotations
@@ -12,19 +13,14 @@ import time
 from decimal import Decimal
 from typing import Any
 
-from django.db import transaction
-
 from contexts.models import ContextVersion, TaskContext
 from contexts.services import checkpoints
-from contexts.services.representation import FIELD_COLUMNS
-from contexts.services.save import apply_changes, lock_task, notify_changed, publish_committed
-from locks import services as locks
+from contexts.services.write import COLUMN_FIELDS, TaskChanges, write_task
 from orchestrator.backends.files import check_safe_id
 from orchestrator.core.errors import OrchestratorError, now_iso
 from orchestrator.observability import metrics
 
 logger = logging.getLogger("orchestrator.contexts")
-COLUMN_FIELDS = {column: field for field, column in FIELD_COLUMNS.items()}
 
 
 def target_row(task_id: str, target_type: str, version: int | None,
@@ -85,28 +81,28 @@ def rollback_to(task_id: str, target_type: str, *, version: int | None = None,
     identifier: str | int = version if target_type == "version" else checkpoint_id
     summary = (f"Rollback to version {version}" if target_type == "version"
                else f"Rollback to checkpoint {checkpoint_id}")
-    change_type = "manual" if target_type == "version" else "recovery"
-    with transaction.atomic():
-        task = lock_task(task_id)
+    backup: dict[str, str] = {}
+
+    def restore(task: TaskContext) -> TaskChanges:
         values = restored_values(target_row(task_id, target_type, version, checkpoint_id))
-        changes = {COLUMN_FIELDS[c]: v for c, v in values.items() if getattr(task, c) != v}
-        locks.check_write_allowed(task, changes, session_id)
-        backup_id = None
-        if create_backup:
-            backup_id = checkpoints.create_checkpoint(
-                f"Backup before {summary.lower()}", task_id=task_id, checkpoint_type="auto",
-                description=f"Automatic backup of {task_id} v{task.version}",
-                session_id=session_id, actor=actor)["checkpointId"]
-        before = (task.name, task.status, task.version)
-        apply_changes(task, values, change_type=change_type, change_summary=summary,
-                      session_id=session_id, actor=actor)
-        if task.version != before[2]:
-            notify_changed(task_id, change_type)
-    saved_to = publish_committed(task, registry=(task.name, task.status) != before[:2])
+        return TaskChanges.restoring(
+            values, changed={c for c, v in values.items() if getattr(task, c) != v})
+
+    def back_up(task: TaskContext) -> None:
+        backup["checkpointId"] = checkpoints.create_checkpoint(
+            f"Backup before {summary.lower()}", task_id=task_id, checkpoint_type="auto",
+            description=f"Automatic backup of {task_id} v{task.version}",
+            session_id=session_id, actor=actor)["checkpointId"]
+
+    done = write_task(task_id, restore,
+                      change_type="manual" if target_type == "version" else "recovery",
+                      summary=summary, session_id=session_id, actor=actor,
+                      before_update=back_up if create_backup else None)
+    task = done.task
     metrics.rollbacks_total.labels(target_type).inc()
     logger.info("Rollback executed", extra={
         "taskId": task_id, "target": f"{target_type}:{identifier}",
-        "backupCreated": backup_id is not None, "version": task.version,
+        "backupCreated": bool(backup), "version": task.version,
         "duration_ms": round((time.perf_counter() - started) * 1000, 1),
         "session_id": session_id})
     result: dict[str, Any] = {
@@ -116,9 +112,9 @@ def rollback_to(task_id: str, target_type: str, *, version: int | None = None,
         "restoredState": {"currentPhase": task.current_phase, "iteration": task.iteration,
                           "status": task.status},
         "version": task.version,
-        "savedTo": saved_to,
+        "savedTo": done.saved_to,
         "timestamp": now_iso(),
     }
-    if backup_id:
-        result["backupCheckpointId"] = backup_id
+    if backup:
+        result["backupCheckpointId"] = backup["checkpointId"]
     return result

@@ -18,11 +18,9 @@ from django.db.models.functions import Now
 from contexts import signals
 from contexts.models import GlobalContext, TaskContext
 from contexts.services import backends, relationships, representation
-from contexts.services.save import apply_changes, notify_changed
-from contexts.services.validation import validate_changes
-from locks import services as locks
+from contexts.services.write import TaskChanges, notify_changed, write_task
 from orchestrator.backends.files import check_safe_id
-from orchestrator.core.errors import OrchestratorError, now_iso
+from orchestrator.core.errors import OrchestratorError, now_iso, task_not_found
 from orchestrator.observability import metrics
 
 logger = logging.getLogger("orchestrator.contexts")
@@ -33,28 +31,23 @@ def _lock_pair(from_task_id: str | None, to_task_id: str) -> dict[str, TaskConte
     rows = {t.task_id: t for t in
             TaskContext.objects.select_for_update().filter(task_id__in=ids).order_by("task_id")}
     if from_task_id and from_task_id not in rows:
-        raise OrchestratorError("E1660", f"Source task {from_task_id!r} does not exist",
-                                {"fromTaskId": from_task_id})
+        raise task_not_found(from_task_id, code="E1660", field="fromTaskId")
     if to_task_id not in rows:
-        raise OrchestratorError("E1661", f"Target task {to_task_id!r} does not exist",
-                                {"toTaskId": to_task_id})
+        raise task_not_found(to_task_id, code="E1661", field="toTaskId")
     return rows
 
 
-def _switch_in_db(from_task_id: str | None, to_task_id: str, values: dict[str, Any],
-                  updates: dict[str, Any], save_current_state: bool,
-                  session_id: str | None, actor: str | None):
+def _switch_in_db(from_task_id: str | None, to_task_id: str, changes: TaskChanges,
+                  save_current_state: bool, session_id: str | None, actor: str | None):
     with transaction.atomic():
+        # Both rows, in task id order: two opposite switches cannot deadlock.
         rows = _lock_pair(from_task_id, to_task_id)
         source = rows.get(from_task_id) if from_task_id else None
-        if source is not None and save_current_state and values:
-            locks.check_write_allowed(source, updates, session_id)
-            previous_version = source.version
-            apply_changes(source, values, change_type="auto_save",
-                          change_summary=f"Saved on switch to {to_task_id}",
-                          session_id=session_id, actor=actor)
-            if source.version != previous_version:
-                notify_changed(source.task_id, "auto_save")
+        if source is not None and save_current_state and changes.columns:
+            # Joins this transaction; its caches and file are published on commit.
+            source = write_task(source.task_id, changes, change_type="auto_save",
+                                summary=f"Saved on switch to {to_task_id}",
+                                session_id=session_id, actor=actor).task
         TaskContext.objects.filter(task_id=to_task_id).update(last_session_at=Now())
         if not GlobalContext.objects.filter(project_id=settings.MCP_PROJECT_ID).update(
                 active_task_id=to_task_id):
@@ -83,18 +76,17 @@ def switch_task(to_task_id: str, *, from_task_id: str | None = None,
         raise OrchestratorError("E1612", "currentTaskUpdates may only hold immediateContext, "
                                 "currentPhase and iteration",
                                 {"field": sorted(set(updates) - allowed)[0]})
-    values = validate_changes(updates)
+    changes = TaskChanges.validated(updates)
     started = time.perf_counter()
     try:
-        source, target, blocked_by = _switch_in_db(from_task_id, to_task_id, values, updates,
+        source, target, blocked_by = _switch_in_db(from_task_id, to_task_id, changes,
                                                    save_current_state, session_id, actor)
     except DatabaseError as exc:
         logger.exception("task switch %s -> %s failed", from_task_id, to_task_id)
         raise OrchestratorError("E1662", "The task switch failed; nothing was changed",
                                 {"reason": str(exc)[:200]}) from exc
-    # After the commit: the source's cache and file, then the new hot context everywhere.
-    if source is not None:
-        backends.publish_task(source, active=False)
+    # After the commit (and after the saved source's caches and file): the new hot
+    # context everywhere, and the registry's active task.
     backends.publish_task(target, active=True, registry=True)
     duration = time.perf_counter() - started
     metrics.task_switches_total.inc()

@@ -10,21 +10,14 @@ from django.db import IntegrityError, transaction
 
 from contexts.models import GlobalContext, TaskContext
 from contexts.services import representation
-from contexts.services.save import notify_changed, publish_committed
 from contexts.services.validation import validate_changes
+from contexts.services.write import notify_changed, publish
 from orchestrator.backends.files import check_safe_id
 from orchestrator.core.db import set_change_context
-from orchestrator.core.errors import OrchestratorError
+from orchestrator.core.errors import OrchestratorError, task_not_found
 from orchestrator.core.tools.schema import MAX_TASK_ID_LENGTH
 
 logger = logging.getLogger("orchestrator.contexts")
-
-
-def task_not_found(task_id: str, *, code: str = "E1610",
-                   field: str = "taskId") -> OrchestratorError:
-    """The error for a task id that names no task (E1610, or the caller's own code, such as
-    switch_task's E1660/E1661), with the id under the field it came in."""
-    return OrchestratorError(code, f"Task {task_id!r} does not exist", {field: task_id})
 
 
 def require_task(task_id: str, *, code: str = "E1610", field: str = "taskId") -> None:
@@ -63,7 +56,7 @@ def create_task(fields: dict[str, Any], *, session_id: str | None = None,
         raise OrchestratorError("E1614", f"Task {task_id!r} already exists",
                                 {"taskId": task_id}) from None
     task.refresh_from_db()
-    saved_to = publish_committed(task, registry=True)
+    saved_to = publish(task, registry=True)
     logger.info("task created", extra={"taskId": task_id, "version": task.version})
     return {
         "success": True,

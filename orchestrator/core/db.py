@@ -37,3 +37,14 @@ def set_change_context(
             " set_config('orchestrator.created_by', %s, true)",
             [change_type or "", change_summary or "", session_id or "", created_by or ""],
         )
+
+
+def in_callers_transaction() -> bool:
+    """True inside a ``transaction.atomic()`` block that someone else opened and commits.
+
+    Work that must follow a commit (publishing to Redis and files) then waits for it with
+    ``on_commit``. As for Django's durable blocks, the block a test case opens around a
+    test does not count: it never commits, and the code under test must behave as it does
+    when called on its own.
+    """
+    return any(not block._from_testcase for block in connection.atomic_blocks)

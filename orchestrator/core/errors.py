@@ -95,6 +95,13 @@ class OrchestratorError(Exception):
         return error_body(self.code, self.message, self.details)
 
 
+def task_not_found(task_id: str, *, code: str = "E1610",
+                   field: str = "taskId") -> OrchestratorError:
+    """The error for a task id that names no task: E1610, or the caller's own code (such as
+    switch_task's E1660/E1661), with the id under the field it came in."""
+    return OrchestratorError(code, f"Task {task_id!r} does not exist", {field: task_id})
+
+
 def error_body(code: str, message: str, details: Any = None) -> dict[str, Any]:
     error: dict[str, Any] = {"code": code, "message": message}
     if details is not None:

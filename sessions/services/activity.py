@@ -18,11 +18,11 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from django.db import connection, transaction
+from django.db import connection
 
-from contexts.services import save
+from contexts.models import TaskContext
 from contexts.services.validation import LIST_LIMITS
-from locks import services as locks
+from contexts.services.write import write_task
 from orchestrator.core.errors import OrchestratorError
 from sessions.services import lifecycle
 from sessions.services.common import (
@@ -129,18 +129,17 @@ def _record(session_id: str, task_id: str | None, tool_uses: list[dict[str, Any]
 
 def _add_key_files(task_id: str, session_id: str, paths: list[str]) -> list[str]:
     """Append new paths to the task's keyFiles (one version); [] when a lock forbids it."""
+    added: list[str] = []
+
+    def appended(task: TaskContext) -> dict[str, Any] | None:
+        current = list(task.key_files or [])
+        added[:] = [p for p in paths if p not in current][:max(0, MAX_KEY_FILES - len(current))]
+        return {"keyFiles": current + added} if added else None
+
     try:
-        with transaction.atomic():
-            task = save.lock_task(task_id)
-            current = list(task.key_files or [])
-            added = [p for p in paths if p not in current][:max(0, MAX_KEY_FILES - len(current))]
-            if not added:
-                return []
-            locks.check_write_allowed(task, {"keyFiles": current + added}, session_id)
-            save.apply_changes(task, {"key_files": current + added}, change_type="auto_save",
-                               change_summary="keyFiles from edits: " + ", ".join(added)[:500],
-                               session_id=session_id, actor=session_id)
-            save.notify_changed(task_id, "auto_save")
+        write_task(task_id, appended, change_type="auto_save",
+                   summary="keyFiles from edits: " + ", ".join(paths)[:500],
+                   session_id=session_id, actor=session_id)
     except OrchestratorError as exc:
         if exc.code != "E1613":
             raise
@@ -149,7 +148,6 @@ def _add_key_files(task_id: str, session_id: str, paths: list[str]) -> list[str]
         logger.info("keyFiles not merged: task locked", extra={"taskId": task_id,
                                                                 "sessionId": session_id})
         return []
-    save.publish_committed(task)
     return added
 
 

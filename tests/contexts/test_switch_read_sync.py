@@ -16,12 +16,15 @@ from tests.waiting import wait_for
 
 
 @pytest.mark.django_db
-def test_task_switching_12_4_2(tools, make_task, settings):
+def test_task_switching_12_4_2(tools, make_task, settings, django_capture_on_commit_callbacks):
     make_task("task-a", currentPhase="phase-a")
     make_task("task-b", currentPhase="phase-b")
-    result = tools.ok("switch_task", {"fromTaskId": "task-a", "toTaskId": "task-b",
-                                      "saveCurrentState": True,
-                                      "currentTaskUpdates": {"currentPhase": "phase-a-updated"}})
+    # The saved source task is published when the switch commits (write_task joins the
+    # switch's transaction): run the commit callbacks as a commit would.
+    with django_capture_on_commit_callbacks(execute=True):
+        result = tools.ok("switch_task", {
+            "fromTaskId": "task-a", "toTaskId": "task-b", "saveCurrentState": True,
+            "currentTaskUpdates": {"currentPhase": "phase-a-updated"}})
     assert result["previousTask"] == {"taskId": "task-a", "saved": True, "version": 2}
     assert result["newTask"]["taskId"] == "task-b"
     assert result["newTask"]["currentPhase"] == "phase-b"

@@ -1,0 +1,304 @@
+"""``write_task``: the one door for every change to a task's content (spec 7.2.1).
+
+save_context_snapshot, rollback_to, switch_task's save of the task it leaves, conflict
+resolutions and the keyFiles an agent's edits add all call it, so a task write is done
+one way whoever makes it (in the style of Zulip's ``do_*`` actions):
+
+1. validate the changes (E1612, before anything is written);
+2. lock the row (E1610 for an unknown task);
+3. the lock rule (locks.check_write_allowed: E1613), unless ``enforce_locks`` is off;
+4. hand who and why to the versioning trigger and UPDATE: the trigger writes a version
+   only when content really changed;
+5. when the version moved, ``task_changed`` once the transaction commits (the graph
+   drains the outbox row its trigger queued in the same transaction);
+6. after the commit: Redis, then the file backups; the registry file when the name or
+   the status changed. A Redis or file failure is reported in ``saved_to``, never raised:
+   Postgres holds the truth and the next sync repairs the copies.
+
+When the lock rule cannot object (no locked elements, no current lock hint) and the
+caller holds no transaction, steps 2-4 are one statement sent in autocommit: one
+Postgres round trip per save. Inside a caller's transaction (switch_task,
+resolve_conflict) steps 2-5 join it and step 6 runs when it commits (``saved_to`` is
+then None).
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
+
+from django.conf import settings
+from django.db import connection, transaction
+
+from contexts import signals
+from contexts.models import TaskContext
+from contexts.services import backends, cache
+from contexts.services.representation import FIELD_COLUMNS
+from contexts.services.validation import validate_changes
+from locks import services as locks
+from locks.services import HINT_TABLE
+from orchestrator.backends import prepared
+from orchestrator.backends.files import check_safe_id
+from orchestrator.core.db import in_callers_transaction, qualified, set_change_context
+from orchestrator.core.errors import task_not_found
+from orchestrator.observability import metrics, tracing
+
+logger = logging.getLogger("orchestrator.contexts")
+
+# A change to these columns changes the registry file (6.4.2); others leave it as it is,
+# which keeps a save from rewriting a 10k-task registry every time.
+REGISTRY_COLUMNS = frozenset({"name", "status"})
+# The columns the graph mirror shows (its outbox trigger fires on these, migration
+# graph/0003): a write changing one of them queues a graph update.
+MIRRORED_COLUMNS = frozenset({"task_id", "name", "status", "current_phase", "priority",
+                              "score", "agent_type"})
+# The columns whose old values a write keeps, to tell what it changed.
+WATCHED_COLUMNS = tuple(sorted(REGISTRY_COLUMNS | MIRRORED_COLUMNS | {"version"}))
+COLUMN_FIELDS = {column: name for name, column in FIELD_COLUMNS.items()}
+
+
+@dataclass(frozen=True)
+class TaskChanges:
+    """A change to one task: ``fields`` (camelCase, what the lock rule judges) and the
+    ``columns`` to write. Build it with ``validated`` from caller input; rollback builds
+    it from stored values, which are written back as they were."""
+
+    fields: dict[str, Any]
+    columns: dict[str, Any]
+
+    @classmethod
+    def validated(cls, changes: Mapping[str, Any] | None) -> TaskChanges:
+        """E1612 on the first invalid field."""
+        return cls(dict(changes or {}), validate_changes(dict(changes or {})))
+
+    @classmethod
+    def restoring(cls, columns: Mapping[str, Any], *, changed: set[str]) -> TaskChanges:
+        """Write ``columns`` back as stored; the lock rule judges only the ``changed``
+        columns (a rollback that leaves a locked element as it is may go on)."""
+        return cls({COLUMN_FIELDS[c]: columns[c] for c in changed}, dict(columns))
+
+
+# What a caller may pass: camelCase changes (validated here), TaskChanges it built, or a
+# function of the locked row that returns either (for changes that depend on what the
+# task holds now), or None when, seeing the row, there is nothing to write (no version,
+# no publish).
+Changes = (Mapping[str, Any] | TaskChanges
+           | Callable[[TaskContext], "TaskChanges | Mapping[str, Any] | None"])
+
+
+@dataclass
+class TaskWrite:
+    """What ``write_task`` did."""
+
+    task: TaskContext  # the row as written, with the trigger's version
+    changed: bool  # a new version was written
+    registry: bool  # the name or the status changed (the registry file is rewritten)
+    graph: str  # the graph mirror: "queued", "unchanged" or "disabled"
+    # {database, redis, file} after the publish; None while it waits for the caller's commit
+    saved_to: dict[str, bool] | None = field(default=None)
+
+    @property
+    def version(self) -> int:
+        return self.task.version
+
+
+def write_task(task_id: str, changes: Changes, *, change_type: str,
+               summary: str | None = None, session_id: str | None = None,
+               actor: str | None = None, enforce_locks: bool = True,
+               sync_to_file: bool = True,
+               before_update: Callable[[TaskContext], None] | None = None) -> TaskWrite:
+    """Apply ``changes`` to task ``task_id``; see the module docstring for the recipe.
+
+    ``before_update(task)`` runs with the row locked, after the lock rule and before the
+    UPDATE, in the same transaction (rollback_to's backup checkpoint). E1612, E1610,
+    E1613; a database failure raises as it is (the registry answers E1654/E1699).
+    """
+    check_safe_id(task_id)
+    if not isinstance(changes, TaskChanges) and not callable(changes):
+        changes = TaskChanges.validated(changes)
+    started = time.perf_counter()
+    with tracing.backend_span("postgres_update", "postgres", **{"task.id": task_id}):
+        done = None
+        if isinstance(changes, TaskChanges) and changes.columns and before_update is None \
+                and not connection.in_atomic_block:
+            done = _update_in_one_statement(task_id, changes, change_type=change_type,
+                                            summary=summary, session_id=session_id,
+                                            actor=actor, enforce_locks=enforce_locks)
+        deferred = in_callers_transaction()
+        if done is None:
+            with transaction.atomic():
+                done = _update_locked_row(task_id, changes, change_type=change_type,
+                                          summary=summary, session_id=session_id, actor=actor,
+                                          enforce_locks=enforce_locks,
+                                          before_update=before_update)
+    task, before = done
+    if before is None:  # the derived change found nothing to write
+        return TaskWrite(task=task, changed=False, registry=False, graph="unchanged")
+    metrics.context_saves_total.labels("database").inc()
+    metrics.context_save_duration_seconds.labels("database").observe(
+        time.perf_counter() - started)
+    result = TaskWrite(
+        task=task, changed=task.version != before["version"],
+        registry=any(getattr(task, c) != before[c] for c in REGISTRY_COLUMNS),
+        graph=("disabled" if not settings.ENABLE_NEO4J else
+               "queued" if any(getattr(task, c) != before[c] for c in MIRRORED_COLUMNS)
+               else "unchanged"))
+    if deferred:
+        # Who is active may change before the caller commits (switch_task): ask then.
+        task.is_active = None
+        transaction.on_commit(partial(publish, task, to_file=sync_to_file,
+                                      registry=result.registry), robust=True)
+    else:
+        result.saved_to = publish(task, to_file=sync_to_file, registry=result.registry)
+    logger.info("Context saved", extra={
+        "taskId": task_id, "version": task.version, "changeType": change_type,
+        "changed": result.changed, "graph": result.graph, "session_id": session_id,
+        "duration_ms": round((time.perf_counter() - started) * 1000, 1),
+        "backends": (["database"] if result.saved_to is None else
+                     [name for name, ok in result.saved_to.items() if ok])})
+    return result
+
+
+def lock_task(task_id: str) -> TaskContext:
+    """The task row, locked FOR UPDATE until the surrounding transaction ends (E1610).
+
+    ``is_active`` (is it global_context.active_task_id?) and ``may_be_locked`` (is there
+    a current TaskLockHint?) come along in the same query, so publishing the write and
+    the lock rule need no second round trip.
+    """
+    # Raw SQL: on this hot path building the equivalent ORM query cost more than running it.
+    rows = list(TaskContext.objects.raw(
+        f"SELECT t.*, EXISTS (SELECT 1 FROM {qualified('global_context')} g "
+        "WHERE g.project_id = %s AND g.active_task_id = t.task_id) AS is_active, "
+        f"EXISTS (SELECT 1 FROM {HINT_TABLE} h WHERE h.task_id = t.task_id "
+        "AND h.held_until > now()) AS may_be_locked "
+        f"FROM {qualified('task_contexts')} t WHERE t.task_id = %s FOR UPDATE OF t",
+        [settings.MCP_PROJECT_ID, task_id]))
+    if not rows:
+        raise task_not_found(task_id)
+    return rows[0]
+
+
+def publish(task: TaskContext, *, to_file: bool = True,
+            registry: bool = False) -> dict[str, bool]:
+    """Redis then files for a committed task state: {database, redis, file}."""
+    active = getattr(task, "is_active", None)
+    if active is None:
+        active = cache.active_task_id() == task.task_id
+    return {"database": True,
+            **backends.publish_task(task, active=active, to_file=to_file, registry=registry)}
+
+
+def notify_changed(task_id: str, change_type: str) -> None:
+    """Send ``task_changed`` once the surrounding transaction commits (at once in
+    autocommit)."""
+    transaction.on_commit(partial(signals.task_changed.send, sender=TaskContext,
+                                  task_id=task_id, change_type=change_type))
+
+
+def _update_locked_row(task_id: str, changes: TaskChanges | Callable, *, change_type: str,
+                       summary: str | None, session_id: str | None, actor: str | None,
+                       enforce_locks: bool,
+                       before_update: Callable[[TaskContext], None] | None
+                       ) -> tuple[TaskContext, dict[str, Any] | None]:
+    """Steps 2-5 inside a transaction: (the updated task, its watched columns before);
+    (the task, None) when a derived change has nothing to write."""
+    task = lock_task(task_id)
+    if callable(changes):
+        derived = changes(task)
+        if derived is None:
+            return task, None
+        changes = derived if isinstance(derived, TaskChanges) else \
+            TaskChanges.validated(derived)
+    if enforce_locks:
+        locks.check_write_allowed(task, changes.fields, session_id)
+    if before_update is not None:
+        before_update(task)
+    before = {column: getattr(task, column) for column in WATCHED_COLUMNS}
+    set_change_context(change_type=change_type, change_summary=summary,
+                       session_id=session_id, created_by=actor or session_id)
+    if changes.columns:
+        _apply(task, changes.columns)
+    if task.version != before["version"]:
+        notify_changed(task_id, change_type)
+    return task, before
+
+
+def _apply(task: TaskContext, values: dict[str, Any]) -> None:
+    """UPDATE the locked row; the task gets the row as the triggers left it."""
+    # UPDATE ... RETURNING: the new version and updated_at come back in the same round
+    # trip. Values are adapted by their model fields, as the ORM would (JSON as jsonb,
+    # scores as numeric).
+    fields = [TaskContext._meta.get_field(column) for column in values]
+    assignments = ", ".join(f"{connection.ops.quote_name(f.column)} = %s" for f in fields)
+    params = [f.get_db_prep_save(values[f.name], connection) for f in fields]
+    updated = list(TaskContext.objects.raw(
+        f"UPDATE {qualified('task_contexts')} SET {assignments} WHERE id = %s RETURNING *",
+        [*params, task.pk]))[0]
+    for model_field in TaskContext._meta.concrete_fields:
+        setattr(task, model_field.attname, getattr(updated, model_field.attname))
+
+
+# The fast path's one statement: lock the row, pass who and why to the versioning trigger,
+# update, and bring back the new row, the columns it had before and whether it is the
+# active task. The FOR UPDATE subquery reads the latest committed row (waiting for a
+# concurrent writer), so "before" is the version this update replaced. With
+# ``{guard}`` the row is only touched when the lock rule cannot object: no locked
+# elements and no current TaskLockHint; otherwise nothing happens and the caller takes
+# the full path. Autocommit makes it its own transaction: one round trip in all.
+_UPDATE_SQL = """
+UPDATE {tasks} t SET {assignments}
+FROM (SELECT o.id, {before},
+             set_config('orchestrator.change_type', %s, true)
+             || set_config('orchestrator.change_summary', %s, true)
+             || set_config('orchestrator.session_id', %s, true)
+             || set_config('orchestrator.created_by', %s, true) AS change_context
+      FROM {tasks} o WHERE o.task_id = %s{guard} FOR UPDATE OF o) old
+WHERE t.id = old.id
+RETURNING t.*, {before_aliases},
+          EXISTS (SELECT 1 FROM {global_context} g
+                  WHERE g.project_id = %s AND g.active_task_id = t.task_id) AS is_active
+"""
+_LOCK_RULE_GUARD = (
+    " AND (o.locked_elements IS NULL OR o.locked_elements = '[]'::jsonb)"
+    " AND NOT EXISTS (SELECT 1 FROM {hints} h WHERE h.task_id = o.task_id"
+    " AND h.held_until > now())")
+
+
+def _update_in_one_statement(task_id: str, changes: TaskChanges, *, change_type: str,
+                             summary: str | None, session_id: str | None,
+                             actor: str | None, enforce_locks: bool
+                             ) -> tuple[TaskContext, dict[str, Any]] | None:
+    """(updated task, its watched columns before), or None when the full path must decide
+    (an unknown task, or the lock rule might object)."""
+    fields = [TaskContext._meta.get_field(column) for column in changes.columns]
+    sql = _update_sql(tuple(f.column for f in fields), enforce_locks)
+    params = [f.get_db_prep_save(changes.columns[f.name], connection) for f in fields]
+    params += [change_type or "", summary or "", session_id or "",
+               actor or session_id or "", task_id, settings.MCP_PROJECT_ID]
+    row = prepared.fetch_one(sql, params)
+    if row is None:
+        return None
+    task = prepared.model_from_row(TaskContext, row)
+    task.is_active = row["is_active"]
+    before = {column: row[f"before_{column}"] for column in WATCHED_COLUMNS}
+    if task.version != before["version"]:
+        notify_changed(task_id, change_type)  # autocommit: sent right away
+    return task, before
+
+
+@functools.cache
+def _update_sql(columns: tuple[str, ...], enforce_locks: bool) -> str:
+    """The statement for one set of updated columns: the same text each time, so that
+    Postgres plans it once per connection (prepared) rather than on every save."""
+    return _UPDATE_SQL.format(
+        tasks=qualified("task_contexts"), global_context=qualified("global_context"),
+        assignments=", ".join(f"{connection.ops.quote_name(c)} = %s" for c in columns),
+        before=", ".join(f"o.{column} AS before_{column}" for column in WATCHED_COLUMNS),
+        before_aliases=", ".join(f"old.before_{column}" for column in WATCHED_COLUMNS),
+        guard=_LOCK_RULE_GUARD.format(hints=HINT_TABLE) if enforce_locks else "")
