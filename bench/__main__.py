@@ -143,7 +143,7 @@ def prepare_tasks() -> None:
     for client in range(max(CLIENT_COUNTS)):
         task_id = f"bench-{client}"
         if not TaskContext.objects.filter(task_id=task_id).exists():
-            create_task({"taskId": task_id, "name": f"Bench {client}"})
+            create_task(task_id, {"name": f"Bench {client}"})
         start_session({"sessionId": f"bench-s{client}-{random.randrange(10**9)}",
                        "taskId": task_id, "agentId": "bench"})
 

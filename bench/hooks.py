@@ -119,7 +119,7 @@ def main() -> None:
     call_command("migrate", verbosity=0)
     _, token = ApiToken.issue(f"bench-hooks-{time.time_ns()}")
     task = f"bench-hooks-{time.time_ns()}"
-    create_task({"taskId": task, "name": "Hook bench",
+    create_task(task, {"name": "Hook bench",
                  "immediateContext": {"nextStep": "measure the hooks"}})
     # Python's own start-up, the floor under every row: with site, and without (-S) as
     # the hooks run.

@@ -143,7 +143,7 @@ def main() -> None:
     settings.CONTEXT_DIR = tempfile.mkdtemp(prefix="roundtrips-")
     settings.INDEX_FILE_DELAY_MS = 250
     task_id = f"profile-{os.getpid()}"
-    create_task({"taskId": task_id, "name": "Profiled task"})
+    create_task(task_id, {"name": "Profiled task"})
     switch_task(task_id)
     note = "x" * 1800  # ~2 KB of task context, as in the measurements
     for i in range(3):  # warm connections, caches and prepared paths

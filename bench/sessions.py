@@ -64,7 +64,7 @@ def bench_heartbeats(url: str, token: str, clients: int, total: int) -> list[str
     from sessions.services import lifecycle
 
     for c in range(clients):
-        lifecycle.start_session({"sessionId": f"bench-hb-{c}"})
+        lifecycle.start_session(session_id=f"bench-hb-{c}")
     http = ToolClients(url, token)
     bodies = [json.dumps({"sessionId": f"bench-hb-{c}"}).encode() for c in range(clients)]
 
@@ -93,7 +93,7 @@ def bench_events(url: str, token: str, requests: int) -> list[list[str]]:
     kinds = [("user_message", "user"), ("model_message", "assistant"),
              ("tool_call", "tool"), ("tool_result", "tool")]
     for name in ["bench-ev", "bench-ev-shared", *(f"bench-ev-{c}" for c in range(8))]:
-        lifecycle.start_session({"sessionId": name})
+        lifecycle.start_session(session_id=name)
 
     def append(client: int, i: int) -> None:
         kind, role = kinds[i % 4]
@@ -141,10 +141,10 @@ def bench_record_activity(url: str, token: str, requests: int) -> list[list[str]
     from contexts.services.tasks import create_task
     from sessions.services import lifecycle
 
-    create_task({"taskId": "bench-ra", "name": "Hook bench"})
+    create_task("bench-ra", {"name": "Hook bench"})
     for c in range(8):
-        lifecycle.start_session({"sessionId": f"bench-ra-{c}", "taskId": "bench-ra",
-                                 "projectDir": "/bench"})
+        lifecycle.start_session(session_id=f"bench-ra-{c}", task_id="bench-ra",
+                                project_dir="/bench")
     http = ToolClients(url, token)
     stamp = "2026-01-01T00:00:00Z"
     bodies = [json.dumps({"sessionId": f"bench-ra-{c}", "toolUses": [

@@ -9,7 +9,8 @@ from conflicts.services import detection, reporting, resolution
 from contexts.services.tasks import require_task
 from locks import services as locks
 from locks.services import LOCK_RULE
-from orchestrator.core.errors import now_iso
+from orchestrator.backends import redis_store
+from orchestrator.core.errors import OrchestratorError, now_iso
 from orchestrator.core.tools import Tool, ToolContext, register
 from orchestrator.core.tools.access import session_argument
 from orchestrator.core.tools.schema import (
@@ -226,7 +227,13 @@ register(Tool(
 
 
 def _report(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
-    return reporting.report_conflict(args, detected_by=args.get("detectedBy", "agent"))
+    return reporting.report_conflict(
+        task_a_id=args["taskAId"], task_b_id=args.get("taskBId"),
+        conflict_type=args.get("conflictType", "spec_contradiction"),
+        severity=args.get("severity", "medium"), strength=args.get("strength", 1.0),
+        description=args["description"], evidence=args.get("evidence"),
+        detection_method=args.get("detectionMethod"),
+        detected_by=args.get("detectedBy", "agent"))
 
 
 register(Tool(
@@ -255,4 +262,33 @@ register(Tool(
                        "conflict": {"type": ["object", "null"]}},
                       ["success", "created", "conflict"]),
     handler=_report,
+))
+
+
+# -- operations for in-process callers only (the console) -----------------------------------
+
+def _release_session_locks(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
+    try:
+        released = locks.release_session_locks(args["sessionId"])
+    except redis_store.RedisUnavailable as exc:
+        raise OrchestratorError("E1650", "Redis is unreachable; the locks cannot be read",
+                                {"reason": str(exc)[:200]}) from exc
+    return {"success": True, "sessionId": args["sessionId"], "released": released,
+            "timestamp": now_iso()}
+
+
+register(Tool(
+    name="release_session_locks",
+    description=(
+        "Release every task lock a session holds (the console's action for a session that "
+        "will not come back): released lists the tasks freed. E1650 when Redis is down."
+    ),
+    input_schema=obj({"sessionId": safe_id("The session whose locks go")}, ["sessionId"]),
+    output_schema=obj({"success": boolean(), "sessionId": string(),
+                       "released": array(string(), "Tasks whose lock was released"),
+                       "timestamp": TIMESTAMP},
+                      ["success", "sessionId", "released", "timestamp"]),
+    handler=_release_session_locks,
+    writes_session=session_argument,
+    internal=True,
 ))

@@ -80,7 +80,9 @@ register(Tool(
     output_schema=obj({"success": boolean(), "taskId": string(), "version": integer(),
                        "createdAt": TIMESTAMP, "savedTo": SAVED_TO},
                       ["success", "taskId", "version", "createdAt"]),
-    handler=lambda args, ctx: tasks.create_task(args, created_by=_actor(ctx)),
+    handler=lambda args, ctx: tasks.create_task(
+        args["taskId"], {k: v for k, v in args.items() if k != "taskId"},
+        created_by=_actor(ctx)),
 ))
 
 
@@ -307,7 +309,8 @@ register(Tool(
     }, ["success", "synced", "errors", "timestamp"]),
     handler=lambda args, ctx: sync.sync_hot_context(
         sync_redis=args.get("syncRedis", True), sync_files=args.get("syncFiles", True),
-        task_ids=args.get("taskIds"), update_registry=args.get("updateRegistry", True)),
+        task_ids=args.get("taskIds"), update_registry=args.get("updateRegistry", True),
+        progress=ctx.progress),
 ))
 
 
@@ -349,4 +352,25 @@ register(Tool(
         {k: v for k, v in args.items() if k in GLOBAL_FIELDS},
         change_summary=args.get("changeSummary"), session_id=args.get("sessionId"),
         actor=_actor(ctx)),
+))
+
+
+register(Tool(
+    name="rollback_global_context",
+    description=(
+        "Restore the editable fields of the global context from one of its versions (the "
+        "console's rollback); the restore is itself a new version. E1623 unknown version, "
+        "E1624 unreadable."
+    ),
+    input_schema=obj({"version": integer(minimum=1), "sessionId": SESSION_ID}, ["version"]),
+    output_schema=obj({
+        "success": boolean(), "projectId": string(), "version": integer(),
+        "changed": string_list("Fields whose value changed"),
+        "global": obj(GLOBAL_FIELDS),
+        "savedTo": obj({"database": boolean(), "file": boolean()}, ["database", "file"]),
+        "timestamp": TIMESTAMP,
+    }, ["success", "projectId", "version", "changed", "global", "savedTo", "timestamp"]),
+    handler=lambda args, ctx: global_context.rollback_global_context(
+        args["version"], actor=_actor(ctx), session_id=args.get("sessionId")),
+    internal=True,
 ))

@@ -5,7 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from graph.services import get_task_graph
+from graph.services.outbox import drain_outbox
 from graph.services.relationships import add_relationship, remove_relationship
+from graph.services.sync import sync_graph
 from orchestrator.core.tools import Tool, ToolContext, register
 from orchestrator.core.tools.schema import (
     RELATIONSHIP_TYPES,
@@ -138,4 +140,44 @@ register(Tool(
                        "graph": GRAPH_STATE, "graphSynced": boolean()},
                       ["success", "removed", "graph", "graphSynced"]),
     handler=_remove,
+))
+
+
+# -- operations for in-process callers only (beat, cron) --------------------------------------
+
+COUNTS = {"type": "object", "additionalProperties": {"type": "integer"}}
+MIRROR_STATE = string("synced, disabled (ENABLE_NEO4J off) or failed (nothing lost: the "
+                      "next run tries again)", enum=("synced", "disabled", "failed"))
+
+register(Tool(
+    name="sync_graph",
+    description=(
+        "Make the Bolt graph mirror match Postgres (tasks, relationships, sessions and who "
+        "worked on what), under the outbox drain's lock; a report of what it created, "
+        "updated and deleted. Beat runs it every GRAPH_SYNC_INTERVAL_SECONDS; manage.py "
+        "sync_graph runs it once."
+    ),
+    input_schema=obj({}),
+    output_schema=obj({"success": boolean(), "graph": MIRROR_STATE, "tasks": COUNTS,
+                       "agents": COUNTS, "edges": COUNTS, "sessions": COUNTS,
+                       "queued": integer("Changes queued meanwhile, applied after"),
+                       "error": string(), "syncedAt": TIMESTAMP},
+                      ["success", "graph", "syncedAt"]),
+    handler=lambda args, ctx: sync_graph(),
+    internal=True,
+))
+
+register(Tool(
+    name="drain_graph_outbox",
+    description=(
+        "Apply the changes queued in graph_outbox to the graph mirror, in order (with the "
+        "graph off: discard them). Beat runs it every GRAPH_OUTBOX_INTERVAL_SECONDS, after "
+        "an outage or a restart left some; manage.py drain_graph_outbox runs it once."
+    ),
+    input_schema=obj({}),
+    output_schema=obj({"success": boolean(), "graph": MIRROR_STATE, "applied": integer(),
+                       "discarded": integer(), "pending": integer(), "error": string(),
+                       "drainedAt": TIMESTAMP}, ["success", "graph", "drainedAt"]),
+    handler=lambda args, ctx: drain_outbox(),
+    internal=True,
 ))

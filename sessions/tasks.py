@@ -1,27 +1,24 @@
 """Celery beat jobs: crash detection every HEARTBEAT_INTERVAL_MS (spec 7.1.1, 11.4.2) and
-stale-session cleanup every STALE_SESSION_SWEEP_INTERVAL_SECONDS. Both are conditional
-UPDATE/DELETE statements, so overlapping runs on several workers are harmless."""
+stale-session cleanup every STALE_SESSION_SWEEP_INTERVAL_SECONDS, each a tool call through
+the registry. Both are conditional UPDATE/DELETE statements, so overlapping runs on
+several workers are harmless."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from celery import shared_task
 
-from orchestrator.core.jobruns import record_job_run
-from sessions.services import recovery
+from orchestrator.core.jobruns import run_job
 
 
 @shared_task(name="sessions.detect_crashed_sessions")
-def detect_crashed_sessions_task() -> list[str]:
-    with record_job_run("crash sweep") as run:
-        crashed = recovery.detect_crashed_sessions()
-        run.ok(f"{len(crashed)} session(s) marked crashed")
-        return crashed
+def detect_crashed_sessions_task(transport: str = "task") -> dict[str, Any]:
+    return run_job("crash sweep", "detect_crashed_sessions", transport=transport,
+                   summarize=lambda r: f"{len(r['crashed'])} session(s) marked crashed")
 
 
 @shared_task(name="sessions.clean_stale_sessions")
-def clean_stale_sessions_task() -> list[str]:
-    with record_job_run("stale-session cleanup") as run:
-        removed = recovery.clean_stale_sessions()
-        run.ok(f"{len(removed)} stale session(s) removed")
-        return removed
-
+def clean_stale_sessions_task(transport: str = "task") -> dict[str, Any]:
+    return run_job("stale-session cleanup", "clean_stale_sessions", transport=transport,
+                   summarize=lambda r: f"{len(r['removed'])} stale session(s) removed")

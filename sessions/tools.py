@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from contexts.services import bundle
+from orchestrator.core.errors import now_iso
 from orchestrator.core.tools import Tool, ToolContext, register
 from orchestrator.core.tools.access import record_session_owner, session_argument
 from orchestrator.core.tools.schema import (
@@ -83,7 +84,13 @@ RECOVERY_REPORT = obj({
 
 
 def _start(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
-    result = lifecycle.start_session(args)
+    result = lifecycle.start_session(
+        session_id=args.get("sessionId"), task_id=args.get("taskId"),
+        project_dir=args.get("projectDir"), git_branch=args.get("gitBranch"),
+        agent_id=args.get("agentId"), process_id=args.get("processId"),
+        resolve_task=args.get("resolveTask", False),
+        context_budget_tokens=args.get("contextBudgetTokens"),
+        crashed_session_ids=args.get("crashedSessionIds"))
     record_session_owner(result["sessionId"], ctx)
     return result
 
@@ -127,7 +134,9 @@ register(Tool(
 
 
 def _heartbeat(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
-    return lifecycle.heartbeat(args)
+    return lifecycle.heartbeat(args["sessionId"], task_id=args.get("taskId"),
+                               conversation_summary=args.get("conversationSummary"),
+                               unsaved_changes=args.get("unsavedChanges"))
 
 
 register(Tool(
@@ -151,7 +160,8 @@ register(Tool(
 
 
 def _end(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
-    return lifecycle.end_session(args)
+    return lifecycle.end_session(args["sessionId"], summary=args.get("summary"),
+                                 open_items=args.get("openItems"), agent_id=args.get("agentId"))
 
 
 register(Tool(
@@ -322,7 +332,10 @@ register(Tool(
 
 
 def _record_activity(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
-    return activity.record_activity(args)
+    return activity.record_activity(
+        args["sessionId"], task_id=args.get("taskId"), tool_uses=args.get("toolUses"),
+        conversation_summary=args.get("conversationSummary"),
+        heartbeat=args.get("heartbeat", True))
 
 
 HOOK_TOOL_USE = obj({
@@ -357,6 +370,7 @@ register(Tool(
                       ["success", "sessionId", "taskId", "recorded", "keyFilesAdded",
                        "lastHeartbeat"]),
     handler=_record_activity,
+    writes_session=session_argument,
 ))
 
 
@@ -386,4 +400,60 @@ register(Tool(
                       ["success", *CONTEXT_BUNDLE["required"]]),
     handler=_get_context_bundle,
     read_only=True,
+))
+
+
+# -- operations for in-process callers only (beat, cron, the console) -----------------------
+
+register(Tool(
+    name="detect_crashed_sessions",
+    description=(
+        "The crash sweep (spec 7.1.1): every live session whose heartbeat is older than "
+        "CRASH_THRESHOLD_MINUTES is marked crashed, with its recovery snapshot. Beat runs "
+        "it every HEARTBEAT_INTERVAL_MS; manage.py detect_crashed_sessions runs it once."
+    ),
+    input_schema=obj({}),
+    output_schema=obj({"success": boolean(), "crashed": string_list("Sessions marked crashed"),
+                       "timestamp": TIMESTAMP}, ["success", "crashed", "timestamp"]),
+    handler=lambda args, ctx: {"success": True, "crashed": recovery.detect_crashed_sessions(),
+                               "timestamp": now_iso()},
+    internal=True,
+))
+
+register(Tool(
+    name="clean_stale_sessions",
+    description=(
+        "Delete ended or recovered sessions older than STALE_SESSION_HOURS, with their event "
+        "log and tool history; a session needing recovery is kept. Beat runs it every "
+        "STALE_SESSION_SWEEP_INTERVAL_SECONDS; manage.py clean_stale_sessions runs it once."
+    ),
+    input_schema=obj({}),
+    output_schema=obj({"success": boolean(), "removed": string_list("Sessions deleted"),
+                       "timestamp": TIMESTAMP}, ["success", "removed", "timestamp"]),
+    handler=lambda args, ctx: {"success": True, "removed": recovery.clean_stale_sessions(),
+                               "timestamp": now_iso()},
+    internal=True,
+))
+
+
+def _mark_crashed(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
+    recovery.mark_crashed(args["sessionId"])
+    return {"success": True, "sessionId": args["sessionId"], "status": "crashed",
+            "timestamp": now_iso()}
+
+
+register(Tool(
+    name="mark_session_crashed",
+    description=(
+        "Declare a live session crashed now, whatever its heartbeat says (the console's "
+        "action): its recovery snapshot is taken and it is listed by check_recovery. "
+        "E1600 unknown, E1602 not live."
+    ),
+    input_schema=obj({"sessionId": SESSION_ID}, ["sessionId"]),
+    output_schema=obj({"success": boolean(), "sessionId": string(),
+                       "status": {"const": "crashed"}, "timestamp": TIMESTAMP},
+                      ["success", "sessionId", "status", "timestamp"]),
+    handler=_mark_crashed,
+    writes_session=session_argument,
+    internal=True,
 ))

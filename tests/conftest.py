@@ -126,16 +126,21 @@ class ToolResponse:
 
 
 class ToolClient:
-    """Calls tools over REST through Django's test client (same process, same transaction)."""
+    """Calls tools over REST through the code production serves them with
+    (``orchestrator.web.fastlane.answer``: token, JSON body, registry, error mapping, the
+    JSON encoding on the wire), in this thread and transaction; browsing endpoints through
+    Django's test client."""
 
     def __init__(self, token: str):
-        self.client = Client(HTTP_AUTHORIZATION=f"Bearer {token}")
+        self.authorization = f"Bearer {token}"
+        self.client = Client(HTTP_AUTHORIZATION=self.authorization)
 
     def call(self, tool: str, payload: Any = None, *, raw: str | None = None) -> ToolResponse:
+        from orchestrator.web import fastlane
+
         data = raw if raw is not None else json.dumps(payload if payload is not None else {})
-        response = self.client.post(f"/api/v1/tools/{tool}/", data=data,
-                                    content_type="application/json")
-        return ToolResponse(response.status_code, response.json())
+        status, body, _ = fastlane.answer(tool, self.authorization, data.encode())
+        return ToolResponse(status, json.loads(fastlane.encode(body)))
 
     def ok(self, tool: str, payload: Any = None) -> dict[str, Any]:
         response = self.call(tool, payload)

@@ -12,21 +12,24 @@ from conflicts.models import ContextConflict
 from conflicts.services import representation
 from conflicts.services.store import KNOWN_STATUSES, Candidate, store_candidates
 from contexts.models import TaskContext
-from orchestrator.core.errors import OrchestratorError
+from orchestrator.core.errors import OrchestratorError, task_not_found
 from orchestrator.core.tools.schema import CONFLICT_TYPES
 
 REPORTERS = ("agent", "manual")
 
 
-def report_conflict(fields: dict[str, Any], *, detected_by: str = "agent") -> dict[str, Any]:
+def report_conflict(*, task_a_id: str, description: str, task_b_id: str | None = None,
+                    conflict_type: str = "spec_contradiction", severity: str = "medium",
+                    strength: float = 1.0, evidence: dict[str, Any] | None = None,
+                    detection_method: str | None = None,
+                    detected_by: str = "agent") -> dict[str, Any]:
     """Store the reported conflict unless the same one is already known: {created, conflict}."""
-    conflict_type = fields.get("conflictType", "spec_contradiction")
     if conflict_type not in CONFLICT_TYPES:
         raise OrchestratorError("E1641", f"Unknown conflict type {conflict_type!r}",
                                 {"conflictType": conflict_type, "allowed": list(CONFLICT_TYPES)})
     if detected_by not in REPORTERS:
         raise OrchestratorError("E1612", f"detectedBy must be one of {', '.join(REPORTERS)}")
-    task_a, task_b = fields["taskAId"], fields.get("taskBId")
+    task_a, task_b = task_a_id, task_b_id
     if task_a == task_b:
         raise OrchestratorError("E1612", "taskAId and taskBId must differ",
                                 {"field": "taskBId"})
@@ -34,14 +37,12 @@ def report_conflict(fields: dict[str, Any], *, detected_by: str = "agent") -> di
                 .values_list("task_id", flat=True))
     for task_id in (task_a, task_b):
         if task_id and task_id not in known:
-            raise OrchestratorError("E1610", f"Task {task_id!r} does not exist",
-                                    {"taskId": task_id})
-    evidence = fields.get("evidence") or {}
+            raise task_not_found(task_id)
+    evidence = evidence or {}
     candidate = Candidate(
-        task_a_id=task_a, task_b_id=task_b, conflict_type=conflict_type,
-        severity=fields.get("severity", "medium"), strength=fields.get("strength", 1.0),
-        description=fields["description"], evidence=evidence,
-        detection_method=fields.get("detectionMethod") or "report_conflict")
+        task_a_id=task_a, task_b_id=task_b, conflict_type=conflict_type, severity=severity,
+        strength=strength, description=description, evidence=evidence,
+        detection_method=detection_method or "report_conflict")
     created = store_candidates([candidate], detected_by=detected_by)
     if created:
         return {"success": True, "created": True,

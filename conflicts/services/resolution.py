@@ -147,20 +147,3 @@ def set_status(conflict_id: Any, status: str, *, by: str | None = None,
                                      "severity": conflict.severity})
     return {"success": True, "conflictId": str(pk), "previousStatus": previous,
             "newStatus": status, "timestamp": now_iso()}
-
-
-def bulk_set_status(conflict_ids: list[Any], status: str, *,
-                    by: str | None = None) -> dict[str, list[Any]]:
-    """Bulk ignore / escalate (admin): {done, refused}; each conflict on its own."""
-    done, refused = [], []
-    for conflict_id in conflict_ids:
-        try:
-            if status == "ignored":
-                resolve_conflict(conflict_id, {"action": "ignore"}, resolved_by=by)
-            else:
-                set_status(conflict_id, status, by=by)
-            done.append(str(conflict_id))
-        except OrchestratorError as exc:
-            refused.append({"id": str(conflict_id), "code": exc.code})
-    return {"done": done, "refused": refused}
-

@@ -1,4 +1,5 @@
-"""What every admin page shares: unknown or malformed ids are a 404, never a 500.
+"""What every admin page shares: unknown or malformed ids are a 404, never a 500, and
+actions go through the tool registry (``run_tool``).
 
 Django's admin answers a missing object on its change, delete and history pages with a
 redirect to the index and a message (or a 403 when the page is not allowed at all), and a
@@ -16,6 +17,8 @@ from django.contrib.admin.utils import unquote
 from django.core.exceptions import ValidationError
 from django.db import models
 from django.http import Http404, HttpRequest, HttpResponse
+
+from orchestrator.core.tools import ToolContext, call_tool
 
 M = TypeVar("M", bound=models.Model)
 
@@ -55,3 +58,10 @@ class MissingObjectIs404(admin.ModelAdmin):
                     extra_context: dict | None = None) -> HttpResponse:
         self._require_object(request, object_id)
         return super().delete_view(request, object_id, extra_context)
+
+
+def run_tool(request: HttpRequest, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    """A console action: ``tool`` through the registry, as the signed-in person, so it is
+    validated, traced, metered and audited as from any other door."""
+    return call_tool(tool, arguments,
+                     ToolContext("admin", actor=f"admin:{request.user.get_username()}"))

@@ -17,7 +17,7 @@ from django.utils.html import format_html
 from conflicts.models import ContextConflict
 from conflicts.services import console, resolution
 from conflicts.services.resolution import RESOLVABLE, STEPS
-from console.admin.base import MissingObjectIs404, object_or_404
+from console.admin.base import MissingObjectIs404, object_or_404, run_tool
 from orchestrator.core.errors import OrchestratorError
 
 SEVERITY_COLOURS = {"critical": "#ba2121", "high": "#e67e22", "medium": "#d4ac0d",
@@ -68,12 +68,31 @@ class ContextConflictAdmin(MissingObjectIs404):
         return False
 
     def _bulk(self, request: HttpRequest, queryset, status: str) -> None:
-        outcome = resolution.bulk_set_status(list(queryset.values_list("pk", flat=True)), status,
-                                             by=request.user.get_username())
-        self.message_user(request, f"{len(outcome['done'])} conflict(s) {status}.")
-        if outcome["refused"]:
-            self.message_user(request, f"{len(outcome['refused'])} skipped (already closed "
-                              f"or already {status}).", messages.WARNING)
+        """Ignore or escalate each selected conflict on its own."""
+        done, refused = 0, 0
+        for conflict_id in queryset.values_list("pk", flat=True):
+            try:
+                self._step(request, str(conflict_id), status, notes=None)
+                done += 1
+            except OrchestratorError:
+                refused += 1
+        self.message_user(request, f"{done} conflict(s) {status}.")
+        if refused:
+            self.message_user(request, f"{refused} skipped (already closed or already "
+                              f"{status}).", messages.WARNING)
+
+    @staticmethod
+    def _step(request: HttpRequest, conflict_id: str, status: str,
+              notes: str | None) -> dict:
+        """Ignore (a resolution) or take a step (investigating, escalated)."""
+        user = request.user.get_username()
+        if status == "ignored":
+            resolution_body = {"action": "ignore", **({"notes": notes} if notes else {})}
+            return run_tool(request, "resolve_conflict", {
+                "conflictId": conflict_id, "resolution": resolution_body, "resolvedBy": user})
+        return run_tool(request, "update_conflict_status", {
+            "conflictId": conflict_id, "status": status, "by": user,
+            **({"notes": notes} if notes else {})})
 
     @admin.action(description="Ignore selected conflicts")
     def bulk_ignore(self, request: HttpRequest, queryset) -> None:
@@ -114,7 +133,7 @@ class ContextConflictAdmin(MissingObjectIs404):
         action, notes = request.POST.get("action", ""), request.POST.get("notes") or None
         try:
             if action in STEPS:
-                resolution.set_status(conflict.pk, action, by=user, notes=notes)
+                self._step(request, str(conflict.pk), action, notes)
                 self.message_user(request, f"Conflict is now {action}.")
                 return
             body = {"action": action}
@@ -126,7 +145,8 @@ class ContextConflictAdmin(MissingObjectIs404):
                 except ValueError as exc:
                     raise OrchestratorError("E1644", f"resolved value is not JSON: {exc}") \
                         from None
-            result = resolution.resolve_conflict(conflict.pk, body, resolved_by=user)
+            result = run_tool(request, "resolve_conflict", {
+                "conflictId": str(conflict.pk), "resolution": body, "resolvedBy": user})
             self.message_user(request, f"Conflict {result['newStatus']} ({action}): "
                               + ("; ".join(result["effects"]) or "no side effects"))
         except OrchestratorError as exc:

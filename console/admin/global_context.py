@@ -15,11 +15,10 @@ from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 
-from console.admin.base import MissingObjectIs404, object_or_404
+from console.admin.base import MissingObjectIs404, object_or_404, run_tool
 from contexts.models import GlobalContext
 from contexts.services import global_context
 from orchestrator.core.errors import OrchestratorError
-from orchestrator.core.tools import ToolContext, call_tool
 
 # Form field -> (tool field, edited as JSON?)
 FORM_FIELDS = {
@@ -100,8 +99,8 @@ class GlobalContextAdmin(MissingObjectIs404):
                 return HttpResponse(status=403)
             form = {name: request.POST.get(name, "") for name in FORM_FIELDS}
             try:
-                result = call_tool("update_global_context", _tool_input(request.POST),
-                                   ToolContext("admin", actor=_actor(request)))
+                result = run_tool(request, "update_global_context",
+                                  _tool_input(request.POST))
             except OrchestratorError as exc:
                 error, status = exc, 400
             else:
@@ -133,7 +132,7 @@ class GlobalContextAdmin(MissingObjectIs404):
         page = reverse("admin:contexts_globalcontext_change", args=[row.pk])
         try:
             if request.method == "POST":
-                result = global_context.rollback_global_context(version, actor=_actor(request))
+                result = run_tool(request, "rollback_global_context", {"version": version})
                 self.message_user(request, f"Rolled back to version {version}; now version "
                                   f"{result['version']}", messages.SUCCESS)
                 return HttpResponseRedirect(page)
@@ -147,7 +146,3 @@ class GlobalContextAdmin(MissingObjectIs404):
             **self.admin_site.each_context(request), "opts": self.model._meta,
             "title": f"Roll the global context back to version {version}?", "row": row,
             "version": version, "changes": changes, "change_url": page})
-
-
-def _actor(request: HttpRequest) -> str:
-    return f"admin:{request.user.get_username()}"

@@ -9,10 +9,9 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 from django.urls import NoReverseMatch, path, reverse
 
-from console.admin.base import MissingObjectIs404
+from console.admin.base import MissingObjectIs404, run_tool
 from contexts.models import TaskContext
 from graph.models import TaskRelationship
-from graph.services import get_task_graph
 from graph.tools import MAX_DEPTH
 from orchestrator.core.errors import OrchestratorError
 
@@ -50,7 +49,9 @@ class TaskRelationshipAdmin(MissingObjectIs404):
         include_completed = request.GET.get("includeCompleted") == "on"
         error, graph = None, None
         try:
-            graph = get_task_graph(task_id, depth, include_completed)
+            graph = run_tool(request, "get_task_graph", {
+                **({"taskId": task_id} if task_id else {}), "depth": depth,
+                "includeCompleted": include_completed})
         except OrchestratorError as exc:
             if exc.code == "E1610":  # an unknown task in the address: the admin's 404 page
                 raise Http404(exc.message) from None

@@ -10,9 +10,7 @@ from django.db.models import IntegerField, OuterRef, Subquery
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
-from console.admin.base import MissingObjectIs404
-from locks import services as locks
-from orchestrator.backends import redis_store
+from console.admin.base import MissingObjectIs404, run_tool
 from orchestrator.core.errors import OrchestratorError
 from sessions.models import (
     ActiveSession,
@@ -22,7 +20,7 @@ from sessions.models import (
     SessionWork,
     ToolInvocation,
 )
-from sessions.services import lifecycle, recovery
+from sessions.services import recovery
 from sessions.services.prompts import resume_prompt
 from sessions.services.timeline import session_timeline
 
@@ -140,37 +138,33 @@ class ActiveSessionAdmin(MissingObjectIs404):
 
     @admin.action(description="Mark recovered")
     def mark_recovered(self, request, queryset) -> None:
-        self._apply(request, queryset, recovery.mark_recovered, "marked recovered")
+        self._apply(request, queryset, "check_recovery", "markRecovered",
+                    lambda result: "marked recovered")
 
     @admin.action(description="Mark crashed")
     def mark_crashed(self, request, queryset) -> None:
-        self._apply(request, queryset, recovery.mark_crashed, "marked crashed")
+        self._apply(request, queryset, "mark_session_crashed", "sessionId",
+                    lambda result: "marked crashed")
 
     @admin.action(description="End session")
     def end_sessions(self, request, queryset) -> None:
-        self._apply(request, queryset,
-                    lambda session_id: lifecycle.end_session({"sessionId": session_id}), "ended")
+        self._apply(request, queryset, "end_session", "sessionId", lambda result: "ended")
 
     @admin.action(description="Release its task locks")
     def release_locks(self, request, queryset) -> None:
-        for session in queryset:
-            try:
-                freed = locks.release_session_locks(session.session_id)
-            except redis_store.RedisUnavailable as exc:
-                self.message_user(request, f"Locks unreadable (Redis): {exc}", messages.ERROR)
-                return
-            self.message_user(request, f"{session.session_id}: released "
-                              f"{', '.join(freed) if freed else 'no locks (it held none)'}")
+        self._apply(request, queryset, "release_session_locks", "sessionId",
+                    lambda result: "released " + (", ".join(result["released"])
+                                                  or "no locks (it held none)"))
 
-    def _apply(self, request, queryset, service, done: str) -> None:
+    def _apply(self, request, queryset, tool: str, argument: str, done) -> None:
         for session in queryset:
             try:
-                service(session.session_id)
+                result = run_tool(request, tool, {argument: session.session_id})
             except OrchestratorError as exc:
                 self.message_user(request, f"{session.session_id}: {exc.code} {exc.message}",
                                   messages.WARNING)
             else:
-                self.message_user(request, f"{session.session_id}: {done}")
+                self.message_user(request, f"{session.session_id}: {done(result)}")
 
 
 @admin.register(SessionHandoff)

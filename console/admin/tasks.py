@@ -20,13 +20,12 @@ from django.urls import path, reverse
 from django.utils.html import format_html
 
 from conflicts import selectors
-from console.admin.base import MissingObjectIs404, object_or_404
+from console.admin.base import MissingObjectIs404, object_or_404, run_tool
 from console.admin.orphans import OrphanedFilter, orphaned_task_ids
 from contexts.models import Checkpoint, ContextVersion, GlobalContext, TaskContext
 from contexts.services import rollback
 from contexts.services.checkpoints import snapshot_for_display
 from orchestrator.core.errors import OrchestratorError
-from orchestrator.core.tools import ToolContext, call_tool
 
 CONFLICT_HISTORY_TEMPLATE = "conflicts/_task_history.html"
 
@@ -136,10 +135,10 @@ class TaskContextAdmin(ReadOnlyAdmin):
         try:
             target = _rollback_target(request)
             if request.method == "POST":
-                result = call_tool("rollback_to", {
+                result = run_tool(request, "rollback_to", {
                     "taskId": task.task_id, "target": target,
                     "createBackup": request.POST.get("create_backup") == "on",
-                }, ToolContext("admin", actor=f"admin:{request.user.get_username()}"))
+                })
                 backup = result.get("backupCheckpointId")
                 self.message_user(request, f"Rolled back to {target['type']} "
                                   f"{result['rolledBackTo']['identifier']}; now version "

@@ -35,17 +35,17 @@ def get_global_context() -> GlobalContext:
             {"projectId": settings.MCP_PROJECT_ID}) from None
 
 
-def create_task(fields: dict[str, Any], *, session_id: str | None = None,
+def create_task(task_id: str, fields: dict[str, Any], *, session_id: str | None = None,
                 created_by: str | None = None) -> dict[str, Any]:
-    """Insert a task (version 1 is recorded by the trigger), then cache and back it up."""
-    task_id = check_safe_id(fields["taskId"])
+    """Insert a task with camelCase ``fields`` (version 1 is recorded by the trigger), then
+    cache and back it up. E1612 invalid, E1614 the id exists."""
+    task_id = check_safe_id(task_id)
     if len(task_id) > MAX_TASK_ID_LENGTH:
         raise OrchestratorError(
             "E1612", f"taskId is {len(task_id)} characters long; a new task id is at most "
             f"{MAX_TASK_ID_LENGTH} (it must fit its backup file's name)",
             {"field": "taskId", "problem": f"longer than {MAX_TASK_ID_LENGTH} characters"})
-    values = validate_changes({name: value for name, value in fields.items()
-                               if name != "taskId"})
+    values = validate_changes(fields)
     try:
         with transaction.atomic():
             set_change_context(change_type="manual", change_summary="Task created",

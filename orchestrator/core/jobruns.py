@@ -12,7 +12,7 @@ that period).
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -22,6 +22,7 @@ from django.utils import timezone
 
 from orchestrator.core.errors import OrchestratorError
 from orchestrator.core.models import JobRun
+from orchestrator.core.tools import ToolContext, call_tool
 from orchestrator.observability import metrics
 
 logger = logging.getLogger("orchestrator.jobs")
@@ -29,9 +30,8 @@ logger = logging.getLogger("orchestrator.jobs")
 KEPT_RUNS = 100
 SUMMARY_LENGTH = 500
 
-# Job name shown to people -> the Celery task beat runs it as. Retention is found by its
-# beat entry's name instead (its task lives in another branch of work).
-KNOWN_JOBS: dict[str, str | None] = {
+# Job name shown to people -> the Celery task beat runs it as.
+KNOWN_JOBS: dict[str, str] = {
     "crash sweep": "sessions.detect_crashed_sessions",
     "hot sync": "contexts.sync_hot_context",
     "conflict detection": "conflicts.detect_conflicts",
@@ -80,6 +80,37 @@ def record_job_run(job_name: str) -> Iterator[RunOutcome]:
         metrics.mark_job_success(METRIC_JOB_NAMES.get(job_name, job_name))
 
 
+# Who a periodic job's tool call is made by, per door.
+JOB_ACTORS = {"task": "celery-beat", "command": "manage.py"}
+
+
+def run_job(job_name: str, tool: str, arguments: dict[str, Any] | None = None, *,
+            transport: str, summarize: Callable[[dict[str, Any]], str],
+            progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+    """One run of a periodic job: ``tool`` called through the registry (so it is traced,
+    metered and audited like any call), recorded for the console.
+
+    Beat runs it as transport "task", cron as "command" (``manage.py``). An error is a
+    failed run, returned as the spec's error object rather than raised: the next run
+    tries again, and a worker must not crash on it. An answer with ``success: false`` is
+    a failed run too.
+    """
+    with record_job_run(job_name) as run:
+        context = ToolContext(transport, actor=JOB_ACTORS.get(transport, transport),
+                              progress=progress)
+        try:
+            result = call_tool(tool, arguments or {}, context)
+        except OrchestratorError as exc:
+            logger.warning("%s failed: %s", job_name, exc)
+            run.fail(str(exc))
+            return exc.to_dict()
+        if result.get("success", True):
+            run.ok(summarize(result))
+        else:
+            run.fail(summarize(result))
+        return result
+
+
 def _start(job_name: str) -> JobRun | None:
     try:
         return JobRun.objects.create(job_name=job_name, started_at=timezone.now())
@@ -108,16 +139,8 @@ def job_periods() -> dict[str, float | None]:
     """Each known job's beat period in seconds; None when beat does not run it (disabled)."""
     from orchestrator.celery import periodic_jobs
 
-    entries = periodic_jobs()
-    by_task = {entry["task"]: entry["schedule"] for entry in entries.values()}
-    periods: dict[str, float | None] = {}
-    for name, task in KNOWN_JOBS.items():
-        if task is not None:
-            periods[name] = by_task.get(task)
-        else:
-            periods[name] = next((entry["schedule"] for key, entry in entries.items()
-                                  if name in key or name in entry["task"]), None)
-    return periods
+    by_task = {entry["task"]: entry["schedule"] for entry in periodic_jobs().values()}
+    return {name: by_task.get(task) for name, task in KNOWN_JOBS.items()}
 
 
 def latest_runs() -> dict[str, dict[str, Any]]:

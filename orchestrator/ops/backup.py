@@ -191,16 +191,6 @@ def prune_backups(directory: Path, keep: int) -> list[Path]:
     return removed
 
 
-def scheduled_backup() -> dict[str, Any]:
-    """The beat job: a backup into BACKUP_DIR, then keep only the newest BACKUP_KEEP."""
-    directory = Path(settings.BACKUP_DIR)
-    directory.mkdir(parents=True, exist_ok=True)
-    result = create_backup(directory)
-    removed = prune_backups(directory, settings.BACKUP_KEEP)
-    return {"path": result["path"], "bytes": result["bytes"], "rows": result["rows"],
-            "removed": [str(path) for path in removed]}
-
-
 # -- restore --------------------------------------------------------------------------------
 
 def read_manifest(archive_path: Path) -> dict[str, Any]:

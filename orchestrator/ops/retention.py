@@ -85,6 +85,15 @@ class PruneReport:
                   for session, count in sorted(self.events_by_session.items())]
         return lines
 
+    @classmethod
+    def from_answer(cls, answer: dict[str, Any]) -> PruneReport:
+        """The report back from the ``prune`` tool's answer (``as_dict``)."""
+        return cls(dry_run=answer["dryRun"],
+                   versions_by_task=Counter(answer.get("versionsByTask") or {}),
+                   checkpoints=list(answer.get("checkpoints") or []),
+                   events_by_session=Counter(answer.get("eventsBySession") or {}),
+                   session_owners=answer.get("sessionOwners", 0))
+
     def as_dict(self) -> dict[str, Any]:
         return {"dryRun": self.dry_run,
                 "versions": sum(self.versions_by_task.values()),

@@ -3,9 +3,9 @@ the ASGI router to the registry, without Django's request stack.
 
 Why: a tool call needs a bearer token, a JSON body and ``call_tool``. Going through
 Django's middleware, DRF's request parsing and the WSGI bridge cost ~3 ms of CPU per call
-on these 2-core machines, which capped heartbeats at ~330/s. The answers are the same as
-the DRF view's (``orchestrator.tools.rest``, which stays for the OpenAPI document and for
-in-process callers): same tool, same validation, same error bodies and statuses.
+on these 2-core machines, which capped heartbeats at ~330/s. ``answer`` is the one
+implementation of a REST tool call: the DRF view (``orchestrator.web.rest``) only describes
+the endpoints in the OpenAPI document and answers with it when served under WSGI.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from django.db import InterfaceError, OperationalError, close_old_connections
 
 from orchestrator.core.auth import TokenPrincipal, authenticate_header
 from orchestrator.core.errors import OrchestratorError, error_body
-from orchestrator.core.tools import registry
+from orchestrator.core.tools import ToolContext, registry
 from orchestrator.observability import tracing
 
 TOOL_PATH = re.compile(r"^/api/v1/tools/([A-Za-z0-9_]{1,100})/?$")
@@ -61,15 +61,12 @@ def tool_name(scope: dict[str, Any]) -> str | None:
     return match.group(1) if match else None
 
 
-def check_token(authorization: str | None) -> tuple[TokenPrincipal | None, Answer | None]:
-    """(principal, None), or (None, the 401 / 503 answer). Runs in a worker thread."""
-    close_old_connections()
+def authenticate(authorization: str | None) -> tuple[TokenPrincipal | None, Answer | None]:
+    """(principal, None), or (None, the 401 / 503 answer)."""
     try:
         principal = authenticate_header(authorization)
     except (OperationalError, InterfaceError):
         return None, (503, error_body("E1654", "PostgreSQL is unreachable"), {})
-    finally:
-        close_old_connections()
     if principal is None:
         message = ("Authentication credentials were not provided." if not authorization
                    else "Invalid or revoked bearer token")
@@ -77,9 +74,13 @@ def check_token(authorization: str | None) -> tuple[TokenPrincipal | None, Answe
     return principal, None
 
 
-def handle(name: str, authorization: str | None, body: bytes | None) -> Answer:
-    """Run one REST tool call: (HTTP status, JSON body, extra headers). Runs in a thread."""
-    principal, refusal = check_token(authorization)
+def answer(name: str, authorization: str | None, body: bytes | None) -> Answer:
+    """One REST tool call: (HTTP status, JSON body, extra headers).
+
+    The one implementation of ``POST /api/v1/tools/<name>/``: this lane serves it in
+    production, the DRF view (orchestrator.web.rest) answers with it under WSGI, and the
+    suite's tool client calls it directly."""
+    principal, refusal = authenticate(authorization)
     if refusal is not None:
         return refusal
     if body is None:
@@ -90,13 +91,35 @@ def handle(name: str, authorization: str | None, body: bytes | None) -> Answer:
         return 400, error_body("E1612", f"Malformed JSON: {exc}"), {}
     try:
         result = registry.call_tool(name, arguments,
-                                    registry.ToolContext("rest", principal.name,
-                                                         principal.scope))
+                                    ToolContext("rest", principal.name, principal.scope))
     except OrchestratorError as exc:
         return exc.http_status, exc.to_dict(), {}
+    return 200, result, {}
+
+
+def in_fresh_connection(function: Callable[..., T], *args: Any) -> T:
+    """Run ``function`` in a tool thread with a usable database connection, and leave it
+    usable for the thread's next call (a connection the call broke is dropped)."""
+    close_old_connections()
+    try:
+        return function(*args)
     finally:
         close_old_connections()
-    return 200, result, {}
+
+
+def check_token(authorization: str | None) -> tuple[TokenPrincipal | None, Answer | None]:
+    """``authenticate`` in a tool thread (the MCP endpoint's check)."""
+    return in_fresh_connection(authenticate, authorization)
+
+
+def handle(name: str, authorization: str | None, body: bytes | None) -> Answer:
+    """``answer`` in a tool thread."""
+    return in_fresh_connection(answer, name, authorization, body)
+
+
+def encode(payload: dict[str, Any]) -> bytes:
+    """A JSON answer as it goes on the wire (timestamps, decimals, UUIDs as strings)."""
+    return json.dumps(payload, default=str).encode()
 
 
 async def read_body(receive) -> bytes | None:
@@ -118,7 +141,7 @@ async def read_body(receive) -> bytes | None:
 
 async def send_json(send, status: int, payload: dict[str, Any],
                     headers: dict[str, str]) -> None:
-    body = json.dumps(payload, default=str).encode()
+    body = encode(payload)
     raw_headers = [(b"content-type", b"application/json"),
                    (b"content-length", str(len(body)).encode())]
     raw_headers += [(k.lower().encode(), v.encode()) for k, v in headers.items()]

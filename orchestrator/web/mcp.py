@@ -15,7 +15,6 @@ import json
 from typing import Any
 
 import mcp_types as types
-from django.db import close_old_connections
 from mcp.server.lowlevel import Server
 from mcp.server.transport_security import TransportSecuritySettings
 
@@ -23,7 +22,7 @@ from orchestrator.core.errors import OrchestratorError
 from orchestrator.core.models import TokenScope
 from orchestrator.core.tools import registry
 from orchestrator.core.tools.schema import answer_or_error
-from orchestrator.web.fastlane import in_tool_thread
+from orchestrator.web.fastlane import in_fresh_connection, in_tool_thread
 
 SERVER_NAME = "session-orchestrator"
 
@@ -43,7 +42,6 @@ def list_tools() -> list[types.Tool]:
 
 def _call(name: str, arguments: dict[str, Any], actor: str,
           scope: str | None) -> types.CallToolResult:
-    close_old_connections()
     try:
         result = registry.call_tool(name, arguments,
                                     registry.ToolContext("mcp", actor, scope))
@@ -54,8 +52,6 @@ def _call(name: str, arguments: dict[str, Any], actor: str,
             structured_content=body,
             is_error=True,
         )
-    finally:
-        close_old_connections()
     return types.CallToolResult(
         content=[types.TextContent(text=json.dumps(result, default=str))],
         structured_content=result,
@@ -79,8 +75,8 @@ async def _on_call_tool(ctx, params: types.CallToolRequestParams) -> types.CallT
             (principal.name, principal.scope)
     # Tool calls run in parallel threads, each with its own database connection, instead
     # of queueing behind one.
-    return await in_tool_thread(_call, params.name, params.arguments or {}, actor,
-                                token_scope)
+    return await in_tool_thread(in_fresh_connection, _call, params.name,
+                                params.arguments or {}, actor, token_scope)
 
 
 def build_server() -> Server:

@@ -1,7 +1,8 @@
-"""REST transport: ``POST /api/v1/tools/<name>/``, one generated view per registered tool.
+"""``POST /api/v1/tools/<name>/`` in the OpenAPI document: one generated DRF view per tool.
 
-Each view carries its tool's JSON Schemas into the OpenAPI document, so /api/docs/ shows
-every tool's request and response exactly as MCP's tools/list does.
+Each view carries its tool's JSON Schemas into the document, so /api/docs/ shows every
+tool's request and response exactly as MCP's tools/list does. The calls themselves are
+answered by ``orchestrator.web.fastlane.answer`` (see ``ToolView``).
 """
 
 from __future__ import annotations
@@ -12,21 +13,22 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from orchestrator.core.errors import REGISTRY as ERROR_CODES
-from orchestrator.core.models import TokenScope
 from orchestrator.core.tools import registry
 from orchestrator.core.tools.schema import ERROR_OBJECT
+from orchestrator.web import fastlane
 
 
 class ToolView(APIView):
+    """Describes one tool for the OpenAPI document. Production never reaches it (the ASGI
+    router hands tool calls to ``fastlane``); under WSGI it answers with the same
+    function, so there is one implementation of a REST tool call."""
+
     tool_name: str = ""
 
     def post(self, request, *args, **kwargs):
-        actor = getattr(request.user, "name", "") or str(request.user)
-        # Only bearer tokens reach this view; a principal without a scope is refused.
-        scope = getattr(request.user, "scope", TokenScope.READ)
-        context = registry.ToolContext(transport="rest", actor=actor, scope=scope)
-        result = registry.call_tool(self.tool_name, request.data, context)
-        return Response(result)
+        status, body, headers = fastlane.answer(
+            self.tool_name, request.META.get("HTTP_AUTHORIZATION"), request.body)
+        return Response(body, status=status, headers=headers)
 
 
 # Every status an error can have (the E16xx registry's, and 413 for an oversized body):

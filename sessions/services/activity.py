@@ -151,22 +151,24 @@ def _add_key_files(task_id: str, session_id: str, paths: list[str]) -> list[str]
     return added
 
 
-def record_activity(args: dict[str, Any]) -> dict[str, Any]:
+def record_activity(session_id: str, *, task_id: str | None = None,
+                    tool_uses: list[dict[str, Any]] | None = None,
+                    conversation_summary: str | None = None,
+                    heartbeat: bool = True) -> dict[str, Any]:
     """Heartbeat + tool history + keyFiles for one batch of hook events."""
-    session_id = args["sessionId"]
-    tool_uses = args.get("toolUses") or []
+    tool_uses = tool_uses or []
     for index, use in enumerate(tool_uses):  # before anything is written
         _check_stamp(use["timestamp"], index)
-    if args.get("heartbeat", True):
-        beat = lifecycle.heartbeat({"sessionId": session_id, "taskId": args.get("taskId"),
-                                    "conversationSummary": args.get("conversationSummary")})
+    if heartbeat:
+        beat = lifecycle.heartbeat(session_id, task_id=task_id,
+                                   conversation_summary=conversation_summary)
         task_id, last_heartbeat = beat["taskId"], beat["lastHeartbeat"]
     else:
-        if args.get("conversationSummary") is not None:
+        if conversation_summary is not None:
             raise OrchestratorError("E1612", "conversationSummary is stored with the "
                                     "heartbeat; it needs heartbeat true",
                                     {"field": "conversationSummary"})
-        task_id, last_heartbeat = _recordable_session(session_id, args.get("taskId"))
+        task_id, last_heartbeat = _recordable_session(session_id, task_id)
     recorded, added = 0, []
     paths = _edited_paths(tool_uses)
     if tool_uses:

@@ -46,22 +46,24 @@ def _require_task(task_id: str | None) -> None:
                                     {"taskId": task_id})
 
 
-def start_session(args: dict[str, Any]) -> dict[str, Any]:
+def start_session(*, session_id: str | None = None, task_id: str | None = None,
+                  project_dir: str | None = None, git_branch: str | None = None,
+                  agent_id: str | None = None, process_id: int | None = None,
+                  resolve_task: bool = False, context_budget_tokens: int | None = None,
+                  crashed_session_ids: list[str] | None = None) -> dict[str, Any]:
     """Register a session, hand it its project's handoff and tell it what needs recovery."""
-    session_id = args.get("sessionId") or new_session_id()
-    task_id, project_dir = args.get("taskId"), args.get("projectDir")
-    agent_id, process_id = args.get("agentId"), args.get("processId")
+    session_id = session_id or new_session_id()
     _require_task(task_id)
     task_source = "argument" if task_id else None
-    if task_id is None and args.get("resolveTask"):
-        task_id, task_source = agent_context.resolve_task(project_dir, args.get("gitBranch"))
+    if task_id is None and resolve_task:
+        task_id, task_source = agent_context.resolve_task(project_dir, git_branch)
     with transaction.atomic():
         with connection.cursor() as cursor:
             cursor.execute(
                 f"INSERT INTO {sessions_table()} (session_id, task_id, project_dir, git_branch) "
                 "VALUES (%s, %s, %s, %s) ON CONFLICT (session_id) DO NOTHING "
                 "RETURNING started_at, last_heartbeat",
-                [session_id, task_id, project_dir, args.get("gitBranch")])
+                [session_id, task_id, project_dir, git_branch])
             row = cursor.fetchone()
             if row is None:
                 raise OrchestratorError("E1601", f"Session {session_id!r} already exists",
@@ -92,34 +94,33 @@ def start_session(args: dict[str, Any]) -> dict[str, Any]:
         "taskId": task_id,
         "taskSource": task_source,
         "projectDir": project_dir,
-        "gitBranch": args.get("gitBranch"),
+        "gitBranch": git_branch,
         "agentId": agent_id,
         "processId": process_id,
         "heartbeatIntervalMs": settings.HEARTBEAT_INTERVAL_MS,
         "handoff": handoffs.handoff_data(handoff),
         "savedTo": saved_to,
     }
-    bundle = agent_context.bundle_or_none(task_id, args.get("contextBudgetTokens"))
+    bundle = agent_context.bundle_or_none(task_id, context_budget_tokens)
     if bundle is not None:
         result["contextBundle"] = bundle
     if settings.ENABLE_AUTO_RECOVERY_CHECK:
         result["recovery"] = recovery.check_recovery(
             project_dir=project_dir, exclude_session=session_id,
-            crashed_session_ids=args.get("crashedSessionIds"))
+            crashed_session_ids=crashed_session_ids)
     else:
-        recovery.report_crashed(args.get("crashedSessionIds") or [])
+        recovery.report_crashed(crashed_session_ids or [])
     project = handoffs.project_key(project_dir)
     result["notificationStatus"] = notifications.notify(
         f"{project} session open - {agent_id or session_id}")
     return result
 
 
-def heartbeat(args: dict[str, Any]) -> dict[str, Any]:
+def heartbeat(session_id: str, *, task_id: str | None = None,
+              conversation_summary: str | None = None,
+              unsaved_changes: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """One conditional UPDATE; reasons for refusal are looked up only when it touched nothing."""
-    session_id = args["sessionId"]
-    task_id = args.get("taskId")
-    summary = args.get("conversationSummary")
-    changes = args.get("unsavedChanges")
+    summary, changes = conversation_summary, unsaved_changes
     table = sessions_table()
     # The self-join reads the row as the statement's snapshot saw it: the previous
     # heartbeat, for the heartbeat-age histogram, in the same round trip. The one-row
@@ -164,10 +165,10 @@ def heartbeat(args: dict[str, Any]) -> dict[str, Any]:
             "nextHeartbeatMs": settings.HEARTBEAT_INTERVAL_MS, "savedTo": saved_to}
 
 
-def end_session(args: dict[str, Any]) -> dict[str, Any]:
-    session_id = args["sessionId"]
-    summary, open_items = args.get("summary"), args.get("openItems") or []
-    agent_id = args.get("agentId")
+def end_session(session_id: str, *, summary: str | None = None,
+                open_items: list[str] | None = None,
+                agent_id: str | None = None) -> dict[str, Any]:
+    open_items = open_items or []
     with transaction.atomic():
         with connection.cursor() as cursor:
             # Lock the detail row first: event appends take it too, so none can slip in

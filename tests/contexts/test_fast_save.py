@@ -30,7 +30,7 @@ def test_a_save_is_one_statement_and_no_lock_lookup(settings):
     # Tests drain the graph outbox inline (GRAPH_OUTBOX_DELAY_MS=0); a server drains it in
     # a background thread, so leave it out of the request path's count.
     settings.ENABLE_NEO4J = False
-    create_task({"taskId": "fast-1", "name": "Fast"})
+    create_task("fast-1", {"name": "Fast"})
     before = redis_calls()
     trace = PostgresTrace()
     with CaptureQueriesContext(connection) as queries, trace.capture():
@@ -57,7 +57,7 @@ def test_a_save_is_one_statement_and_no_lock_lookup(settings):
 
 
 def test_a_hinted_lock_is_honoured_and_its_holder_may_save():
-    create_task({"taskId": "fast-2", "name": "Locked"})
+    create_task("fast-2", {"name": "Locked"})
     locks.acquire_lock("fast-2", "holder")
     with pytest.raises(OrchestratorError) as refused:
         save_task_changes("fast-2", {"currentPhase": "x"}, session_id="intruder")
@@ -67,7 +67,7 @@ def test_a_hinted_lock_is_honoured_and_its_holder_may_save():
 
 
 def test_locked_elements_still_need_the_lock():
-    create_task({"taskId": "fast-3", "name": "Elements", "lockedElements": ["keyFiles"]})
+    create_task("fast-3", {"name": "Elements", "lockedElements": ["keyFiles"]})
     with pytest.raises(OrchestratorError) as refused:
         save_task_changes("fast-3", {"keyFiles": ["a.py"]}, session_id="s")
     assert refused.value.code == "E1613"
@@ -79,7 +79,7 @@ def test_unknown_task_and_no_op_save():
     with pytest.raises(OrchestratorError) as missing:
         save_task_changes("fast-missing", {"currentPhase": "x"})
     assert missing.value.code == "E1610"
-    create_task({"taskId": "fast-4", "name": "Same"})
+    create_task("fast-4", {"name": "Same"})
     save_task_changes("fast-4", {"currentPhase": "x"})
     assert save_task_changes("fast-4", {"currentPhase": "x"})["version"] == 2  # no new version
     assert ContextVersion.objects.filter(task_id="fast-4").count() == 2
@@ -89,7 +89,7 @@ def test_graph_field_says_whether_the_mirror_has_work(settings):
     settings.ENABLE_NEO4J = True
     # A graph server that is not there keeps the queue for us to look at.
     settings.NEOMODEL_DATABASE_URL = f"bolt://neo4j:x@127.0.0.1:{free_port()}"
-    create_task({"taskId": "fast-5", "name": "Mirrored"})
+    create_task("fast-5", {"name": "Mirrored"})
     queued = GraphOutboxEntry.objects.filter(kind="task", entity_id="fast-5").count()
     assert save_task_changes("fast-5", {"immediateContext": {"workingOn": "a"}})["graph"] \
         == "unchanged"
@@ -102,7 +102,7 @@ def test_graph_field_says_whether_the_mirror_has_work(settings):
 
 def test_concurrent_saves_lose_nothing():
     """8 threads, 10 saves each, one task: 80 consecutive versions, the last one wins."""
-    create_task({"taskId": "fast-6", "name": "Busy"})
+    create_task("fast-6", {"name": "Busy"})
     errors: list[BaseException] = []
 
     def saver(thread: int) -> None:
@@ -131,7 +131,7 @@ def test_the_active_task_refreshes_hot_cache_hot_file_and_registry():
     from contexts.services.switch import switch_task
     from orchestrator.backends import files
 
-    create_task({"taskId": "fast-7", "name": "Active"})
+    create_task("fast-7", {"name": "Active"})
     switch_task("fast-7")
     result = save_task_changes("fast-7", {"status": "in_progress", "currentPhase": "ship"})
     assert result["savedTo"] == {"database": True, "redis": True, "file": True}

@@ -56,7 +56,7 @@ def wait_for(port: int, server: subprocess.Popen) -> None:
 
 def test_acknowledged_saves_survive_kill_9_of_the_web_workers(tmp_path, settings):
     for n in range(CLIENTS):
-        create_task({"taskId": f"durable-{n}", "name": f"Durable {n}"})
+        create_task(f"durable-{n}", {"name": f"Durable {n}"})
     _, token = ApiToken.issue("kill-9")
     port = free_port()
     env = {**os.environ, "DATABASE_URL": database_url(), "CONTEXT_DIR": str(tmp_path / "c"),

@@ -11,9 +11,10 @@ from django.core.management import call_command
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+from contexts.models import TaskContext
 from orchestrator.core.models import ApiToken, SessionOwner, TokenScope, hash_token
 from orchestrator.core.tools import ToolContext, call_tool
-from sessions.models import SessionDetail, SessionEvent
+from sessions.models import SessionDetail, SessionEvent, ToolInvocation
 from tests import mcp_client
 from tests.conftest import ToolClient
 
@@ -44,6 +45,9 @@ SESSION_WRITES = [
     ("append_session_event", lambda s: {"sessionId": s, "type": "user_message", "role": "user",
                                         "content": "hi"}),
     ("report_compaction", lambda s: {"sessionId": s}),
+    ("record_activity", lambda s: {"sessionId": s, "toolUses": [
+        {"tool": "Edit", "success": True, "timestamp": "2026-11-24T10:00:00Z",
+         "filePaths": ["/elsewhere/stolen.py"]}]}),
     ("acquire_task_lock", lambda s: {"taskId": "own-task", "sessionId": s}),
     ("renew_task_lock", lambda s: {"taskId": "own-task", "sessionId": s}),
     ("release_task_lock", lambda s: {"taskId": "own-task", "sessionId": s}),
@@ -63,6 +67,8 @@ def test_another_write_token_cannot_write_the_session(session, tool, payload):
     assert (response.status, response.error_code) == (403, "E1604"), response.body
     assert SessionDetail.objects.get(session_id=session).scratchpad == {}
     assert not SessionEvent.objects.filter(session_id=session).exists()
+    assert not ToolInvocation.objects.filter(session_id=session, transport="hook").exists()
+    assert TaskContext.objects.get(task_id="own-task").key_files in (None, [])
 
 
 def test_owner_and_admin_tokens_can_write_it(owner, session):

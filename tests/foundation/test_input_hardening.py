@@ -125,7 +125,7 @@ def test_task_id_limit_holds_in_the_service_too():
     from orchestrator.core.errors import OrchestratorError
 
     with pytest.raises(OrchestratorError) as error:
-        create_task({"taskId": "x" * (MAX_TASK_ID_LENGTH + 1), "name": "long"})
+        create_task("x" * (MAX_TASK_ID_LENGTH + 1), {"name": "long"})
     assert error.value.code == "E1612"
 
 

@@ -68,7 +68,7 @@ def test_parallel_starts_read_the_note_while_it_stays_the_only_active_one(tools)
     def start(n: int) -> None:
         barrier.wait()
         try:
-            answer = lifecycle.start_session({"sessionId": f"p{n}", "projectDir": "/repo"})
+            answer = lifecycle.start_session(session_id=f"p{n}", project_dir="/repo")
             seen.append((answer["handoff"] or {}).get("summary"))
         finally:
             connection.close()
@@ -102,7 +102,7 @@ def test_concurrent_end_sessions_leave_exactly_one_active_handoff(tools):
     def end(n: int) -> None:
         barrier.wait()
         try:
-            lifecycle.end_session({"sessionId": f"s{n}", "summary": f"from {n}"})
+            lifecycle.end_session(f"s{n}", summary=f"from {n}")
         except BaseException as exc:  # noqa: BLE001 - asserted below
             errors.append(exc)
         finally:

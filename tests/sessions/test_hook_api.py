@@ -114,15 +114,14 @@ def test_record_activity_errors(tools):
 def test_record_activity_costs_two_database_round_trips(tools):
     tools.ok("create_task", {"taskId": "t1", "name": "Parser", "keyFiles": ["a.py"]})
     tools.ok("start_session", {"sessionId": "s1", "taskId": "t1", "projectDir": "/repo"})
-    args = {"sessionId": "s1", "toolUses": [use("Edit", "/repo/a.py"), use("Read", "/repo/b"),
-                                            use("Bash")] * 20}
-    activity.record_activity({"sessionId": "s1"})  # prepares the heartbeat's statement
+    uses = [use("Edit", "/repo/a.py"), use("Read", "/repo/b"), use("Bash")] * 20
+    activity.record_activity("s1")  # prepares the heartbeat's statement
     trace = PostgresTrace()  # round trips on the wire: prepared statements included
     with trace.capture():
-        assert activity.record_activity(args)["recorded"] == 60
+        assert activity.record_activity("s1", tool_uses=uses)["recorded"] == 60
     assert trace.round_trips() == 2, trace.statements()
     with trace.capture():
-        activity.record_activity({"sessionId": "s1"})
+        activity.record_activity("s1")
     assert trace.round_trips() == 1
 
 
@@ -179,8 +178,8 @@ def test_record_activity_over_mcp(live_api):
     from sessions.services import lifecycle
 
     url, token = live_api
-    create_task({"taskId": "t1", "name": "Parser"})
-    lifecycle.start_session({"sessionId": "s1", "taskId": "t1", "projectDir": "/repo"})
+    create_task("t1", {"name": "Parser"})
+    lifecycle.start_session(session_id="s1", task_id="t1", project_dir="/repo")
     result = mcp_client.call_tool(url, token, "record_activity", {
         "sessionId": "s1", "toolUses": [use("Write", "/repo/src/new.py")]})
     assert not result.is_error, result
@@ -282,8 +281,8 @@ def test_parallel_flushes_on_one_task_lose_no_key_file(tools):
     def flush(n: int) -> None:
         barrier.wait()
         try:
-            activity.record_activity({"sessionId": f"s{n}", "toolUses": [
-                use("Write", f"/repo/file{n}.py", "/repo/shared.py")]})
+            activity.record_activity(f"s{n}", tool_uses=[
+                use("Write", f"/repo/file{n}.py", "/repo/shared.py")])
         except BaseException as exc:  # noqa: BLE001 - asserted below
             errors.append(exc)
         finally:

@@ -5,13 +5,12 @@ while critical or high conflicts are open, so a hook can stop on them."""
 from __future__ import annotations
 
 import json
-from contextlib import nullcontext
 
 from django.core.management.base import BaseCommand, CommandError
 
-from conflicts.services.detection import detect_conflicts
+from conflicts.tasks import detect_conflicts_task
 from orchestrator.core.errors import OrchestratorError
-from orchestrator.core.jobruns import RunOutcome, record_job_run
+from orchestrator.core.tools import ToolContext, call_tool
 from orchestrator.core.tools.schema import CONFLICT_TYPES
 
 
@@ -29,14 +28,18 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options) -> None:
         # A run over everything is a run of the periodic job (cron instead of beat): record it.
-        full = not (options["tasks"] or options["types"])
-        try:
-            with record_job_run("conflict detection") if full else nullcontext(
-                    RunOutcome()) as run:
-                result = detect_conflicts(options["tasks"], options["types"])
-                run.ok(", ".join(f"{key} {value}" for key, value in result["summary"].items()))
-        except OrchestratorError as exc:
-            raise CommandError(f"{exc.code}: {exc.message}") from exc
+        if not (options["tasks"] or options["types"]):
+            result = detect_conflicts_task(transport="command")
+        else:
+            arguments = {k: v for k, v in (("taskIds", options["tasks"]),
+                                           ("conflictTypes", options["types"])) if v}
+            try:
+                result = call_tool("detect_conflicts", arguments,
+                                   ToolContext("command", actor="manage.py"))
+            except OrchestratorError as exc:
+                result = exc.to_dict()
+        if result.get("success") is False:
+            raise CommandError(f"{result['error']['code']}: {result['error']['message']}")
         if options["json"]:
             self.stdout.write(json.dumps(result, indent=2, default=str))
         else:

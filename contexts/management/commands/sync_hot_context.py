@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from contextlib import nullcontext
-
 from django.core.management.base import BaseCommand, CommandError
 
-from contexts.services import sync
+from contexts.tasks import sync_hot_context_task
 from orchestrator.core.errors import OrchestratorError
-from orchestrator.core.jobruns import RunOutcome, record_job_run
+from orchestrator.core.tools import ToolContext, call_tool
 
 
 class Command(BaseCommand):
@@ -26,21 +24,27 @@ class Command(BaseCommand):
             self.stdout.write(f"synced {done}/{total} tasks")
 
         # A full sync is a run of the periodic job (cron instead of beat): record it.
-        full = not (options["task_ids"] or options["no_redis"] or options["no_files"]
-                    or options["no_registry"])
-        try:
-            with record_job_run("hot sync") if full else nullcontext(RunOutcome()) as run:
-                result = sync.sync_hot_context(
-                    sync_redis=not options["no_redis"], sync_files=not options["no_files"],
-                    task_ids=options["task_ids"] or None,
-                    update_registry=not options["no_registry"], progress=progress)
-                run.ok(f"{result['synced']['redis']['taskContexts']} task(s) cached, "
-                       f"{result['synced']['files']['taskContexts']} file(s) written")
-        except OrchestratorError as exc:
-            for error in (exc.details or {}).get("errors", []) if isinstance(
-                    exc.details, dict) else []:
-                self.stderr.write(error)
-            raise CommandError(f"{exc.code}: {exc.message}") from exc
+        if not (options["task_ids"] or options["no_redis"] or options["no_files"]
+                or options["no_registry"]):
+            result = sync_hot_context_task(transport="command", progress=progress)
+        else:
+            arguments = {"syncRedis": not options["no_redis"],
+                         "syncFiles": not options["no_files"],
+                         "updateRegistry": not options["no_registry"]}
+            if options["task_ids"]:
+                arguments["taskIds"] = options["task_ids"]
+            try:
+                result = call_tool("sync_hot_context", arguments,
+                                   ToolContext("command", actor="manage.py",
+                                               progress=progress))
+            except OrchestratorError as exc:
+                result = exc.to_dict()
+        if result.get("success") is False:
+            error = result["error"]
+            details = error.get("details")
+            for line in details.get("errors", []) if isinstance(details, dict) else []:
+                self.stderr.write(line)
+            raise CommandError(f"{error['code']}: {error['message']}")
         synced = result["synced"]
         self.stdout.write(self.style.SUCCESS(
             f"done: redis {synced['redis']['taskContexts']} tasks "

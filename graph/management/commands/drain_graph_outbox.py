@@ -4,14 +4,19 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
-from graph.services.outbox import drain_outbox
+from orchestrator.core.errors import OrchestratorError
+from orchestrator.core.tools import ToolContext, call_tool
 
 
 class Command(BaseCommand):
     help = "Apply the changes queued in graph_outbox to the Bolt graph mirror, in order."
 
     def handle(self, *args, **options) -> None:
-        report = drain_outbox()
+        try:
+            report = call_tool("drain_graph_outbox", {},
+                               ToolContext("command", actor="manage.py"))
+        except OrchestratorError as exc:
+            raise CommandError(str(exc)) from exc
         if report["graph"] == "disabled":
             self.stdout.write(f"graph disabled (ENABLE_NEO4J=false): discarded "
                               f"{report['discarded']} queued changes")

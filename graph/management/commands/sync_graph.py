@@ -11,8 +11,10 @@ class Command(BaseCommand):
     help = "Make the Bolt graph mirror match task_contexts, task_relationships and sessions."
 
     def handle(self, *args, **options) -> None:
-        # The beat task's body, called in this process: the run is recorded for the console.
-        report = sync_graph_task()
+        # The beat job, run from here: the run is recorded for the console.
+        report = sync_graph_task(transport="command")
+        if isinstance(report.get("error"), dict):  # the call itself failed (E16xx)
+            raise CommandError(f"{report['error']['code']}: {report['error']['message']}")
         if report["graph"] == "disabled":
             self.stdout.write("graph disabled (ENABLE_NEO4J=false): nothing to do")
             return

@@ -1,4 +1,5 @@
-"""The tool registry: every way in (REST, MCP, admin, commands) calls ``call_tool``.
+"""The tool registry: every way in (REST, MCP, console, periodic jobs, commands) calls
+``call_tool``.
 
 A tool is declared once, in its app's ``tools.py``, with ``register(Tool(...))``: name,
 description, JSON Schema of input and output, and the service function it calls. The
@@ -49,14 +50,22 @@ def add_after_call_hook(hook: AfterCallHook) -> None:
 
 
 def tools() -> list[Tool]:
-    return sorted(_TOOLS.values(), key=lambda t: t.name)
+    """The tools network clients see (REST, MCP, the OpenAPI document), by name."""
+    return sorted((t for t in _TOOLS.values() if not t.internal), key=lambda t: t.name)
 
 
-def get_tool(name: str) -> Tool:
-    try:
-        return _TOOLS[name]
-    except KeyError:
-        raise OrchestratorError("E1615", f"No tool named {name!r}") from None
+def internal_tools() -> list[Tool]:
+    """The operations only in-process callers may call, by name."""
+    return sorted((t for t in _TOOLS.values() if t.internal), key=lambda t: t.name)
+
+
+def get_tool(name: str, context: ToolContext | None = None) -> Tool:
+    """The tool ``name``; E1615 if there is none, or if it is internal and ``context`` is
+    a network client."""
+    tool = _TOOLS.get(name)
+    if tool is None or (tool.internal and context is not None and not context.in_process):
+        raise OrchestratorError("E1615", f"No tool named {name!r}")
+    return tool
 
 
 def validate_input(tool: Tool, arguments: Any) -> dict[str, Any]:
@@ -94,7 +103,7 @@ def unavailable_message(exc: BaseException) -> str:
 
 def call_tool(name: str, arguments: Any, context: ToolContext) -> dict[str, Any]:
     """Validate, run and return the tool's output; raise ``OrchestratorError`` on failure."""
-    tool = get_tool(name)
+    tool = get_tool(name, context)
     # Every transport comes through here, so this is the one place a tool call's span starts.
     with tracing.tool_span(tool.name, context.transport, arguments) as span:
         return _run_tool(tool, arguments, context, span)

@@ -1,6 +1,6 @@
 """Run the stale-session cleanup once (for cron or hooks without Celery)."""
 
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 
 from sessions.tasks import clean_stale_sessions_task
 
@@ -10,8 +10,10 @@ class Command(BaseCommand):
             "events and tool history; sessions needing recovery are kept.")
 
     def handle(self, *args, **options) -> None:
-        # The beat task's body, called in this process: the run is recorded for the console.
-        removed = clean_stale_sessions_task()
-        for session_id in removed:
+        # The beat job, run from here: the run is recorded for the console.
+        result = clean_stale_sessions_task(transport="command")
+        if not result["success"]:
+            raise CommandError(f"{result['error']['code']}: {result['error']['message']}")
+        for session_id in result["removed"]:
             self.stdout.write(session_id)
-        self.stdout.write(f"{len(removed)} stale session(s) removed")
+        self.stdout.write(f"{len(result['removed'])} stale session(s) removed")

@@ -1,6 +1,6 @@
 """Run the crash sweep once (for cron or hooks without Celery)."""
 
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 
 from sessions.tasks import detect_crashed_sessions_task
 
@@ -9,8 +9,10 @@ class Command(BaseCommand):
     help = "Mark live sessions whose heartbeat is older than CRASH_THRESHOLD_MINUTES as crashed."
 
     def handle(self, *args, **options) -> None:
-        # The beat task's body, called in this process: the run is recorded for the console.
-        crashed = detect_crashed_sessions_task()
-        for session_id in crashed:
+        # The beat job, run from here: the run is recorded for the console.
+        result = detect_crashed_sessions_task(transport="command")
+        if not result["success"]:
+            raise CommandError(f"{result['error']['code']}: {result['error']['message']}")
+        for session_id in result["crashed"]:
             self.stdout.write(session_id)
-        self.stdout.write(f"{len(crashed)} session(s) marked crashed")
+        self.stdout.write(f"{len(result['crashed'])} session(s) marked crashed")

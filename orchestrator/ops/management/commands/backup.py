@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from django.core.management.base import BaseCommand, CommandError
 
 from orchestrator.core.errors import OrchestratorError
-from orchestrator.ops import backup
+from orchestrator.core.tools import ToolContext, call_tool
 
 
 class Command(BaseCommand):
@@ -25,18 +23,18 @@ class Command(BaseCommand):
                                  "KEEP archives in it (default: delete none)")
 
     def handle(self, *args, **options) -> None:
-        target = Path(options["target"])
-        if not target.suffix and not target.exists():
-            target.mkdir(parents=True)
         try:
-            result = backup.create_backup(target, include_files=not options["no_files"])
+            result = call_tool("backup", {"target": options["target"],
+                                          "includeFiles": not options["no_files"],
+                                          "keep": max(options["keep"], 0)},
+                               ToolContext("command", actor="manage.py"))
         except OrchestratorError as exc:
-            for line in (exc.details or {}).get("output", "").splitlines():
+            details = exc.details if isinstance(exc.details, dict) else {}
+            for line in details.get("output", "").splitlines():
                 self.stderr.write(line)
             raise CommandError(exc.message) from exc
-        if options["keep"] > 0 and target.is_dir():
-            for removed in backup.prune_backups(target, options["keep"]):
-                self.stdout.write(f"removed {removed}")
+        for removed in result["removed"]:
+            self.stdout.write(f"removed {removed}")
         rows = ", ".join(f"{table} {count}" for table, count in result["rows"].items())
         self.stdout.write(self.style.SUCCESS(
             f"backup written: {result['path']} ({result['bytes']} bytes; {rows})"))

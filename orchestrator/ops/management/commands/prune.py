@@ -1,8 +1,11 @@
-"""`manage.py prune [--dry-run]`: apply the retention policy (orchestrator/retention.py)."""
+"""`manage.py prune [--dry-run]`: apply the retention policy (orchestrator/ops/retention.py)."""
 
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 
-from orchestrator.ops import retention
+from orchestrator.core.errors import OrchestratorError
+from orchestrator.core.tools import ToolContext, call_tool
+from orchestrator.ops.retention import PruneReport
+from orchestrator.ops.tasks import retention_task
 
 
 class Command(BaseCommand):
@@ -14,6 +17,16 @@ class Command(BaseCommand):
                             help="Print what would be deleted and delete nothing")
 
     def handle(self, *args, dry_run: bool, **options):
-        report = retention.prune(dry_run=dry_run)
-        for line in report.lines():
+        if dry_run:
+            try:
+                result = call_tool("prune", {"dryRun": True},
+                                   ToolContext("command", actor="manage.py"))
+            except OrchestratorError as exc:
+                result = exc.to_dict()
+        else:
+            # The beat job, run from here: the run is recorded for the console.
+            result = retention_task(transport="command")
+        if result.get("success") is False:
+            raise CommandError(f"{result['error']['code']}: {result['error']['message']}")
+        for line in PruneReport.from_answer(result).lines():
             self.stdout.write(line)
