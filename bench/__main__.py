@@ -1,4 +1,4 @@
-"""``python -m bench``: every slice of issue 11 in one run, one table, LangGraph beside us.
+"""``python -m bench``: the save, read and heartbeat paths in one table, LangGraph beside us.
 
     make bench                                   # embedded servers, small sizes
     make bench BENCH_ARGS="--requests 500 --full"
@@ -332,7 +332,8 @@ def find(rows: list[Row], operation: str, transport: str, graph: str, clients: i
 
 
 def targets(rows: list[Row], sizes: list[int]) -> list[list[str]]:
-    """Issue 11's targets with what this run measured: [target, measured, met?]."""
+    """The speed targets set for the write and read paths, with what this run measured:
+    [target, measured, met?]."""
     checks: list[tuple[str, float | None, float, str]] = []  # name, value, bound, unit
     put = find(rows, "put", "in-process", "-", 1)
     get = find(rows, "get_tuple", "in-process", "-", 1)

@@ -77,7 +77,7 @@ def measure(operation: Callable[[int, int], None], *, clients: int, requests: in
 
 
 class ServerProcess:
-    """The production web server (``python -m orchestrator.webserver``, as ``make run``
+    """The production web server (``python -m orchestrator.ops.webserver``, as ``make run``
     starts it) in its own processes, with this process's environment.
 
     Why not uvicorn in a thread of the bench: the server would share the bench's GIL with

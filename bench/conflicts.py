@@ -1,4 +1,4 @@
-"""Benchmark of conflict detection and resolution (issue 5). Not a test: it prints one table.
+"""Benchmark of conflict detection and resolution. Not a test: it prints one table.
 
     DATABASE_URL=postgresql://.../orch_conflicts_bench REDIS_URL=redis://127.0.0.1:6379/9 \
         python -m bench.conflicts --tasks 10000

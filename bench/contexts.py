@@ -1,4 +1,4 @@
-"""Benchmark of the context operations (issue 3). Not a test: it prints one table.
+"""Benchmark of the context operations. Not a test: it prints one table.
 
     DATABASE_URL=postgresql://.../orch_bench REDIS_URL=redis://127.0.0.1:6379/9 \
         python -m bench.contexts --tasks 10000 --versions 100000
@@ -6,7 +6,7 @@
 Loads ``--tasks`` tasks (ids ``bench-NNNNN``) and ``--versions`` versions into the
 database (migrating it first), then measures p50/p99 latency at 1 and 8 concurrent
 clients, at the service level and over HTTP (the production web server,
-``python -m orchestrator.webserver`` with two workers, started for the run), for
+``python -m orchestrator.ops.webserver`` with two workers, started for the run), for
 save_context_snapshot, get_unified_context (cache hit and miss), switch_task and
 rollback_to, plus the cache hit rate of a read-mostly mix (90 % reads, 10 % saves over a
 working set of 200 tasks, from a cold cache and then warm). Refuses a database that

@@ -6,7 +6,7 @@
 Loads the tasks and edges into the database named by DATABASE_URL (refusing one that
 already holds tasks or relationships unless --force, which DELETES them), mirrors them to
 the graph server with sync_graph when ENABLE_NEO4J is on, then times get_task_graph at
-depth 2 around random tasks and the readyTasks query on each backend. Targets (issue 6):
+depth 2 around random tasks and the readyTasks query on each backend. Targets:
 depth-2 p50 <= 50 ms, readyTasks p50 <= 100 ms.
 """
 

@@ -1,4 +1,4 @@
-"""Benchmark of the Claude Code hook client (issue 10). Not a test: it prints one table.
+"""Benchmark of the Claude Code hook client. Not a test: it prints one table.
 
     DATABASE_URL=postgresql://.../orch_bench REDIS_URL=redis://127.0.0.1:6379/9 \\
         python -m bench.hooks [--url http://127.0.0.1:8000] [--runs 40]
@@ -7,7 +7,7 @@ Wall time of one hook process per event, as Claude Code runs it: the very comman
 ``manage.py claude_setup`` writes into the project's ``.claude/settings.json``, through
 ``sh -c`` (fork, exec, the shell, Python start-up, the event's work, exit), fed the
 protocol fixtures of ../shared/claude-code/fixtures, with the service up
-(``python -m orchestrator.webserver`` started for the run, or ``--url``) and down (a port
+(``python -m orchestrator.ops.webserver`` started for the run, or ``--url``) and down (a port
 with nothing listening). PostToolUse is shown twice: a call inside the flush interval
 only appends to the local buffer; a flushing one also sends the batch with a heartbeat
 (one round trip). The floor rows are Python's own start-up, with and without ``site``

@@ -1,6 +1,6 @@
 """Count the work one save and one cached read do, per backend (evidence for bench/PROFILE.md).
 
-    .venv/bin/python -m orchestrator.launcher --temp -- .venv/bin/python -m bench.roundtrips
+    .venv/bin/python -m orchestrator.ops.launcher --temp -- .venv/bin/python -m bench.roundtrips
 
 Timings on a shared machine are noise; counts are not. For one save_context_snapshot of
 the active task and one cached get_unified_context this prints:

@@ -1,11 +1,11 @@
-"""Benchmark of the session operations (issue 4). Not a test: it prints one table.
+"""Benchmark of the session operations. Not a test: it prints one table.
 
     DATABASE_URL=postgresql://.../orch_bench REDIS_URL=redis://127.0.0.1:6379/9 \
         python -m bench.sessions [--url http://127.0.0.1:8000]
 
 Heartbeats over HTTP with 8 clients (throughput and p50/p99) against ``--url`` (a server
 started with the same environment) or, without it, against ``python -m
-orchestrator.webserver`` (two workers, as ``make run``) started for the run; append_event
+orchestrator.ops.webserver`` (two workers, as ``make run``) started for the run; append_event
 at the service level and over HTTP with 8 clients (a session each, then all on one
 session); record_activity (a hook flush of 5 tool uses) over HTTP, 1 and 8 clients;
 recent events (30 turns); one crash sweep over ``--sweep`` stale sessions.

@@ -10,7 +10,8 @@ from contexts.services.tasks import require_task
 from locks import services as locks
 from locks.services import LOCK_RULE
 from orchestrator.backends import redis_store
-from orchestrator.core.errors import OrchestratorError, now_iso
+from orchestrator.core.errors import OrchestratorError
+from orchestrator.core.stamps import now_iso
 from orchestrator.core.tools import Tool, ToolContext, register
 from orchestrator.core.tools.access import session_argument
 from orchestrator.core.tools.schema import (

@@ -11,8 +11,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models.functions import Now
 
-from orchestrator.core.db import spec_table
-from orchestrator.core.spec_sql import internal_schema
+from orchestrator.core.db import internal_schema, spec_table
 
 
 class TaskContext(models.Model):

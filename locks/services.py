@@ -32,6 +32,7 @@ from django.utils import timezone
 from locks.models import TaskLockHint
 from orchestrator.backends import redis_store
 from orchestrator.core.errors import OrchestratorError
+from orchestrator.core.stamps import iso
 
 # The rule in words, for tool descriptions and docs (save_context_snapshot, rollback_to, ...).
 LOCK_RULE = (
@@ -52,10 +53,6 @@ DELETE = object()
 
 def lock_key(task_id: str) -> str:
     return redis_store.key("lock", task_id)
-
-
-def _iso(value: datetime) -> str:
-    return value.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def _parse(raw: str | None) -> dict[str, Any] | None:
@@ -96,10 +93,15 @@ def live_lock(task_id: str) -> dict[str, Any] | None:
     return lock if lock and not is_expired(lock) else None
 
 
+def _stamp(moment: datetime) -> str:
+    # TaskLock times (spec 8.2.1) are written to the millisecond.
+    return iso(moment, timespec="milliseconds")
+
+
 def _new_lock(task_id: str, session_id: str, ttl: int) -> dict[str, Any]:
     now = timezone.now()
-    return {"taskId": task_id, "sessionId": session_id, "lockedAt": _iso(now),
-            "expiresAt": _iso(now + timedelta(seconds=ttl))}
+    return {"taskId": task_id, "sessionId": session_id, "lockedAt": _stamp(now),
+            "expiresAt": _stamp(now + timedelta(seconds=ttl))}
 
 
 def _locked_error(task_id: str, lock: dict[str, Any] | None, verb: str) -> OrchestratorError:
@@ -224,7 +226,7 @@ def renew_lock(task_id: str, session_id: str, ttl: int | None = None) -> dict[st
         if not current or current.get("sessionId") != session_id:
             return None, current
         fresh = {**_new_lock(task_id, session_id, ttl),
-                 "lockedAt": current.get("lockedAt") or _iso(timezone.now())}
+                 "lockedAt": current.get("lockedAt") or _stamp(timezone.now())}
         return fresh, fresh
 
     result = _watched(task_id, decide)

@@ -100,7 +100,7 @@ TEMPLATES = [
     },
 ]
 
-# Request work (the web server's processes: orchestrator.webserver sets
+# Request work (the web server's processes: orchestrator.ops.webserver sets
 # ORCHESTRATOR_SERVES_REQUESTS=1) runs with a statement timeout, so a stuck query costs one
 # 503 E1654 instead of a worker; migrate, sync, prune and the Celery jobs run without one.
 REQUEST_STATEMENT_TIMEOUT_MS = int(os.environ.get("REQUEST_STATEMENT_TIMEOUT_MS", "10000"))
@@ -127,7 +127,7 @@ DATABASES = {
             "options": _POSTGRES_OPTIONS,
             # Django turns psycopg's prepared statements off (None). Its own queries bind
             # on the client and are never prepared either way; this lets the few hot
-            # statements of orchestrator.prepared ask for it (prepare=True).
+            # statements of orchestrator.backends.prepared ask for it (prepare=True).
             "prepare_threshold": 5,
         },
         "TEST": {"NAME": os.environ.get("TEST_DATABASE_NAME") or None},
@@ -264,7 +264,7 @@ BACKUP_DIR = os.environ.get("BACKUP_DIR", "")
 BACKUP_INTERVAL_SECONDS = int(os.environ.get("BACKUP_INTERVAL_SECONDS", "86400"))
 BACKUP_KEEP = int(os.environ.get("BACKUP_KEEP", "7"))
 
-# --- Retention (orchestrator/retention.py: beat job "retention", manage.py prune) --------
+# --- Retention (orchestrator/ops/retention.py: beat job "retention", manage.py prune) --------
 # Context versions: a task keeps its newest RETENTION_KEEP_VERSIONS and every version
 # younger than RETENTION_KEEP_DAYS; versions a checkpoint needs, and all versions of a
 # task with an open conflict, are always kept.

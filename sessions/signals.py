@@ -1,15 +1,20 @@
-"""Signals other apps listen to; sent by the session services AFTER the transaction commits.
+"""Signals other apps listen to, so that sessions need not know they exist; sent by the
+session services AFTER the change committed.
+
+The graph mirror is kept by an outbox: triggers on active_sessions and graph_session_work
+queue what changed inside the changing transaction, and the graph app's receivers only
+ask for a drain once it committed (graph.receivers).
 
 - ``session_started(sender, session_id: str, task_id: str | None, agent_id: str | None,
-  started_at: datetime)``: the graph app records Session (and Agent-HANDLES->Task).
+  started_at: datetime)``
 - ``session_ended(sender, session_id: str, status: str)``: status is the session's final
   status (ended, crashed, recovered, compacted).
 - ``sessions_ended(sender, session_ids: list[str], status: str)``: the same for many
-  sessions at once (a crash sweep), so listeners can apply it in one write.
+  sessions at once (a crash sweep).
 - ``session_task_changed(sender, session_id: str, task_id: str)``: a heartbeat moved the
   session to another task (its work on it is recorded).
 - ``sessions_removed(sender, session_ids: list[str], task_ids: list[str])``: the
-  stale-session sweep deleted these sessions (and their work records on these tasks).
+  stale-session sweep deleted these sessions and their work records on these tasks.
 """
 
 from django.dispatch import Signal

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from contexts.services import bundle
-from orchestrator.core.errors import now_iso
+from orchestrator.core.stamps import now_iso
 from orchestrator.core.tools import Tool, ToolContext, register
 from orchestrator.core.tools.access import record_session_owner, session_argument
 from orchestrator.core.tools.schema import (

@@ -1,12 +1,43 @@
+"""The spec's context_conflicts table (13.1.1) in MCP_SCHEMA."""
 
 import django.db.models.functions.datetime
 from django.conf import settings
 from django.db import migrations, models
 
-from orchestrator.core import spec_sql
-from orchestrator.core.db import spec_table
-
 SCHEMA = settings.MCP_SCHEMA
+
+
+def spec_table(name):
+    """``db_table`` of a table in SCHEMA: Django quotes it as "schema"."name"."""
+    return f'{SCHEMA}"."{name}'
+
+
+# Frozen: the SQL this migration ran, not today's code.
+CREATE_CONTEXT_CONFLICTS = f"""
+CREATE TABLE "{SCHEMA}".context_conflicts (
+  id UUID PRIMARY KEY DEFAULT gen_random_uuid(),
+  task_a_id VARCHAR(255) NOT NULL,
+  task_b_id VARCHAR(255),
+  conflict_type VARCHAR(50) NOT NULL,
+  description TEXT NOT NULL,
+  severity VARCHAR(20) NOT NULL,
+  strength DECIMAL(3,2),
+  evidence JSONB,
+  resolution_status VARCHAR(50) DEFAULT 'unresolved',
+  resolution JSONB,
+  resolved_by VARCHAR(255),
+  detected_at TIMESTAMPTZ DEFAULT NOW(),
+  resolved_at TIMESTAMPTZ,
+  detected_by VARCHAR(100),
+  detection_method VARCHAR(255)
+);
+CREATE INDEX idx_conflicts_task_a ON "{SCHEMA}".context_conflicts(task_a_id);
+CREATE INDEX idx_conflicts_task_b ON "{SCHEMA}".context_conflicts(task_b_id);
+CREATE INDEX idx_conflicts_status ON "{SCHEMA}".context_conflicts(resolution_status);
+CREATE INDEX idx_conflicts_severity ON "{SCHEMA}".context_conflicts(severity);
+CREATE INDEX idx_conflicts_unresolved ON "{SCHEMA}".context_conflicts(resolution_status)
+  WHERE resolution_status = 'unresolved';
+"""
 
 
 STATE = [
@@ -48,7 +79,7 @@ class Migration(migrations.Migration):
     operations = [
         migrations.SeparateDatabaseAndState(
             database_operations=[migrations.RunSQL(
-                spec_sql.create_conflicts_table(SCHEMA),
+                CREATE_CONTEXT_CONFLICTS,
                 f'DROP TABLE IF EXISTS "{SCHEMA}".context_conflicts;')],
             state_operations=STATE,
         ),

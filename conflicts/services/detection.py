@@ -34,7 +34,8 @@ from contexts.services import representation as task_repr
 from locks import services as locks
 from orchestrator.backends import files, redis_store
 from orchestrator.core.db import qualified
-from orchestrator.core.errors import OrchestratorError, now_iso
+from orchestrator.core.errors import OrchestratorError
+from orchestrator.core.stamps import now_iso
 from orchestrator.core.tools.schema import CONFLICT_TYPES
 
 ACTIVE_STATUSES = ("pending", "in_progress", "blocked")

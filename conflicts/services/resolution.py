@@ -24,7 +24,8 @@ from django.db.models.functions import Now
 
 from conflicts.models import ContextConflict
 from conflicts.services import side_effects
-from orchestrator.core.errors import OrchestratorError, now_iso
+from orchestrator.core.errors import OrchestratorError
+from orchestrator.core.stamps import now_iso
 from orchestrator.observability import metrics
 
 logger = logging.getLogger("orchestrator.conflicts")

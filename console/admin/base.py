@@ -60,6 +60,20 @@ class MissingObjectIs404(admin.ModelAdmin):
         return super().delete_view(request, object_id, extra_context)
 
 
+class ReadOnlyAdmin(MissingObjectIs404):
+    """A page that shows rows and never changes them: they are written by the services
+    (through the tools), so every change stays versioned, cached and audited."""
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
 def run_tool(request: HttpRequest, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
     """A console action: ``tool`` through the registry, as the signed-in person, so it is
     validated, traced, metered and audited as from any other door."""

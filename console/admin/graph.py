@@ -9,7 +9,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 from django.urls import NoReverseMatch, path, reverse
 
-from console.admin.base import MissingObjectIs404, run_tool
+from console.admin.base import ReadOnlyAdmin, run_tool
 from contexts.models import TaskContext
 from graph.models import TaskRelationship
 from graph.tools import MAX_DEPTH
@@ -19,22 +19,13 @@ TASK_CHOICES_LIMIT = 1000
 
 
 @admin.register(TaskRelationship)
-class TaskRelationshipAdmin(MissingObjectIs404):
+class TaskRelationshipAdmin(ReadOnlyAdmin):
     list_display = ("source_task_id", "relationship_type", "target_task_id", "strength",
                     "created_by", "created_at")
     list_filter = ("relationship_type",)
     search_fields = ("source_task_id", "target_task_id")
     # Writes go through add/remove_task_relationship (cycle check, graph mirror).
     readonly_fields = [f.name for f in TaskRelationship._meta.fields]
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
 
     def get_urls(self):
         view = self.admin_site.admin_view(self.task_graph_view)

@@ -1,6 +1,6 @@
 """Orphaned work on the task list (seed 004): a column and a filter.
 
-Kept apart from contexts/admin.py so the console's task page stays about rollbacks.
+Kept apart from console/admin/tasks.py so the task page stays about rollbacks.
 """
 
 from __future__ import annotations

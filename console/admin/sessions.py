@@ -1,5 +1,5 @@
 """The human console for sessions: list with filters, a page with the resume prompt, tool
-history, event log, unsaved changes and handoff; actions go through the services."""
+history, event log, unsaved changes and handoff; actions are tool calls (run_tool)."""
 
 from __future__ import annotations
 

@@ -12,6 +12,7 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib import admin, messages
+from django.db.models import BooleanField, Case, Exists, OuterRef, Value, When
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template import TemplateDoesNotExist
 from django.template.loader import get_template
@@ -20,7 +21,7 @@ from django.urls import path, reverse
 from django.utils.html import format_html
 
 from conflicts import selectors
-from console.admin.base import MissingObjectIs404, object_or_404, run_tool
+from console.admin.base import ReadOnlyAdmin, object_or_404, run_tool
 from console.admin.orphans import OrphanedFilter, orphaned_task_ids
 from contexts.models import Checkpoint, ContextVersion, GlobalContext, TaskContext
 from contexts.services import rollback
@@ -28,17 +29,6 @@ from contexts.services.checkpoints import snapshot_for_display
 from orchestrator.core.errors import OrchestratorError
 
 CONFLICT_HISTORY_TEMPLATE = "conflicts/_task_history.html"
-
-
-class ReadOnlyAdmin(MissingObjectIs404):
-    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
 
 
 def _active_task_id() -> str | None:
@@ -80,21 +70,24 @@ class TaskContextAdmin(ReadOnlyAdmin):
     ordering = ("-updated_at",)
     change_form_template = "admin/contexts/taskcontext/change_form.html"
 
-    def get_list_display(self, request: HttpRequest):
-        # One query for the active marker of the whole page, not one per row.
-        self._active = _active_task_id()
-        self._orphaned = orphaned_task_ids()
-        return super().get_list_display(request)
+    def get_queryset(self, request: HttpRequest):
+        # The markers come with the rows, computed for this request: the admin instance is
+        # shared by every thread of the server, so it must keep no per-request state.
+        active = GlobalContext.objects.filter(project_id=settings.MCP_PROJECT_ID,
+                                              active_task_id=OuterRef("task_id"))
+        return super().get_queryset(request).annotate(
+            is_active=Exists(active),
+            is_orphaned=Case(When(task_id__in=orphaned_task_ids(), then=Value(True)),
+                             default=Value(False), output_field=BooleanField()))
 
     @admin.display(description="orphaned")
     def orphaned(self, obj: TaskContext) -> str:
         return format_html('<strong style="color:#ba2121">{}</strong>',
-                           "⚠ orphaned") if obj.task_id in getattr(self, "_orphaned", ()) else ""
+                           "⚠ orphaned") if obj.is_orphaned else ""
 
     @admin.display(description="active")
     def active(self, obj: TaskContext) -> str:
-        return format_html("<strong>{}</strong>", "● active") if obj.task_id == getattr(
-            self, "_active", None) else ""
+        return format_html("<strong>{}</strong>", "● active") if obj.is_active else ""
 
     def get_urls(self):
         return [path("<path:object_id>/rollback/",

@@ -2,7 +2,7 @@ from django.contrib import admin
 from django.contrib.auth.admin import GroupAdmin, UserAdmin
 from django.contrib.auth.models import Group, User
 
-from console.admin.base import MissingObjectIs404
+from console.admin.base import MissingObjectIs404, ReadOnlyAdmin
 from orchestrator.core.models import ApiToken, JobRun
 
 
@@ -19,21 +19,12 @@ class ApiTokenAdmin(MissingObjectIs404):
 
 
 @admin.register(JobRun)
-class JobRunAdmin(MissingObjectIs404):
+class JobRunAdmin(ReadOnlyAdmin):
     """Runs of the periodic jobs, as record_job_run wrote them (the overview shows the last)."""
 
     list_display = ("job_name", "outcome", "started_at", "finished_at", "summary")
     list_filter = ("job_name", "outcome")
     readonly_fields = ("job_name", "outcome", "started_at", "finished_at", "summary")
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
 
 
 # Django's own user and group pages, with the console's 404 for unknown ids.

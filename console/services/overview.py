@@ -18,6 +18,7 @@ from conflicts.models import ContextConflict
 from orchestrator.backends import redis_store
 from orchestrator.core import jobruns
 from orchestrator.core.db import qualified
+from orchestrator.core.stamps import iso
 from sessions.models import ActiveSession, SessionDetail, ToolInvocation
 
 SEVERITIES = ("critical", "high", "medium", "low")
@@ -28,10 +29,6 @@ ACTIVITY_MINUTES = 60
 STALE_PERIODS = 2
 
 
-def _iso(value: datetime | None) -> str | None:
-    return value.isoformat() if value else None
-
-
 def active_sessions(now: datetime) -> list[dict[str, Any]]:
     """Live sessions, oldest heartbeat first (the likeliest to be in trouble)."""
     sessions = list(ActiveSession.objects.filter(status="active")
@@ -40,7 +37,7 @@ def active_sessions(now: datetime) -> list[dict[str, Any]]:
                   .values_list("session_id", "agent_id"))
     return [{
         "pk": str(s.pk), "sessionId": s.session_id, "agentId": agents.get(s.session_id),
-        "taskId": s.task_id, "lastHeartbeat": _iso(s.last_heartbeat),
+        "taskId": s.task_id, "lastHeartbeat": iso(s.last_heartbeat),
         "heartbeatAgeSeconds": int((now - s.last_heartbeat).total_seconds())
         if s.last_heartbeat else None,
     } for s in sessions]
@@ -51,7 +48,7 @@ def sessions_needing_recovery() -> list[dict[str, Any]]:
         :LISTED_ROWS]
     return [{"pk": str(s.pk), "sessionId": s.session_id, "taskId": s.task_id,
              "status": s.status, "recoveryType": s.recovery_type,
-             "lastHeartbeat": _iso(s.last_heartbeat)} for s in rows]
+             "lastHeartbeat": iso(s.last_heartbeat)} for s in rows]
 
 
 def conflict_counts() -> dict[str, Any]:
@@ -83,7 +80,7 @@ def orphaned_tasks() -> tuple[list[dict[str, Any]], int]:
     with connection.cursor() as cursor:
         cursor.execute(query + " LIMIT %s", [LISTED_ROWS])
         rows = [{"pk": str(pk), "taskId": task_id, "name": name,
-                 "lastSessionAt": _iso(last_session_at)}
+                 "lastSessionAt": iso(last_session_at)}
                 for pk, task_id, name, last_session_at in cursor.fetchall()]
         cursor.execute(ORPHANED_COUNT_SQL.format(query=query))
         return rows, cursor.fetchone()[0]
@@ -106,7 +103,7 @@ def activity(now: datetime) -> dict[str, Any]:
         f"{ToolInvocation._meta.db_table} WHERE timestamp >= %s GROUP BY 1", first)
     minutes = [first + timedelta(minutes=i) for i in range(ACTIVITY_MINUTES)]
     return {
-        "minutes": [{"minute": _iso(m), "saves": saves.get(m, 0), "toolCalls": calls.get(m, 0)}
+        "minutes": [{"minute": iso(m), "saves": saves.get(m, 0), "toolCalls": calls.get(m, 0)}
                     for m in minutes],
         "savesLastHour": sum(saves.values()),
         "toolCallsLastHour": sum(calls.values()),
@@ -136,7 +133,7 @@ def job_status(now: datetime) -> list[dict[str, Any]]:
                                  "startedAt": None, "finishedAt": None, "ageSeconds": None}
         if run is not None:
             age = (now - run["started_at"]).total_seconds()
-            entry.update(startedAt=_iso(run["started_at"]), finishedAt=_iso(run["finished_at"]),
+            entry.update(startedAt=iso(run["started_at"]), finishedAt=iso(run["finished_at"]),
                          outcome=run["outcome"], summary=run["summary"], ageSeconds=int(age),
                          state=run["outcome"],
                          stale=period is not None and age > STALE_PERIODS * period)
@@ -153,7 +150,7 @@ def fleet_overview() -> dict[str, Any]:
         recovery=Count("pk", filter=Q(recovery_needed=True)))
     orphaned, orphaned_count = orphaned_tasks()
     return {
-        "generatedAt": _iso(now),
+        "generatedAt": iso(now),
         "activeSessions": active_sessions(now),
         "activeSessionCount": sessions["active"],
         "recovery": sessions_needing_recovery(),

@@ -21,7 +21,8 @@ from rest_framework.response import Response
 from contexts.models import Checkpoint, ContextVersion, TaskContext
 from contexts.services import checkpoints, representation
 from contexts.services.tasks import get_global_context
-from orchestrator.core.errors import OrchestratorError
+from orchestrator.core.errors import OrchestratorError, task_not_found
+from orchestrator.core.stamps import iso
 from orchestrator.core.tools.schema import CHANGE_TYPES, SAFE_ID_PATTERN
 
 LOOKUP_REGEX = SAFE_ID_PATTERN.strip("^$")
@@ -52,7 +53,7 @@ class TaskSerializer(serializers.Serializer):
 
     def to_representation(self, instance: TaskContext) -> dict:
         return {**representation.task_part(instance),
-                "createdAt": representation.iso(instance.created_at)}
+                "createdAt": iso(instance.created_at)}
 
 
 class VersionSerializer(serializers.Serializer):
@@ -69,7 +70,7 @@ class VersionSerializer(serializers.Serializer):
 
     def to_representation(self, instance: ContextVersion) -> dict:
         data = {"id": str(instance.id), "taskId": instance.task_id, "version": instance.version,
-                "createdAt": representation.iso(instance.created_at),
+                "createdAt": iso(instance.created_at),
                 "changeType": instance.change_type, "changeSummary": instance.change_summary,
                 "createdBy": instance.created_by, "sessionId": instance.session_id}
         if not self.context.get("without_snapshot"):
@@ -97,7 +98,7 @@ class CheckpointSerializer(serializers.Serializer):
                 "taskId": instance.task_id, "scope": instance.scope,
                 "includedTasks": list(instance.included_tasks or []),
                 "createdBy": instance.created_by, "sessionId": instance.session_id,
-                "createdAt": representation.iso(instance.created_at)}
+                "createdAt": iso(instance.created_at)}
         if self.context.get("detail"):
             data["snapshot"] = checkpoints.snapshot_for_display(instance)
         return data
@@ -132,8 +133,7 @@ class TaskViewSet(viewsets.ReadOnlyModelViewSet):
         task_id = self.kwargs["task_id"]
         task = TaskContext.objects.filter(task_id=task_id).first()
         if task is None:
-            raise OrchestratorError("E1610", f"Task {task_id!r} does not exist",
-                                    {"taskId": task_id})
+            raise task_not_found(task_id)
         return task
 
     @action(detail=True, methods=["get"], serializer_class=VersionSerializer,
@@ -222,4 +222,4 @@ class GlobalContextViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
             "description": project.description, **representation.global_part(project),
             "activeTaskId": project.active_task_id,
             "orchestratorContext": project.orchestrator_context or {},
-            "version": project.version, "updatedAt": representation.iso(project.updated_at)})
+            "version": project.version, "updatedAt": iso(project.updated_at)})

@@ -1,9 +1,10 @@
 """History of global_context: a table and a trigger writing one row per version.
 
-The same rules as the task versioning of 0001 (spec_sql.py): only a content change makes
-a version, who and why come from the transaction-local orchestrator.* settings, names are
-schema-qualified, and the rows are immutable. The current row is recorded as the first
-version, so it can be rolled back to. The table and its function live in the internal
+The same rules as the task versioning of 0001: only a content change makes a version
+(updated_at, last_session_at, version and created_at are bookkeeping), who and why come
+from the transaction-local orchestrator.* settings, names are schema-qualified, and the
+rows are immutable. The current row is recorded as the first version, so it can be
+rolled back to. The table and its function live in the internal
 schema next to forbid_mutation: MCP_SCHEMA holds exactly the spec's seven tables.
 """
 
@@ -11,11 +12,10 @@ import django.db.models.functions.datetime
 from django.conf import settings
 from django.db import migrations, models
 
-from orchestrator.core import spec_sql
-
 S = settings.MCP_SCHEMA
-I = spec_sql.internal_schema(S)  # noqa: E741 - the name spec_sql uses for the internal schema
+I = f"{S}_internal"  # noqa: E741 - the internal schema, as contexts/0001 names it
 
+# Frozen: the SQL this migration ran, not today's code.
 CREATE = f"""
 CREATE TABLE "{I}".global_context_versions (
   id UUID PRIMARY KEY DEFAULT gen_random_uuid(),
@@ -36,7 +36,7 @@ CREATE OR REPLACE FUNCTION "{I}".save_global_context_version()
 RETURNS TRIGGER AS $$
 BEGIN
   IF TG_OP = 'UPDATE'
-     AND (to_jsonb(NEW) - {spec_sql.NON_CONTENT}) IS NOT DISTINCT FROM (to_jsonb(OLD) - {spec_sql.NON_CONTENT}) THEN
+     AND (to_jsonb(NEW) - ARRAY['updated_at','last_session_at','version','created_at']) IS NOT DISTINCT FROM (to_jsonb(OLD) - ARRAY['updated_at','last_session_at','version','created_at']) THEN
     RETURN NEW;
   END IF;
   INSERT INTO "{I}".global_context_versions

@@ -20,7 +20,7 @@ from contexts.services import cache, representation
 from orchestrator.backends import files, redis_store
 from orchestrator.backends.coalesce import CoalescingWriter
 from orchestrator.core.db import qualified
-from orchestrator.core.errors import now_iso
+from orchestrator.core.stamps import now_iso
 from orchestrator.observability import metrics, tracing
 
 logger = logging.getLogger("orchestrator.contexts")

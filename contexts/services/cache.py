@@ -19,7 +19,7 @@ from django.conf import settings
 from contexts.models import GlobalContext, TaskContext
 from contexts.services import representation
 from orchestrator.backends import redis_store
-from orchestrator.core.errors import OrchestratorError
+from orchestrator.core.errors import task_not_found
 from orchestrator.observability import metrics
 
 logger = logging.getLogger("orchestrator.contexts")
@@ -117,7 +117,7 @@ def load_task_part(task_id: str) -> tuple[dict[str, Any], bool]:
     logger.debug("Cache miss", extra={"taskId": task_id})
     task = TaskContext.objects.filter(task_id=task_id).first()
     if task is None:
-        raise OrchestratorError("E1610", f"Task {task_id!r} does not exist", {"taskId": task_id})
+        raise task_not_found(task_id)
     data = representation.task_part(task)
     # If Redis is down the breaker has logged it; the answer from Postgres is still right.
     with contextlib.suppress(redis_store.RedisUnavailable):

@@ -30,17 +30,18 @@ from django.conf import settings
 from django.db import DatabaseError, connection, transaction
 
 from contexts.models import Checkpoint
-from contexts.services.representation import iso
 from orchestrator.backends.files import check_safe_id
 from orchestrator.core.db import qualified
-from orchestrator.core.errors import OrchestratorError
+from orchestrator.core.errors import OrchestratorError, task_not_found
+from orchestrator.core.stamps import iso
 from orchestrator.observability import metrics
 
 logger = logging.getLogger("orchestrator.contexts")
 
 SNAPSHOT_ENCODING = "zlib+base64"
 COMPRESSION_LEVEL = 6
-# Bookkeeping columns: they change without the content changing (see spec_sql.NON_CONTENT).
+# Bookkeeping columns: updated_at, last_session_at, version and created_at change without the
+# content changing (the versioning triggers ignore them too); id is the row's identity.
 VOLATILE_KEYS = ("updated_at", "last_session_at", "version", "created_at", "id")
 
 
@@ -156,8 +157,7 @@ def create_checkpoint(label: str, *, task_id: str | None = None,
             global_row, tasks = _read_rows(task_ids)
             missing = [t for t in task_ids if t not in tasks]
             if missing:
-                raise OrchestratorError("E1610", f"Task {missing[0]!r} does not exist",
-                                        {"taskId": missing[0], "missing": missing})
+                raise task_not_found(missing[0], missing=missing)
             digest = content_digest(global_row, tasks)
             existing = None if force else _duplicate_of(label, scope, task_ids, digest)
             if existing is None:

@@ -21,7 +21,8 @@ from contexts.models import GlobalContext, GlobalContextVersion
 from contexts.services import representation
 from contexts.services.sync import write_project_constants
 from orchestrator.core.db import set_change_context
-from orchestrator.core.errors import OrchestratorError, now_iso
+from orchestrator.core.errors import OrchestratorError
+from orchestrator.core.stamps import now_iso
 
 logger = logging.getLogger("orchestrator.contexts")
 

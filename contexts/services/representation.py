@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
 from contexts.models import GlobalContext, TaskContext
+from orchestrator.core.stamps import iso
 
 EMPTY_IMMEDIATE_CONTEXT = {"workingOn": None, "lastAction": None, "nextStep": None, "blockers": []}
 
@@ -28,10 +28,6 @@ FIELD_COLUMNS = {
     "keywords": "keywords",
     "tokenEstimate": "token_estimate",
 }
-
-
-def iso(value: datetime | None) -> str | None:
-    return value.isoformat().replace("+00:00", "Z") if value else None
 
 
 def score_value(value: Decimal | float | None) -> float | None:

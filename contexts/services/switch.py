@@ -20,7 +20,8 @@ from contexts.models import GlobalContext, TaskContext
 from contexts.services import backends, relationships, representation
 from contexts.services.write import TaskChanges, notify_changed, write_task
 from orchestrator.backends.files import check_safe_id
-from orchestrator.core.errors import OrchestratorError, now_iso, task_not_found
+from orchestrator.core.errors import OrchestratorError, task_not_found
+from orchestrator.core.stamps import now_iso
 from orchestrator.observability import metrics
 
 logger = logging.getLogger("orchestrator.contexts")

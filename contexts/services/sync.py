@@ -18,7 +18,8 @@ from contexts.models import GlobalContext, TaskContext
 from contexts.services import backends, cache, representation
 from orchestrator.backends import files, redis_store
 from orchestrator.backends.files import check_safe_id
-from orchestrator.core.errors import OrchestratorError, now_iso
+from orchestrator.core.errors import OrchestratorError, task_not_found
+from orchestrator.core.stamps import iso, now_iso
 from orchestrator.observability import metrics
 
 logger = logging.getLogger("orchestrator.contexts")
@@ -56,7 +57,7 @@ def write_project_constants(project: GlobalContext) -> None:
     files.write_json_atomic(files.context_dir() / "shared" / "project-constants.json", {
         "projectId": project.project_id, "projectName": project.project_name,
         "description": project.description, **representation.global_part(project),
-        "updatedAt": representation.iso(project.updated_at)})
+        "updatedAt": iso(project.updated_at)})
 
 
 def sync_hot_context(*, sync_redis: bool = True, sync_files: bool = True,
@@ -75,8 +76,7 @@ def sync_hot_context(*, sync_redis: bool = True, sync_files: bool = True,
                     .values_list("task_id", flat=True))
         missing = [t for t in task_ids if t not in found]
         if missing:
-            raise OrchestratorError("E1610", f"Task {missing[0]!r} does not exist",
-                                    {"missing": missing})
+            raise task_not_found(missing[0], missing=missing)
         queryset = TaskContext.objects.filter(task_id__in=task_ids)
     else:
         queryset = TaskContext.objects.filter(status__in=ACTIVE_STATUSES)

@@ -9,12 +9,12 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 
 from contexts.models import GlobalContext, TaskContext
-from contexts.services import representation
 from contexts.services.validation import validate_changes
 from contexts.services.write import notify_changed, publish
 from orchestrator.backends.files import check_safe_id
 from orchestrator.core.db import set_change_context
 from orchestrator.core.errors import OrchestratorError, task_not_found
+from orchestrator.core.stamps import iso
 from orchestrator.core.tools.schema import MAX_TASK_ID_LENGTH
 
 logger = logging.getLogger("orchestrator.contexts")
@@ -62,6 +62,6 @@ def create_task(task_id: str, fields: dict[str, Any], *, session_id: str | None 
         "success": True,
         "taskId": task.task_id,
         "version": task.version,
-        "createdAt": representation.iso(task.created_at),
+        "createdAt": iso(task.created_at),
         "savedTo": saved_to,
     }

@@ -15,12 +15,12 @@ from typing import Any
 from django.conf import settings
 
 from contexts.models import ContextVersion
-from contexts.services import cache, representation
+from contexts.services import cache
 from contexts.services.tasks import get_global_context
 from orchestrator.backends import prepared
 from orchestrator.backends.files import check_safe_id
 from orchestrator.core.db import qualified
-from orchestrator.core.errors import now_iso
+from orchestrator.core.stamps import iso, now_iso
 
 TIERS = ("hot", "warm", "cold")
 WARM_PARTS = ("conflicts", "relationships")
@@ -34,7 +34,7 @@ def estimate_tokens(bundle: dict[str, Any]) -> int:
 def version_history(task_id: str, limit: int) -> list[dict[str, Any]]:
     rows = (ContextVersion.objects.filter(task_id=task_id).order_by("-version")
             .values("version", "created_at", "change_type", "change_summary")[:limit])
-    return [{"version": r["version"], "createdAt": representation.iso(r["created_at"]),
+    return [{"version": r["version"], "createdAt": iso(r["created_at"]),
              "changeType": r["change_type"], "changeSummary": r["change_summary"] or ""}
             for r in rows]
 

@@ -1,12 +1,34 @@
+"""The spec's task_relationships table (13.1.1) in MCP_SCHEMA."""
 
 import django.db.models.functions.datetime
 from django.conf import settings
 from django.db import migrations, models
 
-from orchestrator.core import spec_sql
-from orchestrator.core.db import spec_table
-
 SCHEMA = settings.MCP_SCHEMA
+
+
+def spec_table(name):
+    """``db_table`` of a table in SCHEMA: Django quotes it as "schema"."name"."""
+    return f'{SCHEMA}"."{name}'
+
+
+# Frozen: the SQL this migration ran, not today's code.
+CREATE_TASK_RELATIONSHIPS = f"""
+CREATE TABLE "{SCHEMA}".task_relationships (
+  id UUID PRIMARY KEY DEFAULT gen_random_uuid(),
+  source_task_id VARCHAR(255) NOT NULL,
+  target_task_id VARCHAR(255) NOT NULL,
+  relationship_type VARCHAR(50) NOT NULL,
+  metadata JSONB DEFAULT '{{}}',
+  strength DECIMAL(3,2),
+  created_by VARCHAR(255),
+  created_at TIMESTAMPTZ DEFAULT NOW(),
+  UNIQUE(source_task_id, target_task_id, relationship_type)
+);
+CREATE INDEX idx_relationships_source ON "{SCHEMA}".task_relationships(source_task_id);
+CREATE INDEX idx_relationships_target ON "{SCHEMA}".task_relationships(target_task_id);
+CREATE INDEX idx_relationships_type ON "{SCHEMA}".task_relationships(relationship_type);
+"""
 
 
 STATE = [
@@ -41,7 +63,7 @@ class Migration(migrations.Migration):
     operations = [
         migrations.SeparateDatabaseAndState(
             database_operations=[migrations.RunSQL(
-                spec_sql.create_relationships_table(SCHEMA),
+                CREATE_TASK_RELATIONSHIPS,
                 f'DROP TABLE IF EXISTS "{SCHEMA}".task_relationships;')],
             state_operations=STATE,
         ),

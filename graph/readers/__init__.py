@@ -12,8 +12,9 @@ from typing import Any, Protocol
 Node = dict[str, Any]
 Edge = dict[str, Any]
 
-def iso(value: datetime) -> str:
-    """Fixed-width UTC text, so the graph can order stored timestamps as strings."""
+def sortable_stamp(value: datetime) -> str:
+    """Fixed-width UTC text (always microseconds), so the graph can order stored timestamps
+    as strings; the API's own ``iso`` drops zero microseconds."""
     return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 

@@ -11,7 +11,7 @@ from typing import Any
 from django.db import connection
 
 from contexts.services import relationships
-from graph.readers import Edge, Node, edge_order, iso, make_edge, make_node, node_order
+from graph.readers import Edge, Node, edge_order, make_edge, make_node, node_order, sortable_stamp
 from graph.types import GRAPH_LABELS
 from orchestrator.core.db import qualified
 from sessions.services.work import WORK_TABLE, orphaned_work
@@ -136,7 +136,7 @@ class PostgresReader:
                      f"JOIN {qualified('active_sessions')} s ON s.session_id = w.session_id "
                      "WHERE w.task_id = %s ORDER BY w.started_at DESC, w.session_id LIMIT %s",
                      [task_id, limit])
-        return [{"sessionId": s, "startedAt": iso(started)} for s, started in rows]
+        return [{"sessionId": s, "startedAt": sortable_stamp(started)} for s, started in rows]
 
 
 POSTGRES_READER = PostgresReader()

@@ -26,11 +26,11 @@ from django.db import connection, transaction
 from contexts.models import TaskContext
 from graph import backend
 from graph.models import GraphOutboxEntry
-from graph.readers import iso
+from graph.readers import sortable_stamp
 from graph.services import mirror
 from graph.services.mirror import Statements
 from orchestrator.backends.coalesce import CoalescingWriter
-from orchestrator.core.errors import now_iso
+from orchestrator.core.stamps import now_iso
 from sessions.models import ActiveSession
 
 logger = logging.getLogger("orchestrator.graph")
@@ -102,7 +102,7 @@ def _task_statements(task_ids: list[str]) -> Statements:
 
 def _session_statements(session_ids: list[str]) -> Statements:
     sessions = {sid: {"id": sid, "status": status or "active",
-                      "started": iso(started) if started else None}
+                      "started": sortable_stamp(started) if started else None}
                 for sid, status, started in ActiveSession.objects.filter(
                     session_id__in=session_ids).values_list("session_id", "status",
                                                             "started_at")}
@@ -123,7 +123,7 @@ def _work_statements(pairs: list[tuple[str, str]]) -> Statements:
     the session HANDLES edges of their tasks."""
     live = {(w.session_id, w.task_id): w for w in mirror.live_work().filter(
         session_id__in={s for s, _ in pairs}, task_id__in={t for _, t in pairs})}
-    present = [{"id": s, "task": t, "started": iso(live[(s, t)].started_at)}
+    present = [{"id": s, "task": t, "started": sortable_stamp(live[(s, t)].started_at)}
                for s, t in pairs if (s, t) in live]
     gone = [{"id": s, "task": t} for s, t in pairs if (s, t) not in live]
     statements: Statements = []

@@ -20,7 +20,8 @@ from graph.readers import GraphReader, Node
 from graph.readers.cypher import CypherReader
 from graph.readers.postgres import POSTGRES_READER
 from graph.services import outbox
-from orchestrator.core.errors import OrchestratorError, now_iso
+from orchestrator.core.errors import OrchestratorError, task_not_found
+from orchestrator.core.stamps import now_iso
 
 logger = logging.getLogger("orchestrator.graph")
 
@@ -112,7 +113,7 @@ def get_task_graph(task_id: str | None = None, depth: int = 2,
     else the whole graph. readyTasks, blockedTasks and summary cover the same scope;
     summary counts completed tasks even when ``include_completed`` hides them."""
     if task_id is not None and not POSTGRES.existing({task_id}):
-        raise OrchestratorError("E1610", f"Task {task_id!r} does not exist", {"taskId": task_id})
+        raise task_not_found(task_id)
 
     def ask(reader: GraphReader) -> dict[str, Any]:
         scope = reader.neighborhood(task_id, depth) | {task_id} if task_id else None

@@ -16,12 +16,12 @@ from typing import Any
 from django.db import connection, transaction
 
 from graph.models import TaskRelationship
-from graph.readers import iso
+from graph.readers import sortable_stamp
 from graph.readers.postgres import POSTGRES_READER
 from graph.services import mirror
 from graph.types import ACYCLIC, StoredEdge, canonical
 from orchestrator.core.db import qualified
-from orchestrator.core.errors import OrchestratorError
+from orchestrator.core.errors import OrchestratorError, task_not_found
 
 logger = logging.getLogger("orchestrator.graph")
 
@@ -29,8 +29,7 @@ logger = logging.getLogger("orchestrator.graph")
 def _require_tasks(*task_ids: str) -> None:
     missing = sorted(set(task_ids) - POSTGRES_READER.existing(set(task_ids)))
     if missing:
-        raise OrchestratorError("E1610", f"Task {missing[0]!r} does not exist",
-                                {"taskIds": missing})
+        raise task_not_found(missing[0], missing=missing)
 
 
 def find_cycle(edge: StoredEdge) -> list[str] | None:
@@ -80,7 +79,7 @@ def describe(row: TaskRelationship) -> dict[str, Any]:
         "strength": None if row.strength is None else float(row.strength),
         "metadata": metadata,
         "createdBy": row.created_by,
-        "createdAt": iso(row.created_at) if row.created_at else None,
+        "createdAt": sortable_stamp(row.created_at) if row.created_at else None,
     }
 
 

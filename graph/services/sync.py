@@ -16,11 +16,11 @@ from django.conf import settings
 from contexts.models import TaskContext
 from graph import backend
 from graph.models import TaskRelationship
-from graph.readers import iso
+from graph.readers import sortable_stamp
 from graph.services import mirror, outbox
 from graph.services.mirror import Statements, chunks, edge_props, task_props
 from graph.types import GRAPH_LABELS, LABEL_TYPES
-from orchestrator.core.errors import now_iso
+from orchestrator.core.stamps import now_iso
 from sessions.models import ActiveSession, SessionWork
 
 logger = logging.getLogger("orchestrator.graph")
@@ -108,7 +108,7 @@ def _sync_sessions(task_ids: set[str]) -> dict[str, int]:
     """Session nodes, WORKS_ON edges and session HANDLES edges as Postgres has them."""
     counts = {"repaired": 0, "deleted": 0}
     sessions = {sid: {"id": sid, "status": status or "active",
-                      "started": iso(started) if started else None}
+                      "started": sortable_stamp(started) if started else None}
                 for sid, status, started in ActiveSession.objects.values_list(
                     "session_id", "status", "started_at")}
     nodes = {r[0]: {"id": r[0], "status": r[1], "started": r[2]} for r in backend.cypher(
@@ -122,7 +122,7 @@ def _sync_sessions(task_ids: set[str]) -> dict[str, int]:
 
     work = [w for w in mirror.live_work().values_list("session_id", "task_id", "agent_id",
                                                        "started_at") if w[1] in task_ids]
-    wanted = {(sid, tid): iso(started) for sid, tid, _, started in work}
+    wanted = {(sid, tid): sortable_stamp(started) for sid, tid, _, started in work}
     present = {(r[0], r[1]): r[2] for r in backend.cypher(
         "MATCH (s:Session)-[w:WORKS_ON]->(t:Task) RETURN s.sessionId, t.taskId, w.startedAt")}
     fix = [{"id": s, "task": t, "started": v} for (s, t), v in wanted.items()

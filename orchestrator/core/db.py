@@ -16,6 +16,11 @@ def qualified(name: str) -> str:
     return f'"{settings.MCP_SCHEMA}"."{name}"'
 
 
+def internal_schema(schema: str) -> str:
+    """The schema beside ``schema`` holding what is not a spec table (guards, history)."""
+    return f"{schema}_internal"
+
+
 def set_change_context(
     *,
     change_type: str | None = None,

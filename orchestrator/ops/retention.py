@@ -15,7 +15,7 @@ policy comes from the RETENTION_* settings. What is kept, always:
   created only when RETENTION_PRUNE_LABELLED_CHECKPOINTS is set;
 - events of sessions that are still running or still need recovery.
 
-It also drops the ownership rows (orchestrator.models.SessionOwner) of sessions that no
+It also drops the ownership rows (orchestrator.core.models.SessionOwner) of sessions that no
 longer exist.
 
 context_versions and the event log are immutable by trigger. Deleting goes through the

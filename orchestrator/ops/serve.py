@@ -1,8 +1,8 @@
 """`make run`: migrate, then run web (uvicorn), Celery worker and Celery beat in the foreground.
 
-    python -m orchestrator.serve
+    python -m orchestrator.ops.serve
 
-Runs as orchestrator.launcher's command, so DATABASE_URL, REDIS_URL, ... are already set.
+Runs as orchestrator.ops.launcher's command, so DATABASE_URL, REDIS_URL, ... are already set.
 Stops all three on SIGINT/SIGTERM or as soon as one of them exits.
 """
 

@@ -9,7 +9,8 @@ from typing import Any
 
 from django.conf import settings
 
-from orchestrator.core.errors import OrchestratorError, now_iso
+from orchestrator.core.errors import OrchestratorError
+from orchestrator.core.stamps import now_iso
 from orchestrator.core.tools import Tool, ToolContext, register
 from orchestrator.core.tools.schema import TIMESTAMP, array, boolean, integer, obj, string
 from orchestrator.ops import backup, retention

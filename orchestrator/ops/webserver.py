@@ -1,4 +1,4 @@
-"""`python -m orchestrator.webserver`: uvicorn with several worker processes and Nagle off.
+"""`python -m orchestrator.ops.webserver`: uvicorn with several worker processes and Nagle off.
 
 With --workers > 1 uvicorn binds the listening socket itself with protocol 0, so asyncio
 does not recognise it as TCP and never sets TCP_NODELAY on accepted connections. On a

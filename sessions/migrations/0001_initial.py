@@ -1,12 +1,41 @@
+"""The spec's active_sessions table (13.1.1) in MCP_SCHEMA."""
 
 import django.db.models.functions.datetime
 from django.conf import settings
 from django.db import migrations, models
 
-from orchestrator.core import spec_sql
-from orchestrator.core.db import spec_table
-
 SCHEMA = settings.MCP_SCHEMA
+
+
+def spec_table(name):
+    """``db_table`` of a table in SCHEMA: Django quotes it as "schema"."name"."""
+    return f'{SCHEMA}"."{name}'
+
+
+# Frozen: the SQL this migration ran, not today's code.
+CREATE_ACTIVE_SESSIONS = f"""
+CREATE TABLE "{SCHEMA}".active_sessions (
+  id UUID PRIMARY KEY DEFAULT gen_random_uuid(),
+  session_id VARCHAR(255) UNIQUE NOT NULL,
+  task_id VARCHAR(255),
+  status VARCHAR(50) DEFAULT 'active',
+  started_at TIMESTAMPTZ DEFAULT NOW(),
+  last_heartbeat TIMESTAMPTZ DEFAULT NOW(),
+  ended_at TIMESTAMPTZ,
+  context_snapshot JSONB,
+  recovery_needed BOOLEAN DEFAULT FALSE,
+  recovery_type VARCHAR(50),
+  conversation_summary TEXT,
+  unsaved_changes JSONB,
+  project_dir VARCHAR(1000),
+  git_branch VARCHAR(255)
+);
+CREATE INDEX idx_sessions_status ON "{SCHEMA}".active_sessions(status);
+CREATE INDEX idx_sessions_heartbeat ON "{SCHEMA}".active_sessions(last_heartbeat DESC);
+CREATE INDEX idx_sessions_recovery ON "{SCHEMA}".active_sessions(recovery_needed)
+  WHERE recovery_needed = TRUE;
+CREATE INDEX idx_sessions_task ON "{SCHEMA}".active_sessions(task_id);
+"""
 
 
 STATE = [
@@ -47,7 +76,7 @@ class Migration(migrations.Migration):
     operations = [
         migrations.SeparateDatabaseAndState(
             database_operations=[migrations.RunSQL(
-                spec_sql.create_sessions_table(SCHEMA),
+                CREATE_ACTIVE_SESSIONS,
                 f'DROP TABLE IF EXISTS "{SCHEMA}".active_sessions;')],
             state_operations=STATE,
         ),

@@ -1,17 +1,15 @@
 """Session events are append-only (seed 002): the database refuses UPDATE and DELETE.
 
 Reuses the spec schema's guard function ``<MCP_SCHEMA>_internal.forbid_mutation()``
-(orchestrator/spec_sql.py), which lets a DELETE through only when the transaction sets
+(contexts/0001), which lets a DELETE through only when the transaction sets
 ``orchestrator.allow_version_pruning = 'on'`` (the stale-session cleanup does that).
 """
 
 from django.conf import settings
 from django.db import migrations
 
-from orchestrator.core.spec_sql import internal_schema
-
 TABLE = "agent_sessions_sessionevent"
-GUARD = f'"{internal_schema(settings.MCP_SCHEMA)}".forbid_mutation()'
+GUARD = f'"{settings.MCP_SCHEMA}_internal".forbid_mutation()'
 
 
 class Migration(migrations.Migration):

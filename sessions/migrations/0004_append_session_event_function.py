@@ -11,9 +11,7 @@ committed while we waited (seed 002: nothing is appended after the end).
 from django.conf import settings
 from django.db import migrations
 
-from orchestrator.core.spec_sql import internal_schema
-
-FUNCTION = f'"{internal_schema(settings.MCP_SCHEMA)}".append_session_event'
+FUNCTION = f'"{settings.MCP_SCHEMA}_internal".append_session_event'
 SIGNATURE = f"{FUNCTION}(varchar, varchar, varchar, text, jsonb, varchar[])"
 
 

@@ -1,4 +1,4 @@
-"""record_activity: a batch of hook events in one call (issue 10, the Claude Code hooks).
+"""record_activity: a batch of agent hook events (the Claude Code client's) in one call.
 
 A hook client flushes what happened since its last call: the tool uses (spec 6.4.1 tool
 history, transport "hook"), the files the edits touched and the conversation summary,
@@ -21,14 +21,15 @@ from typing import Any
 from django.db import connection
 
 from contexts.models import TaskContext
+from contexts.services.tasks import require_task
 from contexts.services.validation import LIST_LIMITS
 from contexts.services.write import write_task
 from orchestrator.core.errors import OrchestratorError
+from orchestrator.core.stamps import iso
 from sessions.services import lifecycle
 from sessions.services.common import (
     HISTORY_TABLE,
     LIVE_STATUSES,
-    iso,
     logger,
     refuse_for_status,
     session_status,
@@ -97,11 +98,7 @@ def _recordable_session(session_id: str, task_id: str | None) -> tuple[str | Non
     if status not in LATE_HISTORY_STATUSES:
         raise refuse_for_status(session_id, status, action="recording activity")
     if task_id is not None:
-        with connection.cursor() as cursor:
-            cursor.execute(f"SELECT 1 FROM {tasks_table()} WHERE task_id = %s", [task_id])
-            if cursor.fetchone() is None:
-                raise OrchestratorError("E1610", f"Task {task_id!r} does not exist",
-                                        {"taskId": task_id})
+        require_task(task_id)
     return task_id or row[1], iso(row[2])
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-from datetime import datetime
 from typing import Any
 
 from django.db import connection, transaction
@@ -35,10 +34,6 @@ HISTORY_TABLE = ToolInvocation._meta.db_table
 EVENTS_TABLE = SessionEvent._meta.db_table
 
 
-def iso(value: datetime | None) -> str | None:
-    return value.isoformat().replace("+00:00", "Z") if value else None
-
-
 def session_status(session_id: str) -> str | None:
     """The stored status, or None when there is no such session."""
     with connection.cursor() as cursor:
@@ -67,12 +62,6 @@ def get_session(session_id: str, *, code: str = "E1600") -> ActiveSession:
     except ActiveSession.DoesNotExist:
         raise OrchestratorError(code, f"Session {session_id!r} does not exist",
                                 {"sessionId": session_id}) from None
-
-
-def detail_for(session_id: str) -> SessionDetail:
-    """The session's detail row; sessions inserted by other programs get one lazily."""
-    detail, _ = SessionDetail.objects.get_or_create(session_id=session_id)
-    return detail
 
 
 def announce_ends(session_ids: list[str], status: str) -> None:

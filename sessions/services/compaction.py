@@ -15,7 +15,7 @@ from typing import Any
 from django.db import connection, transaction
 
 from orchestrator.backends import files
-from orchestrator.core.errors import now_iso
+from orchestrator.core.stamps import now_iso
 from orchestrator.observability import metrics
 from sessions.services import agent_context, events, recovery
 from sessions.services.common import (

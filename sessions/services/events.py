@@ -16,15 +16,15 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
+from orchestrator.core.db import internal_schema
 from orchestrator.core.errors import OrchestratorError
-from orchestrator.core.spec_sql import internal_schema
+from orchestrator.core.stamps import iso
 from sessions.models import SessionDetail
 from sessions.services.common import (
     CLOSED_STATUSES,
     DETAIL_TABLE,
     EVENTS_TABLE,
     fetch_dicts,
-    iso,
     refuse_for_status,
     session_status,
     sessions_table,

@@ -14,8 +14,8 @@ from typing import Any
 from django.conf import settings
 from django.db import connection
 
+from orchestrator.core.stamps import iso
 from sessions.models import SessionHandoff
-from sessions.services.common import iso
 
 
 def project_key(project_dir: str | None) -> str:

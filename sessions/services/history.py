@@ -23,9 +23,10 @@ from django.db import connection, transaction
 
 from orchestrator.backends import files
 from orchestrator.backends.coalesce import CoalescingWriter
+from orchestrator.core.stamps import iso
 from orchestrator.core.tools.registry import Tool, ToolContext
 from orchestrator.observability import metrics
-from sessions.services.common import HISTORY_TABLE, fetch_dicts, iso, sessions_table
+from sessions.services.common import HISTORY_TABLE, fetch_dicts, sessions_table
 
 logger = logging.getLogger("orchestrator.sessions")
 

@@ -10,9 +10,11 @@ from typing import Any
 from django.conf import settings
 from django.db import connection, transaction
 
+from contexts.services.tasks import require_task
 from orchestrator.backends import prepared
 from orchestrator.core.db import qualified
-from orchestrator.core.errors import OrchestratorError
+from orchestrator.core.errors import OrchestratorError, task_not_found
+from orchestrator.core.stamps import iso
 from orchestrator.observability import metrics
 from sessions import signals
 from sessions.models import ActiveSession
@@ -21,7 +23,6 @@ from sessions.services.common import (
     DETAIL_TABLE,
     LIVE_STATUSES,
     announce_end,
-    iso,
     logger,
     refuse_for_status,
     session_status,
@@ -36,16 +37,6 @@ def new_session_id() -> str:
     return f"session-{int(time.time() * 1000)}-{uuid.uuid4()}"
 
 
-def _require_task(task_id: str | None) -> None:
-    if task_id is None:
-        return
-    with connection.cursor() as cursor:
-        cursor.execute(f"SELECT 1 FROM {tasks_table()} WHERE task_id = %s", [task_id])
-        if cursor.fetchone() is None:
-            raise OrchestratorError("E1610", f"Task {task_id!r} does not exist",
-                                    {"taskId": task_id})
-
-
 def start_session(*, session_id: str | None = None, task_id: str | None = None,
                   project_dir: str | None = None, git_branch: str | None = None,
                   agent_id: str | None = None, process_id: int | None = None,
@@ -53,7 +44,8 @@ def start_session(*, session_id: str | None = None, task_id: str | None = None,
                   crashed_session_ids: list[str] | None = None) -> dict[str, Any]:
     """Register a session, hand it its project's handoff and tell it what needs recovery."""
     session_id = session_id or new_session_id()
-    _require_task(task_id)
+    if task_id is not None:
+        require_task(task_id)
     task_source = "argument" if task_id else None
     if task_id is None and resolve_task:
         task_id, task_source = agent_context.resolve_task(project_dir, git_branch)
@@ -127,7 +119,7 @@ def heartbeat(session_id: str, *, task_id: str | None = None,
     # set_config join makes this statement's commit asynchronous: a liveness timestamp
     # lost in a database crash costs nothing, and not waiting for the WAL flush is what
     # lets heartbeats from many agents through at once.
-    # Prepared (orchestrator.prepared): planning this statement cost as much as running it.
+    # Prepared (orchestrator.backends.prepared): planning this statement cost as much as running it.
     row = prepared.fetch_one(
         f"UPDATE {table} s SET last_heartbeat = now(), "
         "task_id = COALESCE(%s, s.task_id), "
@@ -146,8 +138,7 @@ def heartbeat(session_id: str, *, task_id: str | None = None,
     if row is None:
         status = session_status(session_id)
         if status in LIVE_STATUSES and task_id is not None:
-            raise OrchestratorError("E1610", f"Task {task_id!r} does not exist",
-                                    {"taskId": task_id})
+            raise task_not_found(task_id)
         raise refuse_for_status(session_id, status, action="sending heartbeats")
     last, previous, current_task, project_dir, status, previous_task = (
         row["last"], row["previous"], row["current_task"], row["project_dir"], row["status"],

@@ -12,9 +12,9 @@ from typing import Any
 from django.conf import settings
 
 from orchestrator.backends import files, redis_store
-from orchestrator.core.errors import now_iso
+from orchestrator.core.stamps import iso, now_iso
 from orchestrator.observability import metrics
-from sessions.services.common import iso, logger
+from sessions.services.common import logger
 
 HEARTBEAT_FILE = ".session-heartbeat.json"
 # The file marker is read at a resolution of CRASH_THRESHOLD_MINUTES; rewriting it (with

@@ -18,7 +18,8 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from orchestrator.core.db import qualified
-from orchestrator.core.errors import OrchestratorError, now_iso
+from orchestrator.core.errors import OrchestratorError
+from orchestrator.core.stamps import iso, now_iso
 from sessions import signals
 from sessions.models import ActiveSession, SessionDetail
 from sessions.services import history, markers
@@ -28,7 +29,6 @@ from sessions.services.common import (
     HISTORY_TABLE,
     announce_end,
     announce_ends,
-    iso,
     logger,
     refuse_for_status,
     session_status,

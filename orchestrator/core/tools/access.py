@@ -1,6 +1,6 @@
 """Who may call what: token scopes and session ownership (spec 8.1.2).
 
-A token has a scope (``orchestrator.models.TokenScope``): ``read`` calls only tools the
+A token has a scope (``orchestrator.core.models.TokenScope``): ``read`` calls only tools the
 registry marks read-only (E1608 otherwise); ``write`` calls every tool but writes only
 the sessions it started itself (E1604 for another token's session); ``admin`` writes
 every session. A tool declares which session a call writes with ``Tool.writes_session``.

@@ -1,0 +1,16 @@
+"""Timestamps as the API writes them: ISO 8601 in UTC with a ``Z`` (spec 11.2.1)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from django.utils import timezone
+
+
+def iso(value: datetime | None, *, timespec: str = "auto") -> str | None:
+    """``value`` as ISO 8601 with ``Z`` for UTC; None stays None."""
+    return value.isoformat(timespec=timespec).replace("+00:00", "Z") if value else None
+
+
+def now_iso() -> str:
+    return iso(timezone.now())
