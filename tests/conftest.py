@@ -32,7 +32,7 @@ def isolated_backends(settings, tmp_path, request):
     settings.CONTEXT_DIR = tmp_path / "contexts"
     settings.RECOVERY_DIR = tmp_path / "recovery"
     # Tests read the index files right after a call: write them synchronously
-    # (test_history and test_switch_read_sync check the background writer on their own).
+    # (test_history and test_switch check the background writer on their own).
     settings.INDEX_FILE_DELAY_MS = 0
     # ... and drain the graph outbox in the call that queued it (tests/graph/test_outbox.py
     # checks the background drain on its own).
@@ -155,6 +155,15 @@ class ToolClient:
 @pytest.fixture
 def tools(api_token) -> ToolClient:
     return ToolClient(api_token)
+
+
+@pytest.fixture
+def make_task(tools):
+    """Create a task through the real tool: make_task("t1", keyFiles=[...])."""
+    def make(task_id: str, **fields):
+        body = {"taskId": task_id, "name": fields.pop("name", f"Task {task_id}"), **fields}
+        return tools.ok("create_task", body)
+    return make
 
 
 class LiveServer:

@@ -1,4 +1,4 @@
-"""The service under test as ``make run`` serves it: ``python -m orchestrator.webserver`` in
+"""The service under test as ``make run`` serves it: ``python -m orchestrator.ops.webserver`` in
 its own process, on the test database, which a test can stop and start again mid-run."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The real Claude Code with our hooks after ``manage.py claude_setup``, against the web
 server in its own process: what the orchestrator records, what reaches the model, and
-the crash, outage and parallel-agent paths (issue 10 item 6)."""
+the crash, outage and parallel-agent paths."""
 
 from __future__ import annotations
 

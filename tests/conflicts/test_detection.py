@@ -10,11 +10,8 @@ from conflicts.models import ContextConflict
 from contexts.services import cache
 from contexts.services.save import save_task_changes
 from orchestrator.backends import files, redis_store
-from tests.conflicts.conftest import write_lock
-
-
-def detect(tools, **payload):
-    return tools.ok("detect_conflicts", payload)
+from tests.conflicts.conftest import detect
+from tests.locks.conftest import write_lock
 
 
 def of_type(result, conflict_type):
@@ -192,24 +189,3 @@ def test_unreadable_file_root_skips_the_file_method(tools, make_task, settings, 
     assert len(result["detected"]) == 1
     assert [s["conflictType"] for s in result["skipped"]] == ["data_inconsistency"]
     assert result["skipped"][0]["reason"].startswith("files: ")
-
-
-def test_report_conflict_records_a_spec_contradiction_once(tools, make_task):
-    make_task("a")
-    make_task("b")
-    payload = {"taskAId": "a", "taskBId": "b", "severity": "critical",
-               "description": "A says REST, B says GraphQL",
-               "evidence": {"field": "technicalDecisions", "expectedValue": ["REST"],
-                            "actualValue": ["GraphQL"], "location": "spec 4.1"}}
-    first = tools.ok("report_conflict", payload)
-    assert first["created"] is True
-    assert first["conflict"]["conflictType"] == "spec_contradiction"
-    assert first["conflict"]["detectedBy"] == "agent"
-    again = tools.ok("report_conflict", {**payload, "detectedBy": "manual"})
-    assert again["created"] is False and again["conflict"]["id"] == first["conflict"]["id"]
-    listed = detect(tools, taskIds=["a"])
-    assert listed["summary"]["criticalCount"] == 1
-    assert [c["id"] for c in listed["existing"]] == [first["conflict"]["id"]]
-    bad = tools.call("report_conflict", {**payload, "conflictType": "nonsense"})
-    assert bad.error_code == "E1641"
-    assert tools.call("report_conflict", {**payload, "taskBId": "ghost"}).error_code == "E1610"

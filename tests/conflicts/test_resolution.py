@@ -17,7 +17,7 @@ from contexts.services.save import save_task_changes
 from locks import services as locks
 from orchestrator.backends import files, redis_store
 from orchestrator.core.errors import OrchestratorError
-from tests.conflicts.conftest import write_lock
+from tests.locks.conftest import write_lock
 
 
 def only(tools, conflict_type, **payload):

@@ -1,13 +1,8 @@
-"""Helpers for the console tests: tasks and sessions are created through the real tools."""
+"""Helpers for the console tests: tasks and sessions are created through the real tools; the
+task-graph page runs on both graph backends (the graph suite's fixtures)."""
 
 from __future__ import annotations
 
-import pytest
+from tests.graph.conftest import graph, graph_backend, graph_server  # noqa: F401
 
 
-@pytest.fixture
-def make_task(tools):
-    def make(task_id: str, **fields):
-        body = {"taskId": task_id, "name": fields.pop("name", f"Task {task_id}"), **fields}
-        return tools.ok("create_task", body)
-    return make

@@ -1,6 +1,6 @@
 """Spec 7.2.1: an acknowledged save survives kill -9 of the web workers.
 
-The production web server (``python -m orchestrator.webserver``, two workers) runs
+The production web server (``python -m orchestrator.ops.webserver``, two workers) runs
 against the test database; client threads save over HTTP and note every save answered
 200; the whole server process group is then killed with SIGKILL while saves are in
 flight. Every acknowledged save must be in Postgres with its trigger version.

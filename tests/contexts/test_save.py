@@ -1,12 +1,15 @@
-"""save_context_snapshot and the write path (spec 4.1.2, 7.2.1, 12.2.1, 12.3.1)."""
+"""save_context_snapshot and the write path (spec 4.1.2, 7.2.1, 12.2.1, 12.3.1); concurrent
+saves of one task lose no version."""
 
 from __future__ import annotations
 
 import json
+import threading
 
 import pytest
 from django.db import connection
 
+from contexts.models import ContextVersion, TaskContext
 from contexts.services import cache
 from contexts.services.save import save_task_changes
 from locks import services as locks
@@ -166,3 +169,34 @@ def test_locked_task_is_refused_with_e1613(tools, make_task):
     response = tools.call("save_context_snapshot", {"taskId": "lock-1", "sessionId": "me",
                                                     "updates": {"currentPhase": "x"}})
     assert (response.status, response.error_code) == (409, "E1613")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_eight_threads_saving_one_task_lose_nothing(make_task):
+    make_task("race-1", keyFiles=[])
+    errors: list[BaseException] = []
+
+    def worker(n: int) -> None:
+        try:
+            for i in range(5):
+                save_task_changes("race-1", {"currentPhase": f"w{n}-{i}",
+                                             "iteration": n * 100 + i})
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=worker, args=(n,)) for n in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors
+    versions = list(ContextVersion.objects.filter(task_id="race-1").order_by("version")
+                    .values_list("version", flat=True))
+    assert versions == list(range(1, 42))
+    task = TaskContext.objects.get(task_id="race-1")
+    assert task.version == 41
+    # The cache holds the final state, never an older one written late.
+    assert redis_store.get_json("context:task:race-1")["version"] == 41
+    assert json.loads(files.task_file("race-1").read_text())["version"] == 41

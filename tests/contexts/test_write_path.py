@@ -1,7 +1,7 @@
 """The five task writes go through one door (contexts.services.write.write_task) and leave
 the same traces: one version row saying who and why, the Redis cache and the file backup
 at that version, one graph outbox row exactly when a column the graph shows changed, and
-one ``task_changed`` after the commit.
+one ``task_changed`` after the commit (``task_switched`` too, for a switch with a session).
 
 Transactional: every call commits, as in production, so the after-commit work (the
 signal, the publish of writes made inside switch_task's and resolve_conflict's
@@ -20,6 +20,7 @@ from django.db import connection
 from contexts import signals
 from contexts.models import ContextVersion, TaskContext
 from contexts.services import cache, write
+from contexts.services.save import save_task_changes
 from orchestrator.backends import files, redis_store
 
 MIRRORED = sorted(write.MIRRORED_COLUMNS)
@@ -120,3 +121,31 @@ def test_each_task_write_leaves_the_same_traces(operation, transactional_db, too
     assert backup["version"] == task.version, "the file backup holds the new version"
     mirrored_changed = _mirrored("w") != before_mirrored
     assert _outbox_rows("w") - outbox_before == (1 if mirrored_changed else 0)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_signals_are_sent_after_commit(tools, make_task):
+    from contexts import signals
+
+    changed, switched = [], []
+
+    def on_changed(sender, task_id, change_type, **kw):
+        changed.append((task_id, change_type))
+
+    def on_switched(sender, session_id, from_task_id, to_task_id, **kw):
+        switched.append((session_id, from_task_id, to_task_id))
+
+    signals.task_changed.connect(on_changed)
+    signals.task_switched.connect(on_switched)
+    try:
+        make_task("sig-a")
+        make_task("sig-b")
+        save_task_changes("sig-a", {"iteration": 3})
+        tools.ok("switch_task", {"fromTaskId": "sig-a", "toTaskId": "sig-b",
+                                 "sessionId": "s-1"})
+    finally:
+        signals.task_changed.disconnect(on_changed)
+        signals.task_switched.disconnect(on_switched)
+    assert ("sig-a", "manual") in changed and ("sig-b", "manual") in changed
+    assert ("sig-b", "switch") in changed
+    assert switched == [("s-1", "sig-a", "sig-b")]

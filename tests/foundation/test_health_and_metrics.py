@@ -1,4 +1,5 @@
-"""/healthz, /metrics and the REST auth rules."""
+"""/healthz, /metrics, the OpenAPI document, and a stopped Postgres (503 E1654, not 500).
+(Tokens: test_tokens.py; the spec's metrics one by one: tests/observability/test_metrics.py.)"""
 
 from __future__ import annotations
 
@@ -47,40 +48,6 @@ def test_metrics_expose_spec_names(db, client: Client, tools):
             'transport="rest"}') in text
 
 
-def test_browsing_api_requires_a_token(db, client: Client):
-    response = client.post("/api/v1/tools/get_unified_context/", {}, content_type="application/json")
-    assert response.status_code == 401
-    assert response.json()["error"]["code"] == "E1609"
-
-
-def test_create_task_writes_all_backends(tools, settings):
-    import json
-
-    from orchestrator.backends import redis_store
-
-    body = tools.ok("create_task", {"taskId": "b1", "name": "backends", "keyFiles": ["x.py"]})
-    assert body["savedTo"] == {"database": True, "redis": True, "file": True}
-    cached = redis_store.get_json("context:task:b1")
-    assert cached["keyFiles"] == ["x.py"]
-    on_disk = json.loads((settings.CONTEXT_DIR / "task-agents" / "b1.json").read_text())
-    assert on_disk["taskId"] == "b1" and on_disk["version"] == 1
-    registry = json.loads((settings.CONTEXT_DIR / "_registry.json").read_text())
-    assert registry["tasks"]["b1"]["contextFile"] == "task-agents/b1.json"
-
-
-def test_create_task_survives_redis_down(tools, settings):
-    settings.REDIS_URL = f"redis://127.0.0.1:{free_port()}/0"
-    body = tools.ok("create_task", {"taskId": "r1", "name": "no redis"})
-    assert body["savedTo"] == {"database": True, "redis": False, "file": True}
-
-
-def test_unsafe_task_ids_write_nothing(tools, settings):
-    for bad in ("../x", "a/b", "x" * 300, ".hidden"):
-        response = tools.call("create_task", {"taskId": bad, "name": "bad"})
-        assert response.status == 400 and response.error_code == "E1612", bad
-    assert not (settings.CONTEXT_DIR / "task-agents").exists()
-
-
 def test_openapi_document_generates_without_warnings(db, tmp_path):
     from django.core.management import call_command
 
@@ -119,15 +86,3 @@ def test_postgres_down_is_503_e1654_not_500(django_db_blocker):
         databases["default"] = original
         connections["default"].close()
         connections["default"] = original_connection
-
-
-def test_a_revoked_token_stops_working(db, client: Client):
-    from orchestrator.core.models import ApiToken
-
-    token, raw = ApiToken.issue("short-lived")
-    headers = {"HTTP_AUTHORIZATION": f"Bearer {raw}"}
-    url = "/api/v1/tools/get_unified_context/"
-    assert client.post(url, {}, content_type="application/json", **headers).status_code == 200
-    token.revoked = True
-    token.save()
-    assert client.post(url, {}, content_type="application/json", **headers).status_code == 401

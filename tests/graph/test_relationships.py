@@ -86,7 +86,7 @@ def test_bad_input(graph, tools):
     missing = tools.call("add_task_relationship", {
         "sourceTaskId": "a", "targetTaskId": "ghost", "relationshipType": "blocks"})
     assert missing.status == 404 and missing.error_code == "E1610"
-    assert missing.body["error"]["details"] == {"taskIds": ["ghost"]}
+    assert missing.body["error"]["details"] == {"taskId": "ghost", "missing": ["ghost"]}
     itself = tools.call("add_task_relationship", {
         "sourceTaskId": "a", "targetTaskId": "a", "relationshipType": "related_to"})
     assert itself.status == 400 and itself.error_code == "E1612"

@@ -1,4 +1,4 @@
-"""get_task_graph (spec 4.1.9) on both backends, and the two backends compared."""
+"""get_task_graph (spec 4.1.9) on both backends: nodes, edges, ready and blocked tasks, focus."""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""start_session / heartbeat / end_session over REST, against real Postgres, Redis, files."""
+"""start_session / heartbeat / end_session over REST, against real Postgres, Redis, files;
+start_session's resolveTask (the task from the branch, then the active task) and its
+contextBundle."""
 
 from __future__ import annotations
 
@@ -7,10 +9,11 @@ import re
 import pytest
 from django.conf import settings
 
+from contexts.models import GlobalContext, TaskContext
 from orchestrator.backends import files, redis_store
 from sessions import signals
 from sessions.models import ActiveSession, SessionDetail
-from tests.sessions.helpers import backdate
+from tests.sessions.helpers import backdate, conforms
 
 pytestmark = pytest.mark.django_db
 
@@ -110,3 +113,63 @@ def test_end_session_statuses(tools, django_capture_on_commit_callbacks):
     assert redis_store.get_json(redis_store.key("heartbeat", "s-e")) is None
     again = tools.call("end_session", {"sessionId": "s-e"})
     assert (again.status, again.error_code) == (409, "E1602")
+
+
+@pytest.mark.django_db
+def test_start_session_resolves_the_task_from_the_branch_then_the_active_task(tools):
+    for task in ("t1", "t2", "t3"):
+        tools.ok("create_task", {"taskId": task, "name": task})
+    base = {"projectDir": "/repo", "gitBranch": "feature/x", "resolveTask": True}
+    nothing = tools.ok("start_session", {"sessionId": "s0", **base})
+    assert (nothing["taskId"], nothing["taskSource"]) == (None, None)
+    GlobalContext.objects.update(active_task_id="t3")
+    active = tools.ok("start_session", {"sessionId": "s1", **base})
+    assert (active["taskId"], active["taskSource"]) == ("t3", "active")
+    backdate("s1", 1)  # one test transaction has one now(): order the starts
+    tools.ok("start_session", {"sessionId": "s2", "taskId": "t1", "projectDir": "/repo",
+                               "gitBranch": "feature/x"})
+    branch = conforms("start_session", tools.ok("start_session", {"sessionId": "s3", **base}))
+    assert (branch["taskId"], branch["taskSource"]) == ("t1", "branch")
+    other_branch = tools.ok("start_session", {"sessionId": "s4", **base, "gitBranch": "main"})
+    assert (other_branch["taskId"], other_branch["taskSource"]) == ("t3", "active")
+    given = tools.ok("start_session", {"sessionId": "s5", **base, "taskId": "t2"})
+    assert (given["taskId"], given["taskSource"]) == ("t2", "argument")
+    plain = tools.ok("start_session", {"sessionId": "s6", "projectDir": "/repo",
+                                       "gitBranch": "feature/x"})
+    assert (plain["taskId"], plain["taskSource"]) == (None, None)
+    assert "contextBundle" not in plain
+
+
+@pytest.mark.django_db
+def test_resolve_task_never_picks_a_finished_task(tools):
+    for task in ("done", "shelved", "open"):
+        tools.ok("create_task", {"taskId": task, "name": task})
+    base = {"projectDir": "/repo", "gitBranch": "feature/x", "resolveTask": True}
+    tools.ok("start_session", {"sessionId": "s1", "taskId": "done", "projectDir": "/repo",
+                               "gitBranch": "feature/x"})
+    TaskContext.objects.filter(task_id="done").update(status="completed")
+    GlobalContext.objects.update(active_task_id="shelved")
+    TaskContext.objects.filter(task_id="shelved").update(status="archived")
+    nothing = tools.ok("start_session", {"sessionId": "s2", **base})
+    assert (nothing["taskId"], nothing["taskSource"]) == (None, None)
+    GlobalContext.objects.update(active_task_id="open")
+    active = tools.ok("start_session", {"sessionId": "s3", **base})
+    assert (active["taskId"], active["taskSource"]) == ("open", "active")
+
+
+@pytest.mark.django_db
+def test_start_session_carries_the_bundle_and_the_crash_of_the_project(tools):
+    tools.ok("create_task", {"taskId": "t1", "name": "Parser",
+                             "immediateContext": {"nextStep": "handle escapes"}})
+    tools.ok("start_session", {"sessionId": "old", "taskId": "t1", "projectDir": "/repo"})
+    backdate("old", 10)
+    body = conforms("start_session", tools.ok("start_session", {
+        "sessionId": "new", "taskId": "t1", "projectDir": "/repo", "contextBudgetTokens": 500}))
+    bundle = body["contextBundle"]
+    assert bundle["taskId"] == "t1" and bundle["budgetTokens"] == 500
+    assert "**Next Step**: handle escapes" in bundle["text"]
+    crashed = body["recovery"]["sessions"]
+    assert [s["sessionId"] for s in crashed] == ["old"]
+    assert crashed[0]["resumePrompt"].startswith("## Recovery Required: crash")
+    refused = tools.call("start_session", {"sessionId": "x", "contextBudgetTokens": 20001})
+    assert (refused.status, refused.error_code) == (400, "E1612")

@@ -1,4 +1,5 @@
-"""The conflict-resolution console through Django's test client as staff (admin_client)."""
+"""The conflict-resolution console (console/admin/conflicts.py) through Django's test client
+as staff (admin_client)."""
 
 from __future__ import annotations
 

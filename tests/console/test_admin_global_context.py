@@ -1,4 +1,5 @@
-"""The global context's console page: JSON form, diff and rollback, through the test client."""
+"""The global context's console page (console/admin/global_context.py): JSON form, diff and
+rollback, through the test client."""
 
 from __future__ import annotations
 

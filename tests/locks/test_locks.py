@@ -1,4 +1,5 @@
-"""Task locks (spec 8.2): acquire / renew / release, ownership, expiry, races, E1613."""
+"""Task locks (spec 8.2): acquire / renew / release, ownership, expiry, races, and the lock
+rule every task write obeys (E1613)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from django.db import connection
 from contexts.services.save import save_task_changes
 from locks import services as locks
 from orchestrator.core.errors import OrchestratorError
-from tests.conflicts.conftest import write_lock
+from tests.locks.conftest import write_lock
 
 
 def test_acquire_renew_release_by_the_owner_only(tools, make_task):

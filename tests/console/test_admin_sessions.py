@@ -1,4 +1,6 @@
-"""The session page: timeline, resume prompt, and the end / release-locks actions."""
+"""The sessions console (console/admin/sessions.py): the list, the session page with its
+timeline and resume prompt, and the end / release-locks / mark crashed / mark recovered
+actions, each through the services."""
 
 from __future__ import annotations
 
@@ -7,6 +9,7 @@ from django.urls import reverse
 
 from locks import services as locks
 from sessions.models import ActiveSession
+from tests.sessions.helpers import backdate, status_of
 
 pytestmark = pytest.mark.django_db
 CHANGELIST = reverse("admin:agent_sessions_activesession_changelist")
@@ -62,3 +65,38 @@ def test_release_locks_frees_only_that_session_s_locks(admin_client, tools, make
     assert "holder: released lk-1, lk-2" in page
     assert locks.current_lock("lk-1") is None and locks.current_lock("lk-2") is None
     assert locks.current_lock("lk-3")["sessionId"] == "other"
+
+
+def test_list_page_and_session_page(tools, admin_client):
+    tools.ok("create_task", {"taskId": "t1", "name": "Parser"})
+    tools.ok("start_session", {"sessionId": "s1", "taskId": "t1", "agentId": "opus"})
+    tools.ok("append_session_event", {"sessionId": "s1", "type": "user_message",
+                                      "role": "user", "content": "hello there"})
+    tools.ok("heartbeat", {"sessionId": "s1", "unsavedChanges": [
+        {"type": "edit", "path": "src/x.py", "description": "wip"}]})
+    tools.ok("report_compaction", {"sessionId": "s1"})
+    listing = admin_client.get("/admin/agent_sessions/activesession/?status__exact=compacted")
+    assert listing.status_code == 200 and b"s1" in listing.content
+    pk = ActiveSession.objects.get(session_id="s1").pk
+    page = admin_client.get(f"/admin/agent_sessions/activesession/{pk}/change/")
+    html = page.content.decode()
+    assert page.status_code == 200
+    for expected in ("## Recovery Required: compaction", "hello there", "src/x.py",
+                     "append_session_event", "opus", "Tasks worked on"):
+        assert expected in html, expected
+    assert "<td>t1</td>" in html and "<td>as opus</td>" in html  # from graph_session_work
+
+
+def test_actions_go_through_the_services(tools, admin_client):
+    tools.ok("start_session", {"sessionId": "live"})
+    tools.ok("start_session", {"sessionId": "stale"})
+    backdate("stale", 10)
+    url = "/admin/agent_sessions/activesession/"
+    pk = str(ActiveSession.objects.get(session_id="live").pk)
+    admin_client.post(url, {"action": "mark_crashed", "_selected_action": [pk]})
+    assert status_of("live") == ("crashed", True, "crash")
+    admin_client.post(url, {"action": "mark_recovered", "_selected_action": [pk]})
+    assert status_of("live") == ("recovered", False, "crash")
+    response = admin_client.post(url, {"action": "mark_recovered", "_selected_action": [pk]},
+                                  follow=True)
+    assert b"E1632" in response.content

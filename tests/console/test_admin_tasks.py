@@ -1,4 +1,6 @@
-"""The rollback console through Django's test client as a logged-in staff user."""
+"""The tasks console (console/admin/tasks.py, orphans.py): the task list, version history,
+diff and rollback, checkpoints, read-only versions, orphaned work; through Django's test
+client as a logged-in staff user."""
 
 from __future__ import annotations
 

@@ -1,5 +1,7 @@
-"""The server side of the Claude Code hooks: record_activity, start_session's resolveTask and
-contextBundle, report_compaction's bundle (issue 10)."""
+"""record_activity, what the Claude Code hooks flush: a heartbeat, tool history rows, edited
+files merged into the task's keyFiles (and so file conflicts), refusals, round trips, MCP,
+parallel flushes. (start_session's resolveTask and contextBundle: test_lifecycle.py;
+report_compaction's bundle: test_compaction.py.)"""
 
 from __future__ import annotations
 
@@ -7,7 +9,7 @@ import pytest
 from django.db import connection
 
 from bench.roundtrips import PostgresTrace
-from contexts.models import ContextVersion, GlobalContext, TaskContext
+from contexts.models import ContextVersion, TaskContext
 from orchestrator.core.db import qualified
 from sessions.models import ToolInvocation
 from sessions.services import activity
@@ -188,84 +190,6 @@ def test_record_activity_over_mcp(live_api):
     assert TaskContext.objects.get(task_id="t1").key_files == ["src/new.py"]
     refused = mcp_client.call_tool(url, token, "record_activity", {"sessionId": "ghost"})
     assert refused.is_error
-
-
-@pytest.mark.django_db
-def test_start_session_resolves_the_task_from_the_branch_then_the_active_task(tools):
-    for task in ("t1", "t2", "t3"):
-        tools.ok("create_task", {"taskId": task, "name": task})
-    base = {"projectDir": "/repo", "gitBranch": "feature/x", "resolveTask": True}
-    nothing = tools.ok("start_session", {"sessionId": "s0", **base})
-    assert (nothing["taskId"], nothing["taskSource"]) == (None, None)
-    GlobalContext.objects.update(active_task_id="t3")
-    active = tools.ok("start_session", {"sessionId": "s1", **base})
-    assert (active["taskId"], active["taskSource"]) == ("t3", "active")
-    backdate("s1", 1)  # one test transaction has one now(): order the starts
-    tools.ok("start_session", {"sessionId": "s2", "taskId": "t1", "projectDir": "/repo",
-                               "gitBranch": "feature/x"})
-    branch = conforms("start_session", tools.ok("start_session", {"sessionId": "s3", **base}))
-    assert (branch["taskId"], branch["taskSource"]) == ("t1", "branch")
-    other_branch = tools.ok("start_session", {"sessionId": "s4", **base, "gitBranch": "main"})
-    assert (other_branch["taskId"], other_branch["taskSource"]) == ("t3", "active")
-    given = tools.ok("start_session", {"sessionId": "s5", **base, "taskId": "t2"})
-    assert (given["taskId"], given["taskSource"]) == ("t2", "argument")
-    plain = tools.ok("start_session", {"sessionId": "s6", "projectDir": "/repo",
-                                       "gitBranch": "feature/x"})
-    assert (plain["taskId"], plain["taskSource"]) == (None, None)
-    assert "contextBundle" not in plain
-
-
-@pytest.mark.django_db
-def test_resolve_task_never_picks_a_finished_task(tools):
-    for task in ("done", "shelved", "open"):
-        tools.ok("create_task", {"taskId": task, "name": task})
-    base = {"projectDir": "/repo", "gitBranch": "feature/x", "resolveTask": True}
-    tools.ok("start_session", {"sessionId": "s1", "taskId": "done", "projectDir": "/repo",
-                               "gitBranch": "feature/x"})
-    TaskContext.objects.filter(task_id="done").update(status="completed")
-    GlobalContext.objects.update(active_task_id="shelved")
-    TaskContext.objects.filter(task_id="shelved").update(status="archived")
-    nothing = tools.ok("start_session", {"sessionId": "s2", **base})
-    assert (nothing["taskId"], nothing["taskSource"]) == (None, None)
-    GlobalContext.objects.update(active_task_id="open")
-    active = tools.ok("start_session", {"sessionId": "s3", **base})
-    assert (active["taskId"], active["taskSource"]) == ("open", "active")
-
-
-@pytest.mark.django_db
-def test_start_session_carries_the_bundle_and_the_crash_of_the_project(tools):
-    tools.ok("create_task", {"taskId": "t1", "name": "Parser",
-                             "immediateContext": {"nextStep": "handle escapes"}})
-    tools.ok("start_session", {"sessionId": "old", "taskId": "t1", "projectDir": "/repo"})
-    backdate("old", 10)
-    body = conforms("start_session", tools.ok("start_session", {
-        "sessionId": "new", "taskId": "t1", "projectDir": "/repo", "contextBudgetTokens": 500}))
-    bundle = body["contextBundle"]
-    assert bundle["taskId"] == "t1" and bundle["budgetTokens"] == 500
-    assert "**Next Step**: handle escapes" in bundle["text"]
-    crashed = body["recovery"]["sessions"]
-    assert [s["sessionId"] for s in crashed] == ["old"]
-    assert crashed[0]["resumePrompt"].startswith("## Recovery Required: crash")
-    refused = tools.call("start_session", {"sessionId": "x", "contextBudgetTokens": 20001})
-    assert (refused.status, refused.error_code) == (400, "E1612")
-
-
-@pytest.mark.django_db
-def test_report_compaction_bundle_is_full_every_second_compaction(tools):
-    tools.ok("create_task", {"taskId": "t1", "name": "Parser", "description": "long " * 50,
-                             "keywords": ["parser"]})
-    tools.ok("start_session", {"sessionId": "s1", "taskId": "t1"})
-    first = conforms("report_compaction", tools.ok("report_compaction", {
-        "sessionId": "s1", "contextBudgetTokens": 2000}))
-    assert first["fullReloadDue"] is False
-    assert first["contextBundle"]["tiers"] == ["hot"]
-    assert "### WARM" not in first["contextBundle"]["text"]
-    second = tools.ok("report_compaction", {"sessionId": "s1", "contextBudgetTokens": 2000})
-    assert second["fullReloadDue"] is True
-    assert second["contextBundle"]["tiers"] == ["hot", "warm", "cold"]
-    assert "**Keywords**: parser" in second["contextBundle"]["text"]
-    third = tools.ok("report_compaction", {"sessionId": "s1"})
-    assert "contextBundle" not in third
 
 
 @pytest.mark.django_db(transaction=True)

@@ -1,4 +1,4 @@
-"""orchestrator.launcher starts its own servers, hands their URLs to the command and leaves
+"""orchestrator.ops.launcher starts its own servers, hands their URLs to the command and leaves
 no process behind when it is stopped by SIGTERM or SIGINT."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import psutil
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 # What the launcher must not inherit, or it would use the outer servers (inside `make test`).
 CONFIGURED = ("DATABASE_URL", "POSTGRES_HOST", "REDIS_URL", "REDIS_HOST", "NEO4J_URI",

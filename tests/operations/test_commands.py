@@ -1,4 +1,5 @@
-"""Management commands: create_api_token and the MCP stdio server."""
+"""Management commands as an operator runs them: create_api_token, the MCP stdio server, and
+manage.py adopting the servers of a running launcher."""
 
 from __future__ import annotations
 

@@ -1,0 +1,46 @@
+"""sync_hot_context: rewrites the hot context, the task caches and every file from Postgres;
+a partial sync is E1653. (Its management command and beat entry: test_sync_jobs.py.)"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from orchestrator.backends import files, redis_store
+
+
+@pytest.mark.django_db
+def test_sync_hot_context_writes_every_target(tools, make_task, settings):
+    make_task("sy-1")
+    make_task("sy-2", status="archived")
+    tools.ok("switch_task", {"toTaskId": "sy-1"})
+    redis_store.run(lambda r: r.flushdb())
+    for path in settings.CONTEXT_DIR.rglob("*.json"):
+        path.unlink()
+    result = tools.ok("sync_hot_context", {})
+    assert result["success"] is True and result["errors"] == []
+    assert result["synced"] == {"redis": {"hotContext": True, "taskContexts": 1},
+                                "files": {"registry": True, "taskContexts": 1,
+                                          "hotContext": True}}
+    assert redis_store.get_json("context:hot")["taskId"] == "sy-1"
+    assert redis_store.get_json("context:task:sy-1")["taskId"] == "sy-1"
+    assert files.task_file("sy-1").exists() and not files.task_file("sy-2").exists()
+    constants = json.loads((settings.CONTEXT_DIR / "shared" / "project-constants.json")
+                           .read_text())
+    assert constants["projectId"] == settings.MCP_PROJECT_ID
+    assert set(json.loads((settings.CONTEXT_DIR / "_registry.json").read_text())["tasks"]) == {
+        "sy-1", "sy-2"}
+
+
+@pytest.mark.django_db
+def test_partial_sync_is_e1653(tools, make_task, settings):
+    from tests.conftest import free_port
+
+    make_task("ps-1")
+    settings.REDIS_URL = f"redis://127.0.0.1:{free_port()}/0"
+    response = tools.call("sync_hot_context", {})
+    assert (response.status, response.error_code) == (502, "E1653")
+    details = response.body["error"]["details"]
+    assert details["synced"]["files"]["taskContexts"] == 1
+    assert details["errors"] and details["errors"][0].startswith("redis")
