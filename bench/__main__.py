@@ -144,8 +144,8 @@ def prepare_tasks() -> None:
         task_id = f"bench-{client}"
         if not TaskContext.objects.filter(task_id=task_id).exists():
             create_task(task_id, {"name": f"Bench {client}"})
-        start_session({"sessionId": f"bench-s{client}-{random.randrange(10**9)}",
-                       "taskId": task_id, "agentId": "bench"})
+        start_session(session_id=f"bench-s{client}-{random.randrange(10**9)}",
+                      task_id=task_id, agent_id="bench")
 
 
 def session_ids() -> list[str]:
