@@ -21,7 +21,7 @@ from pathlib import Path
 STOP_GRACE = 10.0
 HEALTH_TIMEOUT = 120.0
 PY = sys.executable
-ROOT = Path(__file__).resolve().parent.parent  # where manage.py is
+ROOT = Path(__file__).resolve().parents[2]  # where manage.py is
 
 
 def say(message: str) -> None:
