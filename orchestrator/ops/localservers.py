@@ -4,6 +4,8 @@
 command typed in another terminal (createsuperuser, create_api_token, sync_graph) would
 otherwise fall back to the spec's defaults and miss the embedded servers. The launcher
 writes `.data/servers.env` while it runs; variables set in the environment still win.
+The command also writes its metric values where the running service's /metrics adds
+them up (`.data/metrics`), so a job run from cron is counted like one run by beat.
 """
 
 from __future__ import annotations
@@ -37,4 +39,8 @@ def adopt_running_launcher(data_dir: Path) -> list[str]:
         if key in SERVER_VARIABLES and not os.environ.get(key):
             os.environ[key] = value
             adopted.append(key)
+    metrics_dir = data_dir / "metrics"
+    if metrics_dir.is_dir() and not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(metrics_dir)
+        adopted.append("PROMETHEUS_MULTIPROC_DIR")
     return adopted

@@ -64,7 +64,8 @@ def test_mcp_stdio_serves_the_same_tools(transactional_db):
 def test_manage_py_adopts_the_running_launchers_servers(tmp_path, monkeypatch):
     from orchestrator.ops.localservers import adopt_running_launcher
 
-    for name in ("DATABASE_URL", "POSTGRES_HOST", "REDIS_URL", "NEO4J_URI"):
+    for name in ("DATABASE_URL", "POSTGRES_HOST", "REDIS_URL", "NEO4J_URI",
+                 "PROMETHEUS_MULTIPROC_DIR"):
         monkeypatch.delenv(name, raising=False)
     (tmp_path / "servers.env").write_text(
         "DATABASE_URL=postgresql://u@127.0.0.1:5999/orchestrator\nREDIS_URL=redis://x:1/0\n"
@@ -75,6 +76,14 @@ def test_manage_py_adopts_the_running_launchers_servers(tmp_path, monkeypatch):
     assert adopt_running_launcher(tmp_path) == ["DATABASE_URL", "REDIS_URL"]
     assert os.environ["DATABASE_URL"] == "postgresql://u@127.0.0.1:5999/orchestrator"
     assert "EVIL" not in os.environ
+    # With the service running, a command's metrics join the ones /metrics adds up.
+    monkeypatch.delenv("DATABASE_URL")
+    monkeypatch.delenv("REDIS_URL")
+    (tmp_path / "metrics").mkdir()
+    assert adopt_running_launcher(tmp_path) == ["DATABASE_URL", "REDIS_URL",
+                                                "PROMETHEUS_MULTIPROC_DIR"]
+    assert os.environ["PROMETHEUS_MULTIPROC_DIR"] == str(tmp_path / "metrics")
+    monkeypatch.delenv("PROMETHEUS_MULTIPROC_DIR")
     # A configured database always wins.
     monkeypatch.setenv("DATABASE_URL", "postgresql://mine@h/db")
     assert adopt_running_launcher(tmp_path) == []
