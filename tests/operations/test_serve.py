@@ -36,7 +36,10 @@ def test_serve_migrates_serves_and_stops(tmp_path):
             assert wait_for(lambda: healthy() or proc.poll() is not None, timeout=120,
                             interval=0.5), log.read_text()[-3000:]
             assert proc.poll() is None, log.read_text()[-3000:]
-            assert "Session orchestrator running at" in log.read_text()
+            # The supervisor announces itself once it sees the web server healthy too
+            # (it polls every 0.2 s): a moment after this test can.
+            assert wait_for(lambda: "Session orchestrator running at" in log.read_text(),
+                            timeout=10), log.read_text()[-3000:]
         finally:
             proc.send_signal(signal.SIGTERM)
             code = proc.wait(timeout=30)
