@@ -6,11 +6,13 @@ from django.db import models
 from django.db.models.functions import Now
 
 from orchestrator.core.db import spec_table
+from orchestrator.core.projects import default_project
 
 
 class ContextConflict(models.Model):
     id = models.UUIDField(primary_key=True, db_default=models.Func(function="gen_random_uuid"),
                           editable=False)
+    project_id = models.CharField(max_length=255, default=default_project)
     task_a_id = models.CharField(max_length=255)
     task_b_id = models.CharField(max_length=255, null=True, blank=True)
     conflict_type = models.CharField(max_length=50)

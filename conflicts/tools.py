@@ -25,6 +25,7 @@ from orchestrator.core.tools.schema import (
     integer,
     number,
     obj,
+    project_id,
     safe_id,
     string,
 )
@@ -41,14 +42,17 @@ CONFLICT_ID = string("Conflict id (UUID)", max_length=100)
 
 
 def _detect(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
-    return detection.detect_conflicts(args.get("taskIds"), args.get("conflictTypes"))
+    return detection.detect_conflicts(args.get("taskIds"), args.get("conflictTypes"),
+                                      project_ids=ctx.visible_projects(args.get("projectId")))
 
 
 register(Tool(
     name="detect_conflicts",
     description=(
-        "Cross-system conflict detection (spec 4.1.6). file_conflict: active tasks sharing "
-        "key files (high if 3+ files, else medium; strength min(n/5, 1)). lock_collision: "
+        "Cross-system conflict detection (spec 4.1.6), within each of the caller's projects "
+        "(projectId: only that one; tasks of two projects never pair). file_conflict: "
+        "active tasks sharing key files (high if 3+ files, else medium; strength "
+        "min(n/5, 1)). lock_collision: "
         "task locks in Redis whose expiresAt is past (high, 1.0). state_mismatch: the Redis "
         "task cache differs from Postgres (medium, 0.8). version_divergence: more than one "
         "recovery version (low, 0.5). data_inconsistency: the task file backup differs from "
@@ -58,6 +62,7 @@ register(Tool(
     ),
     input_schema=obj({
         "taskIds": TASK_IDS,
+        "projectId": project_id("Only this project"),
         "conflictTypes": array(string(enum=CONFLICT_TYPES), "Types to detect; omit for all"),
     }),
     output_schema=obj({
@@ -82,6 +87,7 @@ register(Tool(
     }, ["detected", "existing", "summary", "timestamp"]),
     handler=_detect,
     validation_code="E1641",
+    only_known=frozenset({"taskIds"}),
 ))
 
 

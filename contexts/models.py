@@ -12,12 +12,15 @@ from django.db import models
 from django.db.models.functions import Now
 
 from orchestrator.core.db import internal_schema, spec_table
+from orchestrator.core.projects import default_project
 
 
 class TaskContext(models.Model):
     id = models.UUIDField(primary_key=True, db_default=models.Func(function="gen_random_uuid"),
                           editable=False)
     task_id = models.CharField(max_length=255, unique=True)
+    # The project the task belongs to (orchestrator.core.models.Project); never changes.
+    project_id = models.CharField(max_length=255, default=default_project)
     name = models.CharField(max_length=500)
     description = models.TextField(null=True, blank=True)
     agent_type = models.CharField(max_length=100, null=True, blank=True)
@@ -52,6 +55,7 @@ class ContextVersion(models.Model):
     id = models.UUIDField(primary_key=True, db_default=models.Func(function="gen_random_uuid"),
                           editable=False)
     task_id = models.CharField(max_length=255)
+    project_id = models.CharField(max_length=255)  # the task's, set by the trigger
     version = models.IntegerField()
     snapshot = models.JSONField()
     change_summary = models.TextField(null=True, blank=True)
@@ -79,6 +83,7 @@ class Checkpoint(models.Model):
     label = models.CharField(max_length=500)
     description = models.TextField(null=True, blank=True)
     checkpoint_type = models.CharField(max_length=50, null=True, db_default="manual")
+    project_id = models.CharField(max_length=255, default=default_project)
     task_id = models.CharField(max_length=255, null=True, blank=True)
     scope = models.CharField(max_length=50)
     included_tasks = models.JSONField(null=True, db_default=models.Value([], models.JSONField()))

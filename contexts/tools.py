@@ -10,6 +10,7 @@ from typing import Any
 from contexts.services import (
     checkpoints,
     global_context,
+    projects,
     rollback,
     save,
     switch,
@@ -31,6 +32,7 @@ from orchestrator.core.tools.schema import (
     integer,
     number,
     obj,
+    project_id,
     safe_id,
     string,
     string_list,
@@ -70,19 +72,22 @@ def _actor(ctx: ToolContext) -> str | None:
 register(Tool(
     name="create_task",
     description=(
-        "Create a task context. The database records it as version 1. "
-        "An existing taskId is refused with E1614 (409)."
+        "Create a task context in a project (projectId; default: the token's only project, "
+        "else the default project). The database records it as version 1. Task ids are "
+        "unique across projects: an existing taskId is refused with E1614 (409); an "
+        "unknown project is E1605."
     ),
     input_schema=obj({"taskId": safe_id(f"Unique task id: letters, digits, . _ : -, at most "
                                          f"{MAX_TASK_ID_LENGTH} characters",
                                          max_length=MAX_TASK_ID_LENGTH),
-                      **TASK_FIELDS}, ["taskId", "name"]),
-    output_schema=obj({"success": boolean(), "taskId": string(), "version": integer(),
-                       "createdAt": TIMESTAMP, "savedTo": SAVED_TO},
-                      ["success", "taskId", "version", "createdAt"]),
+                      "projectId": project_id(), **TASK_FIELDS}, ["taskId", "name"]),
+    output_schema=obj({"success": boolean(), "taskId": string(), "projectId": string(),
+                       "version": integer(), "createdAt": TIMESTAMP, "savedTo": SAVED_TO},
+                      ["success", "taskId", "projectId", "version", "createdAt"]),
     handler=lambda args, ctx: tasks.create_task(
-        args["taskId"], {k: v for k, v in args.items() if k != "taskId"},
-        created_by=_actor(ctx)),
+        args["taskId"], {k: v for k, v in args.items() if k not in ("taskId", "projectId")},
+        project_id=args.get("projectId") or ctx.default_project(), created_by=_actor(ctx)),
+    creates=frozenset({"taskId"}),
 ))
 
 
@@ -91,7 +96,9 @@ register(Tool(
     description=(
         "Aggregate the global context and, with taskId, the task (served from the Redis "
         "cache when present), its relationships, unresolved conflicts and version history "
-        "(spec 4.1.1). depth hot|warm|cold limits the tiers (hot: global + task; warm: + "
+        "(spec 4.1.1). The global context is the task's project's (without a task: "
+        "projectId's, default the caller's project); projectId in the answer names it. "
+        "depth hot|warm|cold limits the tiers (hot: global + task; warm: + "
         "relationships, conflicts; cold: + version history); maxTokens (tokens ~ JSON "
         "length / 4) drops cold parts first, then warm, never hot, listed in "
         "metadata.dropped. metadata.source: cache (task from Redis), hybrid (task from "
@@ -99,6 +106,7 @@ register(Tool(
     ),
     input_schema=obj({
         "taskId": safe_id("Task to load; omit for the global context only"),
+        "projectId": project_id("Project whose global context to load without a task"),
         "includeRelationships": boolean(default=True),
         "includeVersionHistory": boolean(default=False),
         "maxVersions": integer("Default MAX_VERSIONS_DEFAULT, capped at MAX_VERSIONS_LIMIT",
@@ -127,7 +135,8 @@ register(Tool(
                         additional=True),
     }, ["projectId", "global", "metadata"], additional=True),
     handler=lambda args, ctx: unified.get_unified_context(
-        args.get("taskId"), include_relationships=args.get("includeRelationships", True),
+        args.get("taskId"), project_id=args.get("projectId") or ctx.default_project(),
+        include_relationships=args.get("includeRelationships", True),
         include_version_history=args.get("includeVersionHistory", False),
         max_versions=args.get("maxVersions"), depth=args.get("depth"),
         max_tokens=args.get("maxTokens")),
@@ -172,6 +181,7 @@ register(Tool(
 def _checkpoint(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
     return checkpoints.create_checkpoint(
         args["label"], task_id=args.get("taskId"), include_tasks=args.get("includeTasks"),
+        project_id=args.get("projectId") or ctx.default_project(),
         description=args.get("description"),
         checkpoint_type=args.get("checkpointType", "manual"),
         session_id=args.get("sessionId"), actor=_actor(ctx), force=args.get("force", False))
@@ -181,7 +191,9 @@ register(Tool(
     name="create_checkpoint",
     description=(
         "Store a named snapshot of the global context and the included tasks (spec 4.1.3). "
-        "Scope: no task -> global, one -> task, more -> multi_task. The snapshot carries a "
+        "Scope: no task -> global, one -> task, more -> multi_task; the global context is "
+        "that of the tasks' project (tasks of two projects: E1607), without tasks "
+        "projectId's. The snapshot carries a "
         "sha256 checksum verified on every restore. Repeating a call (same label, same "
         "task(s), content unchanged since that label's latest checkpoint) stores nothing "
         "unless force is true: the answer has deduplicated: true and the existing "
@@ -191,13 +203,15 @@ register(Tool(
         "label": string(min_length=1, max_length=500),
         "description": string(max_length=20000, nullable=True),
         "taskId": safe_id("Task of a task-scoped checkpoint"),
+        "projectId": project_id("Project of a global checkpoint (no task)"),
         "checkpointType": string(enum=CHECKPOINT_TYPES),
         "includeTasks": array(safe_id("Task id"), max_items=1000),
         "sessionId": SESSION_ID,
         "force": boolean("Store even if identical to this label's latest checkpoint",
                          default=False),
     }, ["label"]),
-    output_schema=obj({"success": boolean(), "checkpointId": string(), "label": string(),
+    output_schema=obj({"success": boolean(), "checkpointId": string(), "projectId": string(),
+                       "label": string(),
                        "scope": string(enum=CHECKPOINT_SCOPES),
                        "includedTasks": string_list(), "createdAt": TIMESTAMP,
                        "deduplicated": boolean()},
@@ -205,6 +219,7 @@ register(Tool(
                        "createdAt"]),
     handler=_checkpoint,
     validation_code="E1621",
+    task_group=("taskId", "includeTasks"),
 ))
 
 
@@ -250,7 +265,8 @@ register(Tool(
     name="switch_task",
     description=(
         "Atomically save the current task (with currentTaskUpdates), make toTaskId the "
-        "active task and stamp its last_session_at, in one transaction; then refresh the "
+        "active task of its project and stamp its last_session_at, in one transaction (the "
+        "two tasks must be of one project: E1607 otherwise); then refresh the "
         "hot context in Redis and files (spec 4.1.5, 7.3). blockedBy lists unfinished "
         "tasks that block the new task. E1660, E1661, E1662, E1612; on failure nothing "
         "changed."
@@ -289,12 +305,14 @@ register(Tool(
         "Rewrite the Redis cache (task keys, hot context) and the file backups (task "
         "files, _registry.json, _hot_context.json, shared/project-constants.json) from "
         "Postgres (spec 4.1.10). Without taskIds: every pending, in-progress or blocked "
-        "task. If any target fails: E1653 with the answer (synced, errors) as details."
+        "task of the caller's projects (projectId: of that one). If any target fails: "
+        "E1653 with the answer (synced, errors) as details."
     ),
     input_schema=obj({
         "syncRedis": boolean(default=True),
         "syncFiles": boolean(default=True),
         "taskIds": array(safe_id("Task id"), max_items=10000),
+        "projectId": project_id("Only this project"),
         "updateRegistry": boolean(default=True),
     }),
     output_schema=obj({
@@ -310,7 +328,8 @@ register(Tool(
     handler=lambda args, ctx: sync.sync_hot_context(
         sync_redis=args.get("syncRedis", True), sync_files=args.get("syncFiles", True),
         task_ids=args.get("taskIds"), update_registry=args.get("updateRegistry", True),
-        progress=ctx.progress),
+        project_ids=ctx.visible_projects(args.get("projectId")), progress=ctx.progress),
+    task_group=("taskIds",),
 ))
 
 
@@ -329,14 +348,16 @@ GLOBAL_FIELDS = {
 register(Tool(
     name="update_global_context",
     description=(
-        "Change the project's global context (spec 5.2.5), the part every agent reads "
-        "first: projectName, description, hardRules, techStack, keyPaths, services, "
-        "orchestratorContext. Listed fields are replaced whole (send the full list or map). "
+        "Change a project's global context (spec 5.2.5; projectId, default the caller's "
+        "project), the part every agent of the project reads first: projectName, "
+        "description, hardRules, techStack, keyPaths, services, orchestratorContext. "
+        "Listed fields are replaced whole (send the full list or map). "
         "The database records each change as a new version (history in "
         "global_context_versions, diff and rollback in the admin); an unchanged value makes "
         "no version. E1611 without the project row, E1612 for invalid fields."
     ),
     input_schema=obj({
+        "projectId": project_id(),
         **GLOBAL_FIELDS,
         "changeSummary": string(max_length=2000, nullable=True),
         "sessionId": SESSION_ID,
@@ -349,6 +370,7 @@ register(Tool(
         "timestamp": TIMESTAMP,
     }, ["success", "projectId", "version", "changed", "global", "savedTo", "timestamp"]),
     handler=lambda args, ctx: global_context.update_global_context(
+        args.get("projectId") or ctx.default_project(),
         {k: v for k, v in args.items() if k in GLOBAL_FIELDS},
         change_summary=args.get("changeSummary"), session_id=args.get("sessionId"),
         actor=_actor(ctx)),
@@ -362,7 +384,8 @@ register(Tool(
         "console's rollback); the restore is itself a new version. E1623 unknown version, "
         "E1624 unreadable."
     ),
-    input_schema=obj({"version": integer(minimum=1), "sessionId": SESSION_ID}, ["version"]),
+    input_schema=obj({"version": integer(minimum=1), "projectId": project_id(),
+                      "sessionId": SESSION_ID}, ["version"]),
     output_schema=obj({
         "success": boolean(), "projectId": string(), "version": integer(),
         "changed": string_list("Fields whose value changed"),
@@ -371,6 +394,47 @@ register(Tool(
         "timestamp": TIMESTAMP,
     }, ["success", "projectId", "version", "changed", "global", "savedTo", "timestamp"]),
     handler=lambda args, ctx: global_context.rollback_global_context(
-        args["version"], actor=_actor(ctx), session_id=args.get("sessionId")),
+        args.get("projectId") or ctx.default_project(), args["version"], actor=_actor(ctx),
+        session_id=args.get("sessionId")),
     internal=True,
+))
+
+
+# -- projects ------------------------------------------------------------------------------
+
+PROJECT = obj({"projectId": string(), "name": string(), "createdAt": TIMESTAMP,
+               "tasks": integer(), "liveSessions": integer(),
+               "activeTaskId": string(nullable=True)},
+              ["projectId", "name", "createdAt"], description="A project")
+
+register(Tool(
+    name="create_project",
+    description=(
+        "Create a project: one repository (or body of work) this server coordinates, with "
+        "an empty global context. Its tasks, sessions, conflicts, locks and handoffs never "
+        "mix with another project's. projectId: letters, digits, . _ : - (at most 200). "
+        "E1606 when it exists."
+    ),
+    input_schema=obj({"projectId": project_id("The new project's id"),
+                      "name": string("Display name", min_length=1, max_length=500),
+                      "description": string(max_length=20000, nullable=True)},
+                     ["projectId", "name"]),
+    output_schema=obj({"success": boolean(), "projectId": string(), "name": string(),
+                       "createdAt": TIMESTAMP, "timestamp": TIMESTAMP},
+                      ["success", "projectId", "name", "createdAt"]),
+    handler=lambda args, ctx: projects.create_project(
+        args["projectId"], args["name"], description=args.get("description")),
+))
+
+register(Tool(
+    name="list_projects",
+    description=(
+        "The projects the caller may reach, by id, with their task count, live sessions "
+        "and active task."
+    ),
+    input_schema=obj({}),
+    output_schema=obj({"projects": array(PROJECT), "total": integer(), "timestamp": TIMESTAMP},
+                      ["projects", "total"]),
+    handler=lambda args, ctx: projects.list_projects(ctx.visible_projects()),
+    read_only=True,
 ))

@@ -6,11 +6,13 @@ from django.db import models
 from django.db.models.functions import Now
 
 from orchestrator.core.db import spec_table
+from orchestrator.core.projects import default_project
 
 
 class TaskRelationship(models.Model):
     id = models.UUIDField(primary_key=True, db_default=models.Func(function="gen_random_uuid"),
                           editable=False)
+    project_id = models.CharField(max_length=255, default=default_project)
     source_task_id = models.CharField(max_length=255)
     target_task_id = models.CharField(max_length=255)
     relationship_type = models.CharField(max_length=50)

@@ -18,6 +18,7 @@ from orchestrator.core.tools.schema import (
     integer,
     number,
     obj,
+    project_id,
     safe_id,
     string,
 )
@@ -39,7 +40,8 @@ GRAPH_STATE = string("Mirror write: synced, disabled (ENABLE_NEO4J off) or faile
 
 def _get_task_graph(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
     return get_task_graph(args.get("taskId"), args.get("depth", 2),
-                          args.get("includeCompleted", False))
+                          args.get("includeCompleted", False),
+                          project_ids=ctx.visible_projects(args.get("projectId")))
 
 
 register(Tool(
@@ -53,6 +55,8 @@ register(Tool(
     ),
     input_schema=obj({
         "taskId": safe_id("Focus task; omit for the whole graph"),
+        "projectId": project_id("Whole graph of this project only (default: every project "
+                                "the caller may reach)"),
         "depth": integer("Edges from the focus task", minimum=0, maximum=MAX_DEPTH, default=2),
         "includeCompleted": boolean(default=False),
     }),
@@ -121,6 +125,8 @@ register(Tool(
                        "graphSynced": boolean()},
                       ["success", "created", "relationship", "graph", "graphSynced"]),
     handler=_add,
+    task_group=("sourceTaskId", "targetTaskId"),
+    task_group_sorted=True,
 ))
 
 
@@ -133,13 +139,16 @@ register(Tool(
     name="remove_task_relationship",
     description=(
         "Remove a relationship (any RelationshipType; inverses name the stored edge the "
-        "other way round). Removing one that does not exist is not an error (removed=false)."
+        "other way round). Removing one that does not exist is not an error (removed=false); "
+        "an unknown task is E1610."
     ),
     input_schema=obj(RELATIONSHIP_KEY, ["sourceTaskId", "targetTaskId", "relationshipType"]),
     output_schema=obj({"success": boolean(), "removed": boolean(), "relationship": STORED,
                        "graph": GRAPH_STATE, "graphSynced": boolean()},
                       ["success", "removed", "graph", "graphSynced"]),
     handler=_remove,
+    task_group=("sourceTaskId", "targetTaskId"),
+    task_group_sorted=True,
 ))
 
 

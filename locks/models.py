@@ -1,5 +1,7 @@
 from django.db import models
 
+from orchestrator.core.projects import default_project
+
 
 class TaskLockHint(models.Model):
     """"This task may hold a live lock until ``held_until``": written (and committed)
@@ -12,10 +14,13 @@ class TaskLockHint(models.Model):
     """
 
     task_id = models.CharField(max_length=255, primary_key=True)
+    project_id = models.CharField(max_length=255, default=default_project)
     held_until = models.DateTimeField()
 
     class Meta:
         db_table = "conflicts_task_lock_hint"
+        indexes = [models.Index(fields=["project_id", "held_until"],
+                                name="lock_hint_project_until")]
 
     def __str__(self) -> str:
         return f"{self.task_id} until {self.held_until}"

@@ -31,6 +31,7 @@ from django.utils import timezone
 
 from locks.models import TaskLockHint
 from orchestrator.backends import redis_store
+from orchestrator.core.db import qualified
 from orchestrator.core.errors import OrchestratorError
 from orchestrator.core.stamps import iso
 
@@ -175,11 +176,12 @@ def hint_lock(task_id: str, ttl: int) -> None:
     """
     with connection.cursor() as cursor:
         cursor.execute(
-            f"INSERT INTO {HINT_TABLE} (task_id, held_until) "
-            "VALUES (%s, now() + make_interval(secs => %s)) "
+            f"INSERT INTO {HINT_TABLE} (task_id, project_id, held_until) "
+            f"SELECT %s, COALESCE((SELECT project_id FROM {qualified('task_contexts')} "
+            "WHERE task_id = %s), %s), now() + make_interval(secs => %s) "
             f"ON CONFLICT (task_id) DO UPDATE SET held_until = "
             f"GREATEST({HINT_TABLE}.held_until, EXCLUDED.held_until)",
-            [task_id, ttl + HINT_MARGIN_SECONDS])
+            [task_id, task_id, settings.MCP_PROJECT_ID, ttl + HINT_MARGIN_SECONDS])
 
 
 def acquire_lock(task_id: str, session_id: str, ttl: int | None = None) -> dict[str, Any]:

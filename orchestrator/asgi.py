@@ -19,6 +19,7 @@ from django.core.wsgi import get_wsgi_application  # noqa: E402
 django_app = WSGIMiddleware(get_wsgi_application(),
                             workers=int(os.environ.get("WEB_THREADS", "8")))
 
+from orchestrator.core.projects import CLIENT_PROJECT_HEADER  # noqa: E402
 from orchestrator.observability import tracing  # noqa: E402
 from orchestrator.web import fastlane  # noqa: E402
 from orchestrator.web.mcp import build_http_app  # noqa: E402
@@ -26,9 +27,16 @@ from orchestrator.web.mcp import build_http_app  # noqa: E402
 mcp_app = build_http_app()
 
 
-def _authorization(scope) -> str | None:
-    raw = dict(scope.get("headers") or []).get(b"authorization")
+def _header(scope, name: bytes) -> str | None:
+    raw = dict(scope.get("headers") or []).get(name)
     return raw.decode("latin-1") if raw else None
+
+
+def _authorization(scope) -> str | None:
+    return _header(scope, b"authorization")
+
+
+CLIENT_PROJECT = CLIENT_PROJECT_HEADER.lower().encode()
 
 
 async def application(scope, receive, send):
@@ -57,6 +65,6 @@ async def route(scope, receive, send):
     if name is not None:
         body = await fastlane.read_body(receive)
         answer = await fastlane.in_tool_thread(fastlane.handle, name, _authorization(scope),
-                                               body)
+                                               body, _header(scope, CLIENT_PROJECT))
         return await fastlane.send_json(send, *answer)
     return await django_app(scope, receive, send)

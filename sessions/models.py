@@ -18,12 +18,14 @@ from django.db import models
 from django.db.models.functions import Now
 
 from orchestrator.core.db import spec_table
+from orchestrator.core.projects import default_project
 
 
 class ActiveSession(models.Model):
     id = models.UUIDField(primary_key=True, db_default=models.Func(function="gen_random_uuid"),
                           editable=False)
     session_id = models.CharField(max_length=255, unique=True)
+    project_id = models.CharField(max_length=255, default=default_project)
     task_id = models.CharField(max_length=255, null=True, blank=True)
     status = models.CharField(max_length=50, null=True, db_default="active")
     started_at = models.DateTimeField(null=True, db_default=Now())
@@ -108,8 +110,9 @@ class SessionEvent(models.Model):
 class SessionHandoff(models.Model):
     id = models.UUIDField(primary_key=True, db_default=models.Func(function="gen_random_uuid"),
                           editable=False)
-    # projectDir of the sessions, or MCP_PROJECT_ID when a session gave none.
-    project_key = models.CharField(max_length=1000)
+    project_id = models.CharField(max_length=255, default=default_project)
+    # The directory of the session that left it (shown; the project is what counts).
+    project_dir = models.CharField(max_length=1000, null=True, blank=True)
     from_session_id = models.CharField(max_length=255)
     from_agent = models.CharField(max_length=255, null=True, blank=True)
     summary = models.TextField()
@@ -124,14 +127,14 @@ class SessionHandoff(models.Model):
 
     class Meta:
         ordering = ["-created_at"]
-        constraints = [models.UniqueConstraint(fields=["project_key"],
+        constraints = [models.UniqueConstraint(fields=["project_id"],
                                                condition=models.Q(active=True),
                                                name="one_active_handoff_per_project")]
-        indexes = [models.Index(fields=["project_key", "-created_at"],
+        indexes = [models.Index(fields=["project_id", "-created_at"],
                                 name="handoff_project_recent")]
 
     def __str__(self) -> str:
-        return f"{self.project_key} from {self.from_session_id}"
+        return f"{self.project_id} from {self.from_session_id}"
 
 
 class SessionWork(models.Model):
@@ -147,6 +150,7 @@ class SessionWork(models.Model):
     """
 
     session_id = models.CharField(max_length=255)
+    project_id = models.CharField(max_length=255, default=default_project)
     task_id = models.CharField(max_length=255)
     agent_id = models.CharField(max_length=255, null=True, blank=True)
     started_at = models.DateTimeField(db_default=Now())
@@ -157,7 +161,7 @@ class SessionWork(models.Model):
             models.UniqueConstraint(fields=["session_id", "task_id"],
                                     name="graph_session_work_session_task_key"),
         ]
-        indexes = [models.Index(fields=["task_id", "-started_at"],
+        indexes = [models.Index(fields=["project_id", "task_id", "-started_at"],
                                 name="graph_session_work_task_idx")]
 
     def __str__(self) -> str:

@@ -19,6 +19,7 @@ from orchestrator.core.tools.schema import (
     integer,
     number,
     obj,
+    project_id,
     safe_id,
     string,
     string_list,
@@ -44,7 +45,9 @@ TOOL_USE = obj({"timestamp": TIMESTAMP, "tool": string(), "success": boolean(),
                 "summary": string("What a hook-reported tool use did")},
                ["timestamp", "tool", "success"])
 HANDOFF = {"type": ["object", "null"], "properties": {
-    "handoffId": string(), "projectDir": string(), "fromSessionId": string(),
+    "handoffId": string(), "projectId": string(),
+    "projectDir": string("Directory of the session that left it", nullable=True),
+    "fromSessionId": string(),
     "fromAgent": string(nullable=True), "summary": string(), "openItems": string_list(),
     "createdAt": TIMESTAMP,
     "consumedAt": string("First read by a starting session", nullable=True),
@@ -84,8 +87,9 @@ RECOVERY_REPORT = obj({
 
 
 def _start(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
+    project = args.get("projectId") or (None if args.get("taskId") else ctx.default_project())
     result = lifecycle.start_session(
-        session_id=args.get("sessionId"), task_id=args.get("taskId"),
+        session_id=args.get("sessionId"), task_id=args.get("taskId"), project_id=project,
         project_dir=args.get("projectDir"), git_branch=args.get("gitBranch"),
         agent_id=args.get("agentId"), process_id=args.get("processId"),
         resolve_task=args.get("resolveTask", False),
@@ -98,16 +102,18 @@ def _start(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
 register(Tool(
     name="start_session",
     description=(
-        "Register an agent session (id generated as session-<ms>-<uuid4> when omitted; an "
-        "existing id is E1601). The answer carries the project's handoff note left by the "
-        "last end_session (it stays active for parallel sessions until the next end_session "
-        "replaces it), what check_recovery reports for the same project (crashed sessions "
-        "with resume prompts, orphaned tasks) and notificationStatus. resolveTask picks a "
-        "task when none is given (taskSource: branch = the task of the latest session of "
-        "this projectDir and gitBranch, else active = the global active task); "
-        "contextBudgetTokens > 0 adds the task's tiered contextBundle."
+        "Register an agent session in a project (the task's; without a task projectId, "
+        "default the caller's project; a task of another project than projectId is E1607). "
+        "Id generated as session-<ms>-<uuid4> when omitted; an existing id is E1601. The "
+        "answer carries the project's handoff note left by the last end_session (it stays "
+        "active for parallel sessions until the next end_session replaces it), what "
+        "check_recovery reports for the project (crashed sessions with resume prompts, "
+        "orphaned tasks) and notificationStatus. resolveTask picks a task when none is "
+        "given (taskSource: branch = the task of the latest session of this projectDir and "
+        "gitBranch, else active = the project's active task); contextBudgetTokens > 0 adds "
+        "the task's tiered contextBundle."
     ),
-    input_schema=obj({"sessionId": SESSION_ID, "taskId": TASK_ID,
+    input_schema=obj({"sessionId": SESSION_ID, "taskId": TASK_ID, "projectId": project_id(),
                       "projectDir": string(max_length=1000), "gitBranch": string(max_length=255),
                       "agentId": string(max_length=255),
                       "processId": integer("Agent process id (crash detection, 8.1.2)",
@@ -121,7 +127,7 @@ register(Tool(
                        "taskId": string(nullable=True),
                        "taskSource": string("Where taskId came from", nullable=True,
                                             enum=("argument", "branch", "active")),
-                       "projectDir": string(nullable=True),
+                       "projectId": string(), "projectDir": string(nullable=True),
                        "gitBranch": string(nullable=True), "agentId": string(nullable=True),
                        "processId": {"type": ["integer", "null"]},
                        "heartbeatIntervalMs": integer(), "handoff": HANDOFF,
@@ -130,6 +136,7 @@ register(Tool(
                        "notificationStatus": NOTIFICATION_STATUS},
                       ["success", "sessionId", "status", "startedAt", "notificationStatus"]),
     handler=_start,
+    creates=frozenset({"sessionId"}),
 ))
 
 
@@ -187,6 +194,7 @@ register(Tool(
 def _check_recovery(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
     return recovery.check_recovery(mark_recovered_id=args.get("markRecovered"),
                                    include_history=args.get("includeHistory", False),
+                                   project_ids=ctx.visible_projects(args.get("projectId")),
                                    project_dir=args.get("projectDir"),
                                    crashed_session_ids=args.get("crashedSessionIds"))
 
@@ -195,12 +203,14 @@ register(Tool(
     name="check_recovery",
     description=(
         "Sessions needing recovery after a crash or compaction (database flag, stale heartbeats"
-        " in the database and the heartbeat file), each with a markdown resume prompt. "
+        " in the database and the heartbeat file), each with a markdown resume prompt, in "
+        "the caller's projects (projectId: in that one; projectDir: of that directory). "
         "markRecovered marks one recovered first (E1631 unknown, E1632 nothing to recover)."
     ),
     input_schema=obj({"markRecovered": SESSION_ID,
                       "includeHistory": boolean("Add the last 10 tool uses", default=False),
-                      "projectDir": string("Only sessions of this project", max_length=1000),
+                      "projectId": project_id("Only sessions of this project"),
+                      "projectDir": string("Only sessions of this directory", max_length=1000),
                       "crashedSessionIds": CRASHED_SESSIONS}),
     output_schema=RECOVERY_REPORT,
     handler=_check_recovery,

@@ -17,7 +17,7 @@ from django.conf import settings
 from django.test import Client
 
 from orchestrator.backends import redis_store
-from orchestrator.core.tools.access import forget_session_owners
+from orchestrator.core.tools.access import forget_entity_projects, forget_session_owners
 
 
 def free_port() -> int:
@@ -40,6 +40,7 @@ def isolated_backends(settings, tmp_path, request):
     redis_store.breaker.reset()
     redis_store.run(lambda r: r.flushdb())
     forget_session_owners()
+    forget_entity_projects()
     names = request.fixturenames
     uses_db = ("db" in names or "transactional_db" in names
                or request.node.get_closest_marker("django_db") is not None)
@@ -96,9 +97,13 @@ def empty_graph() -> None:
 
 
 def ensure_project_row() -> None:
-    # A transactional test's flush truncates global_context; put the migration's row back.
+    # A transactional test's flush truncates global_context and projects; put the
+    # migrations' rows back.
     from contexts.models import GlobalContext
+    from orchestrator.core.models import Project
 
+    Project.objects.get_or_create(id=settings.MCP_PROJECT_ID,
+                                  defaults={"name": "Story Portal App"})
     GlobalContext.objects.get_or_create(
         project_id=settings.MCP_PROJECT_ID,
         defaults={"project_name": "Story Portal App",
@@ -131,15 +136,19 @@ class ToolClient:
     JSON encoding on the wire), in this thread and transaction; browsing endpoints through
     Django's test client."""
 
-    def __init__(self, token: str):
+    def __init__(self, token: str, project: str | None = None):
+        """``project``: the X-Orchestrator-Project header every call sends (a hook client
+        set up by claude_setup does)."""
         self.authorization = f"Bearer {token}"
+        self.project = project
         self.client = Client(HTTP_AUTHORIZATION=self.authorization)
 
     def call(self, tool: str, payload: Any = None, *, raw: str | None = None) -> ToolResponse:
         from orchestrator.web import fastlane
 
         data = raw if raw is not None else json.dumps(payload if payload is not None else {})
-        status, body, _ = fastlane.answer(tool, self.authorization, data.encode())
+        status, body, _ = fastlane.answer(tool, self.authorization, data.encode(),
+                                          self.project)
         return ToolResponse(status, json.loads(fastlane.encode(body)))
 
     def ok(self, tool: str, payload: Any = None) -> dict[str, Any]:

@@ -14,8 +14,9 @@ from mcp.client.streamable_http import streamable_http_client
 
 
 @asynccontextmanager
-async def _session(url: str, token: str | None):
+async def _session(url: str, token: str | None, extra_headers: dict[str, str] | None = None):
     headers = {"Authorization": f"Bearer {token}"} if token else {}
+    headers.update(extra_headers or {})
     async with (
         httpx2.AsyncClient(headers=headers, timeout=30) as http,
         streamable_http_client(f"{url}/mcp", http_client=http) as streams,
@@ -25,8 +26,9 @@ async def _session(url: str, token: str | None):
         yield session
 
 
-async def _with_session(url: str, token: str | None, action):
-    async with _session(url, token) as session:
+async def _with_session(url: str, token: str | None, action,
+                        extra_headers: dict[str, str] | None = None):
+    async with _session(url, token, extra_headers) as session:
         return await action(session)
 
 
@@ -41,11 +43,12 @@ def open_session(url: str, token: str) -> Iterator[tuple[BlockingPortal, ClientS
         yield portal, session
 
 
-def call_tool(url: str, token: str, name: str, arguments: dict[str, Any]):
+def call_tool(url: str, token: str, name: str, arguments: dict[str, Any], *,
+              headers: dict[str, str] | None = None):
     async def action(session):
         return await session.call_tool(name, arguments)
 
-    return anyio.run(_with_session, url, token, action)
+    return anyio.run(_with_session, url, token, action, headers)
 
 
 def list_tools(url: str, token: str):

@@ -10,7 +10,8 @@ from rest_framework import serializers, viewsets
 from conflicts.models import ContextConflict
 from conflicts.services import representation
 from conflicts.services.resolution import parse_conflict_id
-from orchestrator.core.errors import OrchestratorError
+from orchestrator.core.errors import conflict_not_found
+from orchestrator.core.projects import scoped
 from orchestrator.core.tools.schema import CONFLICT_TYPES, RESOLUTION_STATUSES, SEVERITIES
 
 
@@ -63,8 +64,7 @@ class ConflictViewSet(viewsets.ReadOnlyModelViewSet):
 
     def get_object(self) -> ContextConflict:
         pk = parse_conflict_id(self.kwargs["pk"])
-        conflict = ContextConflict.objects.filter(pk=pk).first()
+        conflict = scoped(ContextConflict.objects, self.request.user).filter(pk=pk).first()
         if conflict is None:
-            raise OrchestratorError("E1642", f"Conflict {pk} does not exist",
-                                    {"conflictId": str(pk)})
+            raise conflict_not_found(pk)
         return conflict

@@ -2,6 +2,8 @@
 
 Active tasks are those with status pending, in_progress or blocked: completed and
 archived tasks no longer touch their files or caches, so they conflict with nothing.
+Detection runs within projects: two repositories that both have src/app.py share no
+file, so tasks of two projects never pair, and every conflict carries its project.
 
 | type               | source                                 | severity         | strength    |
 |--------------------|----------------------------------------|------------------|-------------|
@@ -19,6 +21,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
@@ -54,38 +57,53 @@ def _normal(value: Any) -> Any:
     return json.loads(json.dumps(value, default=str))
 
 
-def _scope(task_ids: list[str] | None) -> list[str]:
-    """The tasks a per-task method looks at: the given ones, or every active task."""
-    if task_ids is not None:
-        return task_ids
-    return list(TaskContext.objects.filter(status__in=ACTIVE_STATUSES)
-                .values_list("task_id", flat=True))
+@dataclass(frozen=True)
+class Scope:
+    """What a detection run looks at: ``task_ids`` (None: every active task) of
+    ``project_ids`` (None: every project)."""
+
+    task_ids: list[str] | None
+    project_ids: list[str] | None
+
+    def tasks(self) -> dict[str, str]:
+        """task id -> project of the tasks a per-task method looks at."""
+        query = TaskContext.objects.all()
+        if self.task_ids is not None:
+            query = query.filter(task_id__in=self.task_ids)
+        else:
+            query = query.filter(status__in=ACTIVE_STATUSES)
+        if self.project_ids is not None:
+            query = query.filter(project_id__in=self.project_ids)
+        return dict(query.values_list("task_id", "project_id"))
 
 
-# One pass groups the active tasks' key files by path; only paths listed by more than one
-# task survive, and their task lists are paired.
+# One pass groups the active tasks' key files by project and path; only paths listed by
+# more than one task of a project survive, and their task lists are paired.
 _FILE_OVERLAP = """
 WITH shared AS (
-  SELECT f.path, array_agg(t.task_id) AS ids
+  SELECT t.project_id, f.path, array_agg(t.task_id) AS ids
   FROM {tasks} t
   CROSS JOIN LATERAL jsonb_array_elements_text(
     CASE WHEN jsonb_typeof(t.key_files) = 'array' THEN t.key_files ELSE '[]'::jsonb END
   ) AS f(path)
-  WHERE t.status = ANY(%s)
-  GROUP BY f.path HAVING count(*) > 1
+  WHERE t.status = ANY(%s) AND (%s::text[] IS NULL OR t.project_id = ANY(%s::text[]))
+  GROUP BY t.project_id, f.path HAVING count(*) > 1
 )
-SELECT a.id, b.id, array_agg(DISTINCT s.path ORDER BY s.path)
+SELECT s.project_id, a.id, b.id, array_agg(DISTINCT s.path ORDER BY s.path)
 FROM shared s
 CROSS JOIN LATERAL unnest(s.ids) AS a(id)
 CROSS JOIN LATERAL unnest(s.ids) AS b(id)
 WHERE a.id < b.id {where}
-GROUP BY a.id, b.id
+GROUP BY s.project_id, a.id, b.id
 """
 
 
-def detect_file_conflicts(task_ids: list[str] | None) -> list[Candidate]:
-    """Pairs of active tasks sharing key files, computed by Postgres in one query."""
-    where, params = "", [list(ACTIVE_STATUSES)]
+def detect_file_conflicts(scope: Scope) -> list[Candidate]:
+    """Pairs of active tasks of one project sharing key files, computed by Postgres in one
+    query."""
+    task_ids = scope.task_ids
+    where = ""
+    params = [list(ACTIVE_STATUSES), scope.project_ids, scope.project_ids]
     if task_ids is not None:
         where = "AND (a.id = ANY(%s) OR b.id = ANY(%s))"
         params += [task_ids, task_ids]
@@ -99,10 +117,11 @@ def detect_file_conflicts(task_ids: list[str] | None) -> list[Candidate]:
                        params)
         rows = cursor.fetchall()
     found = []
-    for task_a, task_b, shared in rows:
+    for project_id, task_a, task_b, shared in rows:
         count = len(shared)
         found.append(Candidate(
-            task_a_id=task_a, task_b_id=task_b, conflict_type="file_conflict",
+            project_id=project_id, task_a_id=task_a, task_b_id=task_b,
+            conflict_type="file_conflict",
             severity="high" if count >= 3 else "medium", strength=min(count / 5, 1.0),
             description=f"Tasks {task_a} and {task_b} both list {count} key file"
                         f"{'s' if count != 1 else ''}: {', '.join(shared[:5])}"
@@ -113,15 +132,21 @@ def detect_file_conflicts(task_ids: list[str] | None) -> list[Candidate]:
     return found
 
 
-def detect_lock_collisions(task_ids: list[str] | None) -> list[Candidate]:
+def detect_lock_collisions(scope: Scope) -> list[Candidate]:
     """Task locks still in Redis after their expiresAt: the holding session is gone."""
+    expired = [lock for lock in locks.scan_locks(scope.task_ids) if locks.is_expired(lock)]
+    projects = dict(TaskContext.objects.filter(task_id__in=[lock["taskId"] for lock in expired])
+                    .values_list("task_id", "project_id"))
     found = []
-    for lock in locks.scan_locks(task_ids):
-        if not locks.is_expired(lock):
-            continue
+    for lock in expired:
         task_id = lock["taskId"]
+        project_id = projects.get(task_id)
+        if project_id is None or (scope.project_ids is not None
+                                  and project_id not in scope.project_ids):
+            continue  # a lock of a task that is gone, or of a project not looked at
         found.append(Candidate(
-            task_a_id=task_id, task_b_id=None, conflict_type="lock_collision",
+            project_id=project_id, task_a_id=task_id, task_b_id=None,
+            conflict_type="lock_collision",
             severity="high", strength=1.0,
             description=f"Task {task_id} is still locked by session {lock.get('sessionId')}, "
                         f"whose lock expired at {lock.get('expiresAt')}",
@@ -138,11 +163,12 @@ def _differences(expected: dict[str, Any], actual: dict[str, Any],
             and _normal(expected.get(f)) != _normal(actual[f])]
 
 
-def _mismatch(task_id: str, conflict_type: str, expected: dict[str, Any],
+def _mismatch(project_id: str, task_id: str, conflict_type: str, expected: dict[str, Any],
               actual: dict[str, Any], fields: list[str], *, where: str, severity: str,
               strength: float, method: str) -> Candidate:
     return Candidate(
-        task_a_id=task_id, task_b_id=None, conflict_type=conflict_type, severity=severity,
+        project_id=project_id, task_a_id=task_id, task_b_id=None,
+        conflict_type=conflict_type, severity=severity,
         strength=strength,
         description=f"{where} of task {task_id} differs from Postgres in {', '.join(fields)}",
         evidence={"field": ",".join(fields),
@@ -152,12 +178,12 @@ def _mismatch(task_id: str, conflict_type: str, expected: dict[str, Any],
         detection_method=method)
 
 
-def detect_state_mismatches(task_ids: list[str] | None) -> list[Candidate]:
+def detect_state_mismatches(scope: Scope) -> list[Candidate]:
     """Cached ``context:task:{id}`` values whose content differs from the Postgres row."""
-    scope = _scope(task_ids)
+    task_ids = list(scope.tasks())
     cached: dict[str, dict[str, Any]] = {}
-    for start in range(0, len(scope), _CHUNK):
-        chunk = scope[start:start + _CHUNK]
+    for start in range(0, len(task_ids), _CHUNK):
+        chunk = task_ids[start:start + _CHUNK]
         names = [cache.task_cache_key(t) for t in chunk]
         values = redis_store.run(lambda r, names=names: r.mget(names))
         for task_id, raw in zip(chunk, values, strict=True):
@@ -170,7 +196,8 @@ def detect_state_mismatches(task_ids: list[str] | None) -> list[Candidate]:
         fields = _differences(expected, cached[task.task_id], CACHE_FIELDS)
         if fields:
             found.append(_mismatch(
-                task.task_id, "state_mismatch", expected, cached[task.task_id], fields,
+                task.project_id, task.task_id, "state_mismatch", expected,
+                cached[task.task_id], fields,
                 where=f"redis:{cache.task_cache_key(task.task_id)}", severity="medium",
                 strength=0.8, method="redis cache vs postgres"))
     return found
@@ -183,63 +210,72 @@ def _loads(raw: str | None) -> Any:
         return None
 
 
-def detect_version_divergence(task_ids: list[str] | None) -> list[Candidate]:
+def detect_version_divergence(scope: Scope) -> list[Candidate]:
     """Tasks with more than one recovery version: two recoveries may have diverged."""
-    params: list[Any] = []
-    if task_ids is None:
-        scope = f"v.task_id IN (SELECT task_id FROM {qualified('task_contexts')} " \
+    params: list[Any] = [scope.project_ids, scope.project_ids]
+    if scope.task_ids is None:
+        where = f"v.task_id IN (SELECT task_id FROM {qualified('task_contexts')} " \
                 "WHERE status = ANY(%s))"
         params.append(list(ACTIVE_STATUSES))
     else:
-        scope = "v.task_id = ANY(%s)"
-        params.append(task_ids)
+        where = "v.task_id = ANY(%s)"
+        params.append(scope.task_ids)
     with connection.cursor() as cursor:
         cursor.execute(
-            f"SELECT v.task_id, array_agg(v.version ORDER BY v.version) "
+            f"SELECT v.project_id, v.task_id, array_agg(v.version ORDER BY v.version) "
             f"FROM {qualified('context_versions')} v "
-            f"WHERE v.change_type = 'recovery' AND {scope} "
-            "GROUP BY v.task_id HAVING count(*) > 1", params)
+            "WHERE v.change_type = 'recovery' "
+            "AND (%s::text[] IS NULL OR v.project_id = ANY(%s::text[])) "
+            f"AND {where} GROUP BY v.project_id, v.task_id HAVING count(*) > 1", params)
         rows = cursor.fetchall()
     return [Candidate(
-        task_a_id=task_id, task_b_id=None, conflict_type="version_divergence", severity="low",
+        project_id=project_id, task_a_id=task_id, task_b_id=None,
+        conflict_type="version_divergence", severity="low",
         strength=0.5,
         description=f"Task {task_id} has {len(versions)} recovery versions "
                     f"({', '.join(map(str, versions))})",
         evidence={"field": "version", "expectedValue": "at most one recovery version",
                   "actualValue": list(versions), "location": "context_versions"},
-        detection_method="recovery versions in history") for task_id, versions in rows]
+        detection_method="recovery versions in history")
+        for project_id, task_id, versions in rows]
 
 
-def detect_data_inconsistencies(task_ids: list[str] | None) -> list[Candidate]:
-    """Task file backups (CONTEXT_DIR/task-agents/{id}.json) that disagree with Postgres.
+def _backed_up(project_id: str) -> set[str]:
+    """Task ids with a file backup in the project's task-agents directory."""
+    try:
+        return {e.name[:-5] for e in os.scandir(files.context_dir(project_id) / "task-agents")
+                if e.name.endswith(".json") and not e.name.startswith(".")}
+    except FileNotFoundError:
+        return set()
+
+
+def detect_data_inconsistencies(scope: Scope) -> list[Candidate]:
+    """Task file backups (task-agents/{id}.json of the task's project) that disagree with
+    Postgres.
 
     Skipped while ENABLE_FILE_SYNC is off: the files are not kept in step then.
     """
     if not settings.ENABLE_FILE_SYNC:
         return []
-    directory = files.context_dir() / "task-agents"
-    try:
-        on_disk = {e.name[:-5] for e in os.scandir(directory)
-                   if e.name.endswith(".json") and not e.name.startswith(".")}
-    except FileNotFoundError:
-        return []
-    wanted = [t for t in _scope(task_ids) if t in on_disk]
+    tasks = scope.tasks()
+    on_disk = {project: _backed_up(project) for project in set(tasks.values())}
+    wanted = [t for t, project in tasks.items() if t in on_disk[project]]
     found = []
     for task in TaskContext.objects.filter(task_id__in=wanted):
-        backup = files.read_json(files.task_file(task.task_id))
+        backup = files.read_json(files.task_file(task.task_id, task.project_id))
         if not isinstance(backup, dict):
             continue
         expected = task_repr.task_file(task)
         fields = _differences(expected, backup, FILE_FIELDS)
         if fields:
             found.append(_mismatch(
-                task.task_id, "data_inconsistency", expected, backup, fields,
+                task.project_id, task.task_id, "data_inconsistency", expected, backup, fields,
                 where=f"file:task-agents/{task.task_id}.json", severity="medium",
                 strength=0.7, method="file backup vs postgres"))
     return found
 
 
-DETECTORS: dict[str, Callable[[list[str] | None], list[Candidate]]] = {
+DETECTORS: dict[str, Callable[[Scope], list[Candidate]]] = {
     "file_conflict": detect_file_conflicts,
     "lock_collision": detect_lock_collisions,
     "state_mismatch": detect_state_mismatches,
@@ -258,8 +294,10 @@ def check_types(conflict_types: list[str] | None) -> list[str]:
 
 
 def detect_conflicts(task_ids: list[str] | None = None, conflict_types: list[str] | None = None,
-                     *, detected_by: str = "system") -> dict[str, Any]:
-    """Run the detectors, store what is new, and answer as spec 4.1.6 says.
+                     *, project_ids: list[str] | None = None,
+                     detected_by: str = "system") -> dict[str, Any]:
+    """Run the detectors over ``project_ids`` (None: every project), store what is new, and
+    answer as spec 4.1.6 says.
 
     ``existing`` lists the open conflicts (unresolved, investigating, escalated) of the
     requested types and tasks that were stored before this run, re-detections included.
@@ -270,6 +308,7 @@ def detect_conflicts(task_ids: list[str] | None = None, conflict_types: list[str
     types = check_types(conflict_types)
     if task_ids is not None:
         task_ids = [files.check_safe_id(t) for t in dict.fromkeys(task_ids)]
+    scope = Scope(task_ids, project_ids)
     candidates: list[Candidate] = []
     skipped: list[dict[str, str]] = []
     try:
@@ -277,13 +316,13 @@ def detect_conflicts(task_ids: list[str] | None = None, conflict_types: list[str
             if conflict_type not in DETECTORS:
                 continue
             try:
-                candidates += DETECTORS[conflict_type](task_ids)
+                candidates += DETECTORS[conflict_type](scope)
             except redis_store.RedisUnavailable as exc:
                 skipped.append({"conflictType": conflict_type, "reason": f"redis: {exc}"})
             except OSError as exc:  # an unreadable CONTEXT_DIR skips the file backup check
                 skipped.append({"conflictType": conflict_type, "reason": f"files: {exc}"})
         created = store_candidates(candidates, detected_by=detected_by)
-        existing = _existing(task_ids, types, exclude=[c.pk for c in created])
+        existing = _existing(scope, types, exclude=[c.pk for c in created])
     except DatabaseError as exc:
         raise OrchestratorError("E1640", "Conflict detection query failed",
                                 {"reason": str(exc)[:300]}) from exc
@@ -306,12 +345,13 @@ def detect_conflicts(task_ids: list[str] | None = None, conflict_types: list[str
     return result
 
 
-def _existing(task_ids: list[str] | None, types: list[str],
-              exclude: list[Any]) -> list[ContextConflict]:
+def _existing(scope: Scope, types: list[str], exclude: list[Any]) -> list[ContextConflict]:
     query = ContextConflict.objects.filter(resolution_status__in=OPEN_STATUSES,
                                            conflict_type__in=types)
-    if task_ids is not None:
-        query = query.filter(Q(task_a_id__in=task_ids) | Q(task_b_id__in=task_ids))
+    if scope.project_ids is not None:
+        query = query.filter(project_id__in=scope.project_ids)
+    if scope.task_ids is not None:
+        query = query.filter(Q(task_a_id__in=scope.task_ids) | Q(task_b_id__in=scope.task_ids))
     # Only what existing_item shows: skipping evidence (jsonb) halves loading thousands.
     # The just-created rows are left out here rather than in SQL: NOT IN over the ids of a
     # large detection would pass one bind parameter each (Postgres stops at 65,535).

@@ -12,7 +12,7 @@ from conflicts.models import ContextConflict
 from conflicts.services import representation
 from conflicts.services.store import KNOWN_STATUSES, Candidate, store_candidates
 from contexts.models import TaskContext
-from orchestrator.core.errors import OrchestratorError, task_not_found
+from orchestrator.core.errors import OrchestratorError, projects_differ, task_not_found
 from orchestrator.core.tools.schema import CONFLICT_TYPES
 
 REPORTERS = ("agent", "manual")
@@ -33,22 +33,26 @@ def report_conflict(*, task_a_id: str, description: str, task_b_id: str | None =
     if task_a == task_b:
         raise OrchestratorError("E1612", "taskAId and taskBId must differ",
                                 {"field": "taskBId"})
-    known = set(TaskContext.objects.filter(task_id__in=[t for t in (task_a, task_b) if t])
-                .values_list("task_id", flat=True))
+    known = dict(TaskContext.objects.filter(task_id__in=[t for t in (task_a, task_b) if t])
+                 .values_list("task_id", "project_id"))
     for task_id in (task_a, task_b):
         if task_id and task_id not in known:
             raise task_not_found(task_id)
+    if len(set(known.values())) > 1:
+        raise projects_differ("A conflict is between tasks of one project", known)
     evidence = evidence or {}
     candidate = Candidate(
-        task_a_id=task_a, task_b_id=task_b, conflict_type=conflict_type, severity=severity,
-        strength=strength, description=description, evidence=evidence,
+        project_id=known[task_a], task_a_id=task_a, task_b_id=task_b,
+        conflict_type=conflict_type, severity=severity, strength=strength,
+        description=description, evidence=evidence,
         detection_method=detection_method or "report_conflict")
     created = store_candidates([candidate], detected_by=detected_by)
     if created:
         return {"success": True, "created": True,
                 "conflict": representation.conflict_dict(created[0])}
     same = (ContextConflict.objects.filter(
-        task_a_id=task_a, task_b_id=task_b, conflict_type=conflict_type, evidence=evidence,
-        resolution_status__in=KNOWN_STATUSES).order_by("detected_at").first())
+        project_id=known[task_a], task_a_id=task_a, task_b_id=task_b,
+        conflict_type=conflict_type, evidence=evidence, resolution_status__in=KNOWN_STATUSES)
+        .order_by("detected_at").first())
     return {"success": True, "created": False,
             "conflict": representation.conflict_dict(same) if same else None}

@@ -24,7 +24,7 @@ from django.db.models.functions import Now
 
 from conflicts.models import ContextConflict
 from conflicts.services import side_effects
-from orchestrator.core.errors import OrchestratorError
+from orchestrator.core.errors import OrchestratorError, conflict_not_found
 from orchestrator.core.stamps import now_iso
 from orchestrator.observability import metrics
 
@@ -41,15 +41,13 @@ def parse_conflict_id(conflict_id: Any) -> uuid.UUID:
     try:
         return uuid.UUID(str(conflict_id))
     except ValueError:
-        raise OrchestratorError("E1642", f"Conflict {conflict_id!r} does not exist",
-                                {"conflictId": str(conflict_id)}) from None
+        raise conflict_not_found(conflict_id) from None
 
 
 def _locked_conflict(pk: uuid.UUID) -> ContextConflict:
     conflict = ContextConflict.objects.select_for_update().filter(pk=pk).first()
     if conflict is None:
-        raise OrchestratorError("E1642", f"Conflict {pk} does not exist",
-                                {"conflictId": str(pk)})
+        raise conflict_not_found(pk)
     return conflict
 
 
@@ -108,7 +106,8 @@ def resolve_conflict(conflict_id: Any, resolution: dict[str, Any], *,
                                               "details": exc.details}}) from exc
     metrics.conflicts_resolved_total.labels(action).inc()
     logger.info("Conflict resolved", extra={
-        "conflictId": str(pk), "action": action, "resolvedBy": resolved_by,
+        "conflictId": str(pk), "projectId": conflict.project_id, "action": action,
+        "resolvedBy": resolved_by,
         "conflictType": conflict.conflict_type, "newStatus": new_status, "effects": effects,
         "session_id": session_id})
     answer: dict[str, Any] = {"action": action}

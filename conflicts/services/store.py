@@ -33,6 +33,7 @@ STORE_BATCH = 2000
 
 @dataclass
 class Candidate:
+    project_id: str  # the project of the task(s): a conflict never pairs two projects
     task_a_id: str
     task_b_id: str | None
     conflict_type: str
@@ -44,19 +45,21 @@ class Candidate:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-_STORED_FIELDS = ("task_a_id", "task_b_id", "conflict_type", "severity", "strength",
-                  "description", "evidence", "detection_method")
+_STORED_FIELDS = ("project_id", "task_a_id", "task_b_id", "conflict_type", "severity",
+                  "strength", "description", "evidence", "detection_method")
 
 _INSERT = """
-INSERT INTO {table} (task_a_id, task_b_id, conflict_type, description, severity, strength,
-                     evidence, detected_by, detection_method)
-SELECT c.task_a_id, c.task_b_id, c.conflict_type, c.description, c.severity, c.strength,
-       c.evidence, %s, c.detection_method
-FROM jsonb_to_recordset(%s::jsonb) AS c(task_a_id text, task_b_id text, conflict_type text,
-     description text, severity text, strength numeric, evidence jsonb, detection_method text)
+INSERT INTO {table} (project_id, task_a_id, task_b_id, conflict_type, description, severity,
+                     strength, evidence, detected_by, detection_method)
+SELECT c.project_id, c.task_a_id, c.task_b_id, c.conflict_type, c.description, c.severity,
+       c.strength, c.evidence, %s, c.detection_method
+FROM jsonb_to_recordset(%s::jsonb) AS c(project_id text, task_a_id text, task_b_id text,
+     conflict_type text, description text, severity text, strength numeric, evidence jsonb,
+     detection_method text)
 WHERE NOT EXISTS (
   SELECT 1 FROM {table} x
-  WHERE x.task_a_id = c.task_a_id AND x.task_b_id IS NOT DISTINCT FROM c.task_b_id
+  WHERE x.project_id = c.project_id AND x.task_a_id = c.task_a_id
+    AND x.task_b_id IS NOT DISTINCT FROM c.task_b_id
     AND x.conflict_type = c.conflict_type AND x.evidence = c.evidence
     AND x.resolution_status = ANY(%s))
 RETURNING id
@@ -96,6 +99,7 @@ def announce(conflict: ContextConflict) -> None:
     metrics.conflicts_detected_total.labels(conflict.conflict_type, conflict.severity).inc()
     tasks = [t for t in (conflict.task_a_id, conflict.task_b_id) if t]
     logger.warning("Conflict detected", extra={
-        "conflictId": str(conflict.id), "conflictType": conflict.conflict_type,
+        "conflictId": str(conflict.id), "projectId": conflict.project_id,
+        "conflictType": conflict.conflict_type,
         "severity": conflict.severity, "tasks": tasks,
         "detectedBy": conflict.detected_by, "detectionMethod": conflict.detection_method})

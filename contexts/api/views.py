@@ -13,7 +13,7 @@ import uuid
 import django_filters
 from django.db.models import Q
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import mixins, serializers, viewsets
 from rest_framework.decorators import action
 from rest_framework.response import Response
@@ -21,7 +21,9 @@ from rest_framework.response import Response
 from contexts.models import Checkpoint, ContextVersion, TaskContext
 from contexts.services import checkpoints, representation
 from contexts.services.tasks import get_global_context
-from orchestrator.core.errors import OrchestratorError, task_not_found
+from orchestrator.core.errors import OrchestratorError, checkpoint_not_found, task_not_found
+from orchestrator.core.filters import UtcDateTimeFilter
+from orchestrator.core.projects import default_project, scoped
 from orchestrator.core.stamps import iso
 from orchestrator.core.tools.schema import CHANGE_TYPES, SAFE_ID_PATTERN
 
@@ -52,7 +54,7 @@ class TaskSerializer(serializers.Serializer):
     createdAt = serializers.DateTimeField(read_only=True)
 
     def to_representation(self, instance: TaskContext) -> dict:
-        return {**representation.task_part(instance),
+        return {**representation.task_part(instance), "projectId": instance.project_id,
                 "createdAt": iso(instance.created_at)}
 
 
@@ -93,7 +95,8 @@ class CheckpointSerializer(serializers.Serializer):
                                      help_text="Only in the detail view")
 
     def to_representation(self, instance: Checkpoint) -> dict:
-        data = {"checkpointId": instance.checkpoint_id, "label": instance.label,
+        data = {"checkpointId": instance.checkpoint_id, "projectId": instance.project_id,
+                "label": instance.label,
                 "description": instance.description, "checkpointType": instance.checkpoint_type,
                 "taskId": instance.task_id, "scope": instance.scope,
                 "includedTasks": list(instance.included_tasks or []),
@@ -131,7 +134,7 @@ class TaskViewSet(viewsets.ReadOnlyModelViewSet):
 
     def get_object(self) -> TaskContext:
         task_id = self.kwargs["task_id"]
-        task = TaskContext.objects.filter(task_id=task_id).first()
+        task = scoped(TaskContext.objects, self.request.user).filter(task_id=task_id).first()
         if task is None:
             raise task_not_found(task_id)
         return task
@@ -152,8 +155,8 @@ class VersionFilter(django_filters.FilterSet):
     changeType = django_filters.ChoiceFilter(field_name="change_type",
                                              choices=[(c, c) for c in CHANGE_TYPES])
     sessionId = django_filters.CharFilter(field_name="session_id")
-    createdAfter = django_filters.IsoDateTimeFilter(field_name="created_at", lookup_expr="gte")
-    createdBefore = django_filters.IsoDateTimeFilter(field_name="created_at", lookup_expr="lt")
+    createdAfter = UtcDateTimeFilter(field_name="created_at", lookup_expr="gte")
+    createdBefore = UtcDateTimeFilter(field_name="created_at", lookup_expr="lt")
 
     class Meta:
         model = ContextVersion
@@ -174,7 +177,8 @@ class VersionViewSet(viewsets.ReadOnlyModelViewSet):
         version_id = self.kwargs["pk"]
         version = None
         with contextlib.suppress(ValueError):
-            version = ContextVersion.objects.filter(id=uuid.UUID(version_id)).first()
+            version = scoped(ContextVersion.objects, self.request.user).filter(
+                id=uuid.UUID(version_id)).first()
         if version is None:
             raise OrchestratorError("E1623", f"Version {version_id!r} does not exist",
                                     {"id": version_id})
@@ -197,10 +201,10 @@ class CheckpointViewSet(viewsets.ReadOnlyModelViewSet):
 
     def get_object(self) -> Checkpoint:
         checkpoint_id = self.kwargs["checkpoint_id"]
-        checkpoint = Checkpoint.objects.filter(checkpoint_id=checkpoint_id).first()
+        checkpoint = scoped(Checkpoint.objects, self.request.user).filter(
+            checkpoint_id=checkpoint_id).first()
         if checkpoint is None:
-            raise OrchestratorError("E1622", f"Checkpoint {checkpoint_id!r} does not exist",
-                                    {"checkpointId": checkpoint_id})
+            raise checkpoint_not_found(checkpoint_id)
         return checkpoint
 
     def get_serializer_context(self) -> dict:
@@ -208,15 +212,24 @@ class CheckpointViewSet(viewsets.ReadOnlyModelViewSet):
 
 
 class GlobalContextViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
-    """The project's global context (one object, not a list)."""
+    """A project's global context (one object, not a list): ?projectId=, default the
+    caller's project."""
 
     pagination_class = None
     filter_backends: list = []
     serializer_class = None
 
-    @extend_schema(responses={200: OpenApiTypes.OBJECT})
+    @extend_schema(responses={200: OpenApiTypes.OBJECT},
+                   parameters=[OpenApiParameter("projectId", str, required=False)])
     def list(self, request):
-        project = get_global_context()
+        allowed = getattr(request.user, "projects", None)
+        project_id = request.query_params.get("projectId") or (
+            next(iter(allowed)) if allowed is not None and len(allowed) == 1
+            else default_project())
+        if allowed is not None and project_id not in allowed:
+            raise OrchestratorError("E1608", f"This token cannot reach project {project_id!r}",
+                                    {"projectId": project_id, "projects": sorted(allowed)})
+        project = get_global_context(project_id)
         return Response({
             "projectId": project.project_id, "projectName": project.project_name,
             "description": project.description, **representation.global_part(project),

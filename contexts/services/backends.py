@@ -18,7 +18,7 @@ from django.db import connection
 from contexts.models import TaskContext
 from contexts.services import cache, representation
 from orchestrator.backends import files, redis_store
-from orchestrator.backends.coalesce import CoalescingWriter
+from orchestrator.backends.coalesce import CoalescingWriters
 from orchestrator.core.db import qualified
 from orchestrator.core.stamps import now_iso
 from orchestrator.observability import metrics, tracing
@@ -59,7 +59,7 @@ def _file_backup(operation: str, write: Callable[[], None], task_id: str | None 
 
 def write_task_file(task: TaskContext) -> bool:
     def write() -> None:
-        path = files.task_file(task.task_id)
+        path = files.task_file(task.task_id, task.project_id)
         # A concurrent save of a newer version may have written the file first; the lock
         # keeps its check and our write from interleaving with another writer's.
         with files.exclusive(path):
@@ -78,7 +78,8 @@ def write_task_file(task: TaskContext) -> bool:
 
 def write_hot_file(task: TaskContext) -> bool:
     return _file_backup("hot_file", lambda: files.write_json_atomic(
-        files.context_dir() / "_hot_context.json", representation.hot_context(task),
+        files.context_dir(task.project_id) / "_hot_context.json",
+        representation.hot_context(task),
         fsync_now=False), task.task_id)
 
 
@@ -93,12 +94,12 @@ SELECT COALESCE(json_object_agg(task_id, json_build_object(
                                  'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'))
        ORDER BY task_id), '{{}}')::text,
        (SELECT to_json(active_task_id)::text FROM {global_context} WHERE project_id = %s)
-FROM {tasks}
+FROM {tasks} WHERE project_id = %s
 """
 
 
-def write_registry() -> bool:
-    """Rewrite ``_registry.json`` (spec 6.4.2) from Postgres, now.
+def write_registry(project_id: str) -> bool:
+    """Rewrite the project's ``_registry.json`` (spec 6.4.2) from Postgres, now.
 
     Reading and writing happen under the file's lock, so of two writers (threads or
     processes) the one that writes last also read last: the file never goes back to an
@@ -106,14 +107,14 @@ def write_registry() -> bool:
     """
     if not settings.ENABLE_FILE_SYNC:
         return False
-    path = files.context_dir() / "_registry.json"
+    path = files.context_dir(project_id) / "_registry.json"
 
     def write() -> None:
         with files.exclusive(path):
             with connection.cursor() as cursor:
                 cursor.execute(_REGISTRY_SQL.format(global_context=qualified("global_context"),
                                                     tasks=qualified("task_contexts")),
-                               [settings.MCP_PROJECT_ID])
+                               [project_id, project_id])
                 tasks_json, active = cursor.fetchone()
             header = json.dumps({"version": 1, "updatedAt": now_iso()})[:-1]
             files.write_text_atomic(
@@ -122,8 +123,9 @@ def write_registry() -> bool:
     return _file_backup("registry", write)
 
 
-# Saves, switches and task creation ask for a rewrite; it happens off the request path.
-registry_writer = CoalescingWriter("registry", write_registry)
+# Saves, switches and task creation ask for a rewrite of their project's registry; it
+# happens off the request path.
+registry_writers = CoalescingWriters("registry", write_registry)
 
 
 def publish_task(task: TaskContext, *, active: bool, to_file: bool = True,
@@ -138,6 +140,7 @@ def publish_task(task: TaskContext, *, active: bool, to_file: bool = True,
             if active:
                 file_ok = write_hot_file(task) and file_ok
             if registry:
-                written = registry_writer.request()  # None: scheduled, reported when it runs
+                # None: scheduled, reported when it runs
+                written = registry_writers.request(task.project_id)
                 file_ok = file_ok if written is None else written and file_ok
     return {"redis": redis_ok, "file": file_ok}

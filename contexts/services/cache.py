@@ -20,6 +20,7 @@ from contexts.models import GlobalContext, TaskContext
 from contexts.services import representation
 from orchestrator.backends import redis_store
 from orchestrator.core.errors import task_not_found
+from orchestrator.core.projects import namespace
 from orchestrator.observability import metrics
 
 logger = logging.getLogger("orchestrator.contexts")
@@ -42,8 +43,11 @@ def task_cache_key(task_id: str) -> str:
     return redis_store.key("task", task_id)
 
 
-def hot_cache_key() -> str:
-    return redis_store.key("hot")
+def hot_cache_key(project_id: str) -> str:
+    """``context:hot`` of the default project (the spec's key), ``context:project:<id>:hot``
+    of any other."""
+    space = namespace(project_id)
+    return redis_store.key("project", space, "hot") if space else redis_store.key("hot")
 
 
 def set_if_not_older(name: str, value: dict[str, Any], ttl: int) -> bool:
@@ -60,7 +64,7 @@ def write_task_cache(task: TaskContext, *, hot: bool) -> None:
     writes = [(task_cache_key(task.task_id), representation.task_part(task),
                settings.REDIS_TASK_CONTEXT_TTL)]
     if hot:
-        writes.append((hot_cache_key(), representation.hot_context(task),
+        writes.append((hot_cache_key(task.project_id), representation.hot_context(task),
                        settings.REDIS_HOT_CONTEXT_TTL))
 
     def pipelined(r) -> None:
@@ -82,8 +86,9 @@ def read_cached_task(task_id: str) -> dict[str, Any] | None:
     return value if isinstance(value, dict) and value.get("taskId") == task_id else None
 
 
-def active_task_id() -> str | None:
-    return (GlobalContext.objects.filter(project_id=settings.MCP_PROJECT_ID)
+def active_task_id(project_id: str) -> str | None:
+    """The project's active task (its global_context.active_task_id)."""
+    return (GlobalContext.objects.filter(project_id=project_id)
             .values_list("active_task_id", flat=True).first())
 
 
@@ -97,7 +102,7 @@ def refresh_task_cache(task_id: str) -> bool:
         if task is None:
             redis_store.delete(task_cache_key(task_id))
             return False
-        write_task_cache(task, hot=active_task_id() == task_id)
+        write_task_cache(task, hot=active_task_id(task.project_id) == task_id)
     except redis_store.RedisUnavailable as exc:
         metrics.backend_failures_total.labels("redis", "refresh_task").inc()
         logger.warning("redis refresh of task %s failed: %s", task_id, exc,

@@ -26,13 +26,18 @@ import time
 import zlib
 from typing import Any
 
-from django.conf import settings
 from django.db import DatabaseError, connection, transaction
 
-from contexts.models import Checkpoint
+from contexts.models import Checkpoint, TaskContext
 from orchestrator.backends.files import check_safe_id
 from orchestrator.core.db import qualified
-from orchestrator.core.errors import OrchestratorError, task_not_found
+from orchestrator.core.errors import (
+    OrchestratorError,
+    checkpoint_not_found,
+    projects_differ,
+    task_not_found,
+)
+from orchestrator.core.projects import default_project, require_project
 from orchestrator.core.stamps import iso
 from orchestrator.observability import metrics
 
@@ -112,11 +117,13 @@ def scope_for(task_ids: list[str]) -> str:
     return "global" if not task_ids else "task" if len(task_ids) == 1 else "multi_task"
 
 
-def _read_rows(task_ids: list[str]) -> tuple[dict[str, Any] | None, dict[str, Any]]:
-    """to_jsonb of the global row and of every listed task, read in one statement each."""
+def _read_rows(project_id: str, task_ids: list[str]
+               ) -> tuple[dict[str, Any] | None, dict[str, Any]]:
+    """to_jsonb of the project's global row and of every listed task, read in one statement
+    each."""
     with connection.cursor() as cursor:
         cursor.execute(f"SELECT to_jsonb(g) FROM {qualified('global_context')} g "
-                       "WHERE project_id = %s", [settings.MCP_PROJECT_ID])
+                       "WHERE project_id = %s", [project_id])
         row = cursor.fetchone()
         global_row = row[0] if row else None
         tasks: dict[str, Any] = {}
@@ -130,11 +137,12 @@ def _read_rows(task_ids: list[str]) -> tuple[dict[str, Any] | None, dict[str, An
     return global_row, tasks
 
 
-def _duplicate_of(label: str, scope: str, task_ids: list[str],
+def _duplicate_of(project_id: str, label: str, scope: str, task_ids: list[str],
                   digest: str) -> Checkpoint | None:
     """The latest checkpoint with this label for the same task(s), if its content equals
     ``digest``."""
-    latest = Checkpoint.objects.filter(label=label, scope=scope, included_tasks=task_ids,
+    latest = Checkpoint.objects.filter(project_id=project_id, label=label, scope=scope,
+                                       included_tasks=task_ids,
                                        task_id=task_ids[0] if task_ids else None)
     latest = latest.order_by("-created_at", "-checkpoint_id").first()
     if latest and isinstance(latest.snapshot, dict) and \
@@ -143,27 +151,46 @@ def _duplicate_of(label: str, scope: str, task_ids: list[str],
     return None
 
 
+def _checkpoint_project(task_ids: list[str], project_id: str | None) -> str:
+    """The one project a checkpoint is of: its tasks' (E1607 when they are in two), else
+    ``project_id`` or the default project (E1605 when unknown)."""
+    owners = dict(TaskContext.objects.filter(task_id__in=task_ids)
+                  .values_list("task_id", "project_id"))
+    projects = set(owners.values())
+    if len(projects) > 1:
+        raise projects_differ("A checkpoint holds tasks of one project", owners)
+    if projects:
+        return projects.pop()
+    return require_project(project_id or default_project())
+
+
 def create_checkpoint(label: str, *, task_id: str | None = None,
-                      include_tasks: list[str] | None = None, description: str | None = None,
-                      checkpoint_type: str = "manual", session_id: str | None = None,
-                      actor: str | None = None, force: bool = False) -> dict[str, Any]:
-    """Store a snapshot of the global context and the included tasks (E1610, E1620)."""
+                      include_tasks: list[str] | None = None, project_id: str | None = None,
+                      description: str | None = None, checkpoint_type: str = "manual",
+                      session_id: str | None = None, actor: str | None = None,
+                      force: bool = False) -> dict[str, Any]:
+    """Store a snapshot of a project's global context and the included tasks: the tasks'
+    project, else ``project_id`` (default: the default project). E1610, E1607 (tasks of
+    two projects), E1620."""
     task_ids = list(dict.fromkeys(([task_id] if task_id else []) + list(include_tasks or [])))
     for tid in task_ids:
         check_safe_id(tid)
     scope = scope_for(task_ids)
     try:
         with transaction.atomic():
-            global_row, tasks = _read_rows(task_ids)
+            project_id = _checkpoint_project(task_ids, project_id)
+            global_row, tasks = _read_rows(project_id, task_ids)
             missing = [t for t in task_ids if t not in tasks]
             if missing:
                 raise task_not_found(missing[0], missing=missing)
             digest = content_digest(global_row, tasks)
-            existing = None if force else _duplicate_of(label, scope, task_ids, digest)
+            existing = None if force else _duplicate_of(project_id, label, scope, task_ids,
+                                                        digest)
             if existing is None:
                 snapshot = pack_snapshot(global_row, tasks, digest)
                 checkpoint = Checkpoint.objects.create(
-                    checkpoint_id=new_checkpoint_id(), label=label, description=description,
+                    checkpoint_id=new_checkpoint_id(), project_id=project_id, label=label,
+                    description=description,
                     checkpoint_type=checkpoint_type, task_id=task_ids[0] if task_ids else None,
                     scope=scope, included_tasks=task_ids, snapshot=snapshot,
                     created_by=actor or session_id, session_id=session_id)
@@ -177,11 +204,13 @@ def create_checkpoint(label: str, *, task_id: str | None = None,
     else:
         metrics.checkpoints_total.labels(checkpoint_type, scope).inc()
     logger.info("Checkpoint created", extra={
-        "checkpointId": checkpoint.checkpoint_id, "scope": scope, "includedTasks": task_ids,
+        "checkpointId": checkpoint.checkpoint_id, "projectId": checkpoint.project_id,
+        "scope": scope, "includedTasks": task_ids,
         "deduplicated": deduplicated, "session_id": session_id})
     return {
         "success": True,
         "checkpointId": checkpoint.checkpoint_id,
+        "projectId": checkpoint.project_id,
         "label": checkpoint.label,
         "scope": checkpoint.scope,
         "includedTasks": list(checkpoint.included_tasks or []),
@@ -194,8 +223,7 @@ def get_checkpoint(checkpoint_id: str) -> Checkpoint:
     try:
         return Checkpoint.objects.get(checkpoint_id=checkpoint_id)
     except Checkpoint.DoesNotExist:
-        raise OrchestratorError("E1622", f"Checkpoint {checkpoint_id!r} does not exist",
-                                {"checkpointId": checkpoint_id}) from None
+        raise checkpoint_not_found(checkpoint_id) from None
 
 
 def verified_task_row(checkpoint: Checkpoint, task_id: str) -> dict[str, Any]:

@@ -112,21 +112,21 @@ def validate_global_changes(changes: Any) -> dict[str, Any]:
     return values
 
 
-def _locked_row() -> GlobalContext:
-    row = (GlobalContext.objects.select_for_update()
-           .filter(project_id=settings.MCP_PROJECT_ID).first())
+def _locked_row(project_id: str) -> GlobalContext:
+    row = (GlobalContext.objects.select_for_update().filter(project_id=project_id).first())
     if row is None:
         raise OrchestratorError(
-            "E1611", f"Global context for project {settings.MCP_PROJECT_ID!r} is missing",
-            {"projectId": settings.MCP_PROJECT_ID})
+            "E1611", f"Global context for project {project_id!r} is missing",
+            {"projectId": project_id})
     return row
 
 
-def _write(values: dict[str, Any], *, change_type: str, change_summary: str | None,
-           session_id: str | None, actor: str | None) -> tuple[GlobalContext, list[str]]:
+def _write(project_id: str, values: dict[str, Any], *, change_type: str,
+           change_summary: str | None, session_id: str | None,
+           actor: str | None) -> tuple[GlobalContext, list[str]]:
     """Apply column values to the locked row; (row as committed, changed camelCase fields)."""
     with transaction.atomic():
-        row = _locked_row()
+        row = _locked_row(project_id)
         changed = [column for column, value in values.items() if getattr(row, column) != value]
         if changed:
             set_change_context(change_type=change_type, change_summary=change_summary,
@@ -163,28 +163,30 @@ def global_state(row: GlobalContext) -> dict[str, Any]:
             "orchestratorContext": dict(row.orchestrator_context or {})}
 
 
-def update_global_context(changes: dict[str, Any], *, change_summary: str | None = None,
-                          session_id: str | None = None,
+def update_global_context(project_id: str, changes: dict[str, Any], *,
+                          change_summary: str | None = None, session_id: str | None = None,
                           actor: str | None = None) -> dict[str, Any]:
-    """Change the listed fields; an unchanged value makes no version. E1611, E1612."""
+    """Change the listed fields of the project's global context; an unchanged value makes
+    no version. E1611, E1612."""
     values = validate_global_changes(changes)
-    row, changed = _write(values, change_type="manual", change_summary=change_summary,
-                          session_id=session_id, actor=actor)
-    logger.info("global context updated", extra={"version": row.version, "changed": changed})
+    row, changed = _write(project_id, values, change_type="manual",
+                          change_summary=change_summary, session_id=session_id, actor=actor)
+    logger.info("global context updated", extra={"projectId": project_id,
+                                                 "version": row.version, "changed": changed})
     return _answer(row, changed)
 
 
-def versions(limit: int = 100) -> list[GlobalContextVersion]:
+def versions(project_id: str, limit: int = 100) -> list[GlobalContextVersion]:
     """The project row's history, newest first."""
-    row = GlobalContext.objects.filter(project_id=settings.MCP_PROJECT_ID).first()
+    row = GlobalContext.objects.filter(project_id=project_id).first()
     if row is None:
         return []
     return list(GlobalContextVersion.objects.filter(context_id=row.pk)
                 .order_by("-version")[:limit])
 
 
-def _version_values(version: int) -> dict[str, Any]:
-    row = GlobalContext.objects.filter(project_id=settings.MCP_PROJECT_ID).first()
+def _version_values(project_id: str, version: int) -> dict[str, Any]:
+    row = GlobalContext.objects.filter(project_id=project_id).first()
     snapshot = (GlobalContextVersion.objects.filter(context_id=getattr(row, "pk", None),
                                                     version=version)
                 .values_list("snapshot", flat=True).first())
@@ -197,10 +199,10 @@ def _version_values(version: int) -> dict[str, Any]:
     return {column: snapshot.get(column) for column in COLUMN_FIELDS}
 
 
-def diff_with_version(version: int) -> list[dict[str, Any]]:
+def diff_with_version(project_id: str, version: int) -> list[dict[str, Any]]:
     """[{field, current, restored}] for every editable field that differs from ``version``."""
-    restored = _version_values(version)
-    current = GlobalContext.objects.filter(project_id=settings.MCP_PROJECT_ID).first()
+    restored = _version_values(project_id, version)
+    current = GlobalContext.objects.filter(project_id=project_id).first()
     if current is None:
         raise OrchestratorError("E1611", "Global context is missing")
     return [{"field": COLUMN_FIELDS[column], "current": getattr(current, column),
@@ -208,12 +210,13 @@ def diff_with_version(version: int) -> list[dict[str, Any]]:
             for column, value in restored.items() if getattr(current, column) != value]
 
 
-def rollback_global_context(version: int, *, actor: str | None = None,
+def rollback_global_context(project_id: str, version: int, *, actor: str | None = None,
                             session_id: str | None = None) -> dict[str, Any]:
     """Restore the editable fields of ``version``; saved as a new version. E1623, E1624."""
-    values = _version_values(version)
-    row, changed = _write(values, change_type="manual",
+    values = _version_values(project_id, version)
+    row, changed = _write(project_id, values, change_type="manual",
                           change_summary=f"Rollback to version {version}",
                           session_id=session_id, actor=actor)
-    logger.info("global context rolled back", extra={"to": version, "version": row.version})
+    logger.info("global context rolled back", extra={"projectId": project_id, "to": version,
+                                                     "version": row.version})
     return _answer(row, changed)

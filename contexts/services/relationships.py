@@ -16,7 +16,8 @@ from orchestrator.core.db import qualified
 _UNFINISHED_BLOCKERS_SQL = """
 SELECT t.task_id, t.name, t.status, t.current_phase, t.priority, t.score
 FROM {tasks} t JOIN {relationships} r ON r.source_task_id = t.task_id
-WHERE r.target_task_id = %s AND r.relationship_type = 'blocks'
+WHERE r.project_id = (SELECT project_id FROM {tasks} WHERE task_id = %(task)s)
+  AND r.target_task_id = %(task)s AND r.relationship_type = 'blocks'
   AND COALESCE(t.status, 'pending') <> 'completed'
 ORDER BY t.task_id
 """
@@ -24,11 +25,11 @@ ORDER BY t.task_id
 
 def unfinished_blocker_rows(task_id: str) -> list[tuple]:
     """Tasks that block ``task_id`` and are not completed, by task id: (task_id, name,
-    status, current_phase, priority, score)."""
+    status, current_phase, priority, score). Relationships stay inside the task's project."""
     with connection.cursor() as cursor:
         cursor.execute(_UNFINISHED_BLOCKERS_SQL.format(
             tasks=qualified("task_contexts"), relationships=qualified("task_relationships")),
-            [task_id])
+            {"task": task_id})
         return cursor.fetchall()
 
 

@@ -102,7 +102,8 @@ def rollback_to(task_id: str, target_type: str, *, version: int | None = None,
     task = done.task
     metrics.rollbacks_total.labels(target_type).inc()
     logger.info("Rollback executed", extra={
-        "taskId": task_id, "target": f"{target_type}:{identifier}",
+        "taskId": task_id, "projectId": task.project_id,
+        "target": f"{target_type}:{identifier}",
         "backupCreated": bool(backup), "version": task.version,
         "duration_ms": round((time.perf_counter() - started) * 1000, 1),
         "session_id": session_id})

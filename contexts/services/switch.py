@@ -11,7 +11,6 @@ import logging
 import time
 from typing import Any
 
-from django.conf import settings
 from django.db import DatabaseError, transaction
 from django.db.models.functions import Now
 
@@ -20,7 +19,7 @@ from contexts.models import GlobalContext, TaskContext
 from contexts.services import backends, relationships, representation
 from contexts.services.write import TaskChanges, notify_changed, write_task
 from orchestrator.backends.files import check_safe_id
-from orchestrator.core.errors import OrchestratorError, task_not_found
+from orchestrator.core.errors import OrchestratorError, projects_differ, task_not_found
 from orchestrator.core.stamps import now_iso
 from orchestrator.observability import metrics
 
@@ -35,6 +34,10 @@ def _lock_pair(from_task_id: str | None, to_task_id: str) -> dict[str, TaskConte
         raise task_not_found(from_task_id, code="E1660", field="fromTaskId")
     if to_task_id not in rows:
         raise task_not_found(to_task_id, code="E1661", field="toTaskId")
+    if from_task_id and rows[from_task_id].project_id != rows[to_task_id].project_id:
+        raise projects_differ(
+            "switch_task moves within one project: the two tasks are in different projects",
+            {t: rows[t].project_id for t in (from_task_id, to_task_id)})
     return rows
 
 
@@ -49,11 +52,13 @@ def _switch_in_db(from_task_id: str | None, to_task_id: str, changes: TaskChange
             source = write_task(source.task_id, changes, change_type="auto_save",
                                 summary=f"Saved on switch to {to_task_id}",
                                 session_id=session_id, actor=actor).task
+        project_id = rows[to_task_id].project_id
         TaskContext.objects.filter(task_id=to_task_id).update(last_session_at=Now())
-        if not GlobalContext.objects.filter(project_id=settings.MCP_PROJECT_ID).update(
+        # The active task is the project's: switching in one repository leaves the others'.
+        if not GlobalContext.objects.filter(project_id=project_id).update(
                 active_task_id=to_task_id):
             raise OrchestratorError("E1611", "Global context is missing",
-                                    {"projectId": settings.MCP_PROJECT_ID})
+                                    {"projectId": project_id})
         target = TaskContext.objects.get(task_id=to_task_id)
         # From Postgres, in this transaction: a switch never waits on the graph server.
         blocked_by = relationships.unfinished_blockers(to_task_id)
@@ -93,7 +98,7 @@ def switch_task(to_task_id: str, *, from_task_id: str | None = None,
     metrics.task_switches_total.inc()
     metrics.task_switch_duration_seconds.observe(duration)
     logger.info("Task switched", extra={
-        "fromTask": from_task_id, "toTask": to_task_id,
+        "fromTask": from_task_id, "toTask": to_task_id, "projectId": target.project_id,
         "saved": bool(source is not None and save_current_state),
         "duration_ms": round(duration * 1000, 1), "session_id": session_id})
     result: dict[str, Any] = {

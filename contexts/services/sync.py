@@ -19,6 +19,7 @@ from contexts.services import backends, cache, representation
 from orchestrator.backends import files, redis_store
 from orchestrator.backends.files import check_safe_id
 from orchestrator.core.errors import OrchestratorError, task_not_found
+from orchestrator.core.projects import is_default
 from orchestrator.core.stamps import iso, now_iso
 from orchestrator.observability import metrics
 
@@ -54,39 +55,55 @@ def _cache_chunk(tasks: list[TaskContext]) -> None:
 
 
 def write_project_constants(project: GlobalContext) -> None:
-    files.write_json_atomic(files.context_dir() / "shared" / "project-constants.json", {
-        "projectId": project.project_id, "projectName": project.project_name,
-        "description": project.description, **representation.global_part(project),
-        "updatedAt": iso(project.updated_at)})
+    files.write_json_atomic(
+        files.context_dir(project.project_id) / "shared" / "project-constants.json", {
+            "projectId": project.project_id, "projectName": project.project_name,
+            "description": project.description, **representation.global_part(project),
+            "updatedAt": iso(project.updated_at)})
 
 
 def sync_hot_context(*, sync_redis: bool = True, sync_files: bool = True,
                      task_ids: list[str] | None = None, update_registry: bool = True,
+                     project_ids: list[str] | None = None,
                      progress: Progress | None = None) -> dict[str, Any]:
-    """The spec's answer; E1653 (details = that answer) when some target failed."""
+    """The spec's answer; E1653 (details = that answer) when some target failed.
+
+    Every project's tasks, hot context, registry and constants (``project_ids``: only
+    these projects'); with ``task_ids``, those tasks and their projects' files.
+    """
     started = time.perf_counter()
     sync_files = sync_files and settings.ENABLE_FILE_SYNC
-    project = GlobalContext.objects.filter(project_id=settings.MCP_PROJECT_ID).first()
-    if project is None:
-        raise OrchestratorError("E1611", "Global context is missing")
+    tasks = TaskContext.objects.all()
     if task_ids is not None:
         for task_id in task_ids:
             check_safe_id(task_id)
-        found = set(TaskContext.objects.filter(task_id__in=task_ids)
-                    .values_list("task_id", flat=True))
+        tasks = tasks.filter(task_id__in=task_ids)
+        if project_ids is not None:
+            tasks = tasks.filter(project_id__in=project_ids)
+        found = set(tasks.values_list("task_id", flat=True))
         missing = [t for t in task_ids if t not in found]
         if missing:
             raise task_not_found(missing[0], missing=missing)
-        queryset = TaskContext.objects.filter(task_id__in=task_ids)
     else:
-        queryset = TaskContext.objects.filter(status__in=ACTIVE_STATUSES)
-    queryset = queryset.order_by("task_id")
-    total = queryset.count()
+        tasks = tasks.filter(status__in=ACTIVE_STATUSES)
+        if project_ids is not None:
+            tasks = tasks.filter(project_id__in=project_ids)
+    projects = GlobalContext.objects.order_by("project_id")
+    if task_ids is not None:
+        projects = projects.filter(project_id__in=tasks.values("project_id"))
+    elif project_ids is not None:
+        projects = projects.filter(project_id__in=project_ids)
+        known = set(projects.values_list("project_id", flat=True))
+        if set(project_ids) - known:
+            raise OrchestratorError("E1611", "Global context is missing",
+                                    {"projectIds": sorted(set(project_ids) - known)})
+    tasks = tasks.order_by("task_id")
+    total = tasks.count()
     synced = {"redis": {"hotContext": False, "taskContexts": 0},
               "files": {"registry": False, "taskContexts": 0, "hotContext": False}}
     errors: list[str] = []
     done = 0
-    for chunk in _chunks(queryset, CHUNK):
+    for chunk in _chunks(tasks, CHUNK):
         if sync_redis:
             try:
                 _cache_chunk(chunk)
@@ -102,27 +119,9 @@ def sync_hot_context(*, sync_redis: bool = True, sync_files: bool = True,
         done += len(chunk)
         if progress:
             progress(done, total)
-    active = (TaskContext.objects.filter(task_id=project.active_task_id).first()
-              if project.active_task_id else None)
-    if active is not None and sync_redis:
-        try:
-            cache.write_task_cache(active, hot=True)
-            synced["redis"]["hotContext"] = True
-        except redis_store.RedisUnavailable as exc:
-            errors.append(f"redis: hot context: {exc}")
-    if sync_files:
-        if active is not None:
-            synced["files"]["hotContext"] = backends.write_hot_file(active)
-            if not synced["files"]["hotContext"]:
-                errors.append("file: _hot_context.json failed")
-        if update_registry:
-            synced["files"]["registry"] = backends.write_registry()
-            if not synced["files"]["registry"]:
-                errors.append("file: _registry.json failed")
-        try:
-            write_project_constants(project)
-        except OSError as exc:
-            errors.append(f"file: shared/project-constants.json: {exc}")
+    for project in projects:
+        _sync_project_files(project, sync_redis=sync_redis, sync_files=sync_files,
+                            update_registry=update_registry, synced=synced, errors=errors)
     duration = time.perf_counter() - started
     metrics.cache_sync_duration_seconds.observe(duration)
     result = {"success": not errors, "synced": synced, "errors": errors,
@@ -133,3 +132,35 @@ def sync_hot_context(*, sync_redis: bool = True, sync_files: bool = True,
         raise OrchestratorError("E1653", f"Partial sync: {len(errors)} target(s) failed: "
                                 f"{errors[0]}", result)
     return result
+
+
+def _sync_project_files(project: GlobalContext, *, sync_redis: bool, sync_files: bool,
+                        update_registry: bool, synced: dict[str, Any],
+                        errors: list[str]) -> None:
+    """One project's hot context (Redis, file), registry and constants file. ``synced``
+    reports the hot context and registry as written when they were, in every project."""
+    where = "" if is_default(project.project_id) else f" of {project.project_id}"
+    active = (TaskContext.objects.filter(task_id=project.active_task_id).first()
+              if project.active_task_id else None)
+    if active is not None and sync_redis:
+        try:
+            cache.write_task_cache(active, hot=True)
+            synced["redis"]["hotContext"] = True
+        except redis_store.RedisUnavailable as exc:
+            errors.append(f"redis: hot context{where}: {exc}")
+    if not sync_files:
+        return
+    if active is not None:
+        if backends.write_hot_file(active):
+            synced["files"]["hotContext"] = True
+        else:
+            errors.append(f"file: _hot_context.json{where} failed")
+    if update_registry:
+        if backends.write_registry(project.project_id):
+            synced["files"]["registry"] = True
+        else:
+            errors.append(f"file: _registry.json{where} failed")
+    try:
+        write_project_constants(project)
+    except OSError as exc:
+        errors.append(f"file: shared/project-constants.json{where}: {exc}")

@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from django.conf import settings
 from django.db import IntegrityError, transaction
 
 from contexts.models import GlobalContext, TaskContext
@@ -14,6 +13,7 @@ from contexts.services.write import notify_changed, publish
 from orchestrator.backends.files import check_safe_id
 from orchestrator.core.db import set_change_context
 from orchestrator.core.errors import OrchestratorError, task_not_found
+from orchestrator.core.projects import default_project, require_project
 from orchestrator.core.stamps import iso
 from orchestrator.core.tools.schema import MAX_TASK_ID_LENGTH
 
@@ -26,20 +26,31 @@ def require_task(task_id: str, *, code: str = "E1610", field: str = "taskId") ->
         raise task_not_found(task_id, code=code, field=field)
 
 
-def get_global_context() -> GlobalContext:
+def get_global_context(project_id: str) -> GlobalContext:
+    """The project's global context row (E1611 when it is missing)."""
     try:
-        return GlobalContext.objects.get(project_id=settings.MCP_PROJECT_ID)
+        return GlobalContext.objects.get(project_id=project_id)
     except GlobalContext.DoesNotExist:
         raise OrchestratorError(
-            "E1611", f"Global context for project {settings.MCP_PROJECT_ID!r} is missing",
-            {"projectId": settings.MCP_PROJECT_ID}) from None
+            "E1611", f"Global context for project {project_id!r} is missing",
+            {"projectId": project_id}) from None
 
 
-def create_task(task_id: str, fields: dict[str, Any], *, session_id: str | None = None,
-                created_by: str | None = None) -> dict[str, Any]:
-    """Insert a task with camelCase ``fields`` (version 1 is recorded by the trigger), then
-    cache and back it up. E1612 invalid, E1614 the id exists."""
+def project_of_task(task_id: str) -> str | None:
+    """The project a task is in, or None when there is no such task."""
+    return TaskContext.objects.filter(task_id=task_id).values_list(
+        "project_id", flat=True).first()
+
+
+def create_task(task_id: str, fields: dict[str, Any], *, project_id: str | None = None,
+                session_id: str | None = None, created_by: str | None = None
+                ) -> dict[str, Any]:
+    """Insert a task with camelCase ``fields`` into ``project_id`` (default: the default
+    project; version 1 is recorded by the trigger), then cache and back it up. E1612
+    invalid, E1605 unknown project, E1614 the id exists (in any project: task ids are
+    unique across the server)."""
     task_id = check_safe_id(task_id)
+    project_id = require_project(project_id or default_project())
     if len(task_id) > MAX_TASK_ID_LENGTH:
         raise OrchestratorError(
             "E1612", f"taskId is {len(task_id)} characters long; a new task id is at most "
@@ -50,17 +61,19 @@ def create_task(task_id: str, fields: dict[str, Any], *, session_id: str | None 
         with transaction.atomic():
             set_change_context(change_type="manual", change_summary="Task created",
                                session_id=session_id, created_by=created_by or session_id)
-            task = TaskContext.objects.create(task_id=task_id, **values)
+            task = TaskContext.objects.create(task_id=task_id, project_id=project_id, **values)
             notify_changed(task_id, "manual")
     except IntegrityError:
         raise OrchestratorError("E1614", f"Task {task_id!r} already exists",
                                 {"taskId": task_id}) from None
     task.refresh_from_db()
     saved_to = publish(task, registry=True)
-    logger.info("task created", extra={"taskId": task_id, "version": task.version})
+    logger.info("task created", extra={"taskId": task_id, "projectId": task.project_id,
+                                       "version": task.version})
     return {
         "success": True,
         "taskId": task.task_id,
+        "projectId": task.project_id,
         "version": task.version,
         "createdAt": iso(task.created_at),
         "savedTo": saved_to,

@@ -16,10 +16,11 @@ from django.conf import settings
 
 from contexts.models import ContextVersion
 from contexts.services import cache
-from contexts.services.tasks import get_global_context
+from contexts.services.tasks import get_global_context, project_of_task
 from orchestrator.backends import prepared
 from orchestrator.backends.files import check_safe_id
 from orchestrator.core.db import qualified
+from orchestrator.core.projects import default_project
 from orchestrator.core.stamps import iso, now_iso
 
 TIERS = ("hot", "warm", "cold")
@@ -39,8 +40,9 @@ def version_history(task_id: str, limit: int) -> list[dict[str, Any]]:
             for r in rows]
 
 
-# The hot read path's Postgres part in one round trip: the global context and, for a
-# task, its unresolved conflicts (newest first) and its direct relationships, each as
+# The hot read path's Postgres part in one round trip: the global context of the task's
+# project (of the given project without a task) and, for a task, its unresolved conflicts
+# (newest first) and its direct relationships, each as
 # [type, task is the source, other task's id, name, status].
 # Relationships come from task_relationships, the source of truth, rather than from the
 # graph mirror (spec 4.1.1 says "from Neo4j"): one task's direct edges are an index
@@ -61,7 +63,7 @@ SELECT g.project_id,
                   'id', c.id::text, 'type', c.conflict_type, 'severity', c.severity,
                   'description', c.description) ORDER BY c.detected_at DESC), '[]')::text
          FROM {conflicts} c
-         WHERE c.resolution_status = 'unresolved'
+         WHERE c.project_id = g.project_id AND c.resolution_status = 'unresolved'
            AND (c.task_a_id = %(task)s OR c.task_b_id = %(task)s))
        END AS conflicts,
        CASE WHEN %(task)s::text IS NULL THEN NULL ELSE (
@@ -71,10 +73,12 @@ SELECT g.project_id,
          FROM {relationships} r
          JOIN {tasks} o ON o.task_id = CASE WHEN r.source_task_id = %(task)s
                                             THEN r.target_task_id ELSE r.source_task_id END
-         WHERE r.relationship_type = ANY(%(kinds)s)
+         WHERE r.project_id = g.project_id AND r.relationship_type = ANY(%(kinds)s)
            AND (r.source_task_id = %(task)s OR r.target_task_id = %(task)s))
        END AS relationships
-FROM {global_context} g WHERE g.project_id = %(project)s
+FROM {global_context} g
+WHERE g.project_id = COALESCE((SELECT t.project_id FROM {tasks} t WHERE t.task_id = %(task)s),
+                              %(project)s)
 """
 # Stored type -> (key seen from the source, key seen from the target), as the graph
 # service's relationships_for answers; the other kinds are not listed in the context.
@@ -96,17 +100,18 @@ def _relationships(rows: list[list[Any]]) -> dict[str, list[dict[str, Any]]]:
     return result
 
 
-def hot_read(task_id: str | None) -> dict[str, Any]:
+def hot_read(task_id: str | None, project_id: str) -> dict[str, Any]:
     """projectId, global, and for a task its unresolved conflicts and relationships
-    (None without a task); E1611 if the global context is missing."""
+    (None without a task); the task's project wins over ``project_id``. E1611 if the
+    global context is missing."""
     sql = _HOT_READ_SQL.format(conflicts=qualified("context_conflicts"),
                                relationships=qualified("task_relationships"),
                                tasks=qualified("task_contexts"),
                                global_context=qualified("global_context"))
     row = prepared.fetch_one(sql, {"task": task_id, "kinds": list(_DIRECTIONS),
-                                   "project": settings.MCP_PROJECT_ID})
+                                   "project": project_id})
     if row is None:
-        get_global_context()  # raises E1611 with the usual message
+        get_global_context(project_of_task(task_id) or project_id)  # raises E1611
     return {"projectId": row["project_id"], "global": json.loads(row["global"]),
             "conflicts": None if row["conflicts"] is None else json.loads(row["conflicts"]),
             "relationships": (None if row["relationships"] is None
@@ -127,15 +132,18 @@ def _apply_budget(bundle: dict[str, Any], max_tokens: int | None) -> list[str]:
     return dropped
 
 
-def get_unified_context(task_id: str | None = None, *, include_relationships: bool = True,
+def get_unified_context(task_id: str | None = None, *, project_id: str | None = None,
+                        include_relationships: bool = True,
                         include_version_history: bool = False, max_versions: int | None = None,
                         depth: str | None = None,
                         max_tokens: int | None = None) -> dict[str, Any]:
-    """The aggregated context; E1610 for an unknown task, E1611 without the global row."""
+    """The aggregated context: the task's project's global context with a task, else
+    ``project_id``'s (default: the default project). E1610 for an unknown task, E1611
+    without the global row."""
     if task_id is not None:
         check_safe_id(task_id)
     tier = TIERS.index(depth) if depth else len(TIERS) - 1
-    read = hot_read(task_id)
+    read = hot_read(task_id, project_id or default_project())
     bundle: dict[str, Any] = {"projectId": read["projectId"], "global": read["global"]}
     cache_hit = False
     database_parts = False

@@ -156,7 +156,8 @@ def write_task(task_id: str, changes: Changes, *, change_type: str,
     else:
         result.saved_to = publish(task, to_file=sync_to_file, registry=result.registry)
     logger.info("Context saved", extra={
-        "taskId": task_id, "version": task.version, "changeType": change_type,
+        "taskId": task_id, "projectId": task.project_id, "version": task.version,
+        "changeType": change_type,
         "changed": result.changed, "graph": result.graph, "session_id": session_id,
         "duration_ms": round((time.perf_counter() - started) * 1000, 1),
         "backends": (["database"] if result.saved_to is None else
@@ -174,11 +175,11 @@ def lock_task(task_id: str) -> TaskContext:
     # Raw SQL: on this hot path building the equivalent ORM query cost more than running it.
     rows = list(TaskContext.objects.raw(
         f"SELECT t.*, EXISTS (SELECT 1 FROM {qualified('global_context')} g "
-        "WHERE g.project_id = %s AND g.active_task_id = t.task_id) AS is_active, "
+        "WHERE g.project_id = t.project_id AND g.active_task_id = t.task_id) AS is_active, "
         f"EXISTS (SELECT 1 FROM {HINT_TABLE} h WHERE h.task_id = t.task_id "
         "AND h.held_until > now()) AS may_be_locked "
         f"FROM {qualified('task_contexts')} t WHERE t.task_id = %s FOR UPDATE OF t",
-        [settings.MCP_PROJECT_ID, task_id]))
+        [task_id]))
     if not rows:
         raise task_not_found(task_id)
     return rows[0]
@@ -189,7 +190,7 @@ def publish(task: TaskContext, *, to_file: bool = True,
     """Redis then files for a committed task state: {database, redis, file}."""
     active = getattr(task, "is_active", None)
     if active is None:
-        active = cache.active_task_id() == task.task_id
+        active = cache.active_task_id(task.project_id) == task.task_id
     return {"database": True,
             **backends.publish_task(task, active=active, to_file=to_file, registry=registry)}
 
@@ -262,7 +263,8 @@ FROM (SELECT o.id, {before},
 WHERE t.id = old.id
 RETURNING t.*, {before_aliases},
           EXISTS (SELECT 1 FROM {global_context} g
-                  WHERE g.project_id = %s AND g.active_task_id = t.task_id) AS is_active
+                  WHERE g.project_id = t.project_id AND g.active_task_id = t.task_id)
+          AS is_active
 """
 _LOCK_RULE_GUARD = (
     " AND (o.locked_elements IS NULL OR o.locked_elements = '[]'::jsonb)"
@@ -280,7 +282,7 @@ def _update_in_one_statement(task_id: str, changes: TaskChanges, *, change_type:
     sql = _update_sql(tuple(f.column for f in fields), enforce_locks)
     params = [f.get_db_prep_save(changes.columns[f.name], connection) for f in fields]
     params += [change_type or "", summary or "", session_id or "",
-               actor or session_id or "", task_id, settings.MCP_PROJECT_ID]
+               actor or session_id or "", task_id]
     row = prepared.fetch_one(sql, params)
     if row is None:
         return None

@@ -17,6 +17,9 @@ from orchestrator.core.db import qualified
 from sessions.services.work import WORK_TABLE, orphaned_work
 
 _NODE_COLUMNS = "t.task_id, t.name, t.status, t.current_phase, t.priority, t.score"
+# The project of the task named by the next parameter: relationships and work records
+# never leave it, and their indexes lead with project_id.
+_PROJECT_OF = f"SELECT project_id AS id FROM {qualified('task_contexts')} WHERE task_id = %s"
 _TASK_KINDS = list(GRAPH_LABELS)
 
 
@@ -65,17 +68,20 @@ class PostgresReader:
                   UNION
                     SELECT n.task_id, w.depth + 1
                     FROM walk w
+                    CROSS JOIN ({_PROJECT_OF}) p
                     CROSS JOIN LATERAL (
                         SELECT r.target_task_id AS task_id FROM {rels} r
-                        WHERE r.source_task_id = w.task_id AND r.relationship_type = ANY(%s)
+                        WHERE r.project_id = p.id AND r.source_task_id = w.task_id
+                          AND r.relationship_type = ANY(%s)
                       UNION ALL
                         SELECT r.source_task_id FROM {rels} r
-                        WHERE r.target_task_id = w.task_id AND r.relationship_type = ANY(%s)
+                        WHERE r.project_id = p.id AND r.target_task_id = w.task_id
+                          AND r.relationship_type = ANY(%s)
                     ) n
                     WHERE w.depth < %s
                 )
                 SELECT DISTINCT task_id FROM walk""",
-            [task_id, _TASK_KINDS, _TASK_KINDS, depth])
+            [task_id, task_id, _TASK_KINDS, _TASK_KINDS, depth])
         return {r[0] for r in rows}
 
     def _edges(self, where: str, params: list[Any]) -> list[Edge]:
@@ -97,8 +103,9 @@ class PostgresReader:
                            [ids, ids])
 
     def edges_touching(self, task_id: str) -> list[Edge]:
-        return self._edges(" AND (r.source_task_id = %s OR r.target_task_id = %s)",
-                           [task_id, task_id])
+        return self._edges(f" AND r.project_id = ({_PROJECT_OF}) "
+                           "AND (r.source_task_id = %s OR r.target_task_id = %s)",
+                           [task_id, task_id, task_id])
 
     def _tasks_where(self, condition: str, task_ids: set[str] | None) -> list[Node]:
         where, params = _scope("t", task_ids)
@@ -124,8 +131,9 @@ class PostgresReader:
             f"SELECT agent_type FROM {qualified('task_contexts')} "
             "WHERE task_id = %s AND COALESCE(agent_type, '') <> '' "
             f"UNION SELECT w.agent_id FROM {WORK_TABLE} w JOIN {qualified('active_sessions')} s "
-            "ON s.session_id = w.session_id WHERE w.task_id = %s AND w.agent_id IS NOT NULL",
-            [task_id, task_id])
+            f"ON s.session_id = w.session_id WHERE w.project_id = ({_PROJECT_OF}) "
+            "AND w.task_id = %s AND w.agent_id IS NOT NULL",
+            [task_id, task_id, task_id])
         return [{"agentId": r[0], "type": r[0]} for r in sorted(rows)]
 
     def orphaned(self, task_ids: set[str] | None) -> set[str]:
@@ -134,8 +142,9 @@ class PostgresReader:
     def recent_sessions(self, task_id: str, limit: int) -> list[dict[str, str]]:
         rows = _rows(f"SELECT w.session_id, w.started_at FROM {WORK_TABLE} w "
                      f"JOIN {qualified('active_sessions')} s ON s.session_id = w.session_id "
-                     "WHERE w.task_id = %s ORDER BY w.started_at DESC, w.session_id LIMIT %s",
-                     [task_id, limit])
+                     f"WHERE w.project_id = ({_PROJECT_OF}) AND w.task_id = %s "
+                     "ORDER BY w.started_at DESC, w.session_id LIMIT %s",
+                     [task_id, task_id, limit])
         return [{"sessionId": s, "startedAt": sortable_stamp(started)} for s, started in rows]
 
 

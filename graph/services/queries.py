@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 from django.conf import settings
 from django.db import DatabaseError
 
+from contexts.models import TaskContext
 from graph import backend
 from graph.readers import GraphReader, Node
 from graph.readers.cypher import CypherReader
@@ -108,15 +109,22 @@ def _visible(node: Node, include_completed: bool) -> bool:
 
 
 def get_task_graph(task_id: str | None = None, depth: int = 2,
-                   include_completed: bool = False) -> dict[str, Any]:
-    """Spec 4.1.9. With ``task_id``: the tasks within ``depth`` edges (either direction) of it,
-    else the whole graph. readyTasks, blockedTasks and summary cover the same scope;
-    summary counts completed tasks even when ``include_completed`` hides them."""
+                   include_completed: bool = False,
+                   project_ids: list[str] | None = None) -> dict[str, Any]:
+    """Spec 4.1.9. With ``task_id``: the tasks within ``depth`` edges (either direction) of it
+    (relationships never leave a project), else the whole graph of ``project_ids`` (None:
+    of every project). readyTasks, blockedTasks and summary cover the same scope; summary
+    counts completed tasks even when ``include_completed`` hides them."""
     if task_id is not None and not POSTGRES.existing({task_id}):
         raise task_not_found(task_id)
+    tasks_of_projects = None
+    if task_id is None and project_ids is not None:
+        tasks_of_projects = set(TaskContext.objects.filter(project_id__in=project_ids)
+                                .values_list("task_id", flat=True))
 
     def ask(reader: GraphReader) -> dict[str, Any]:
-        scope = reader.neighborhood(task_id, depth) | {task_id} if task_id else None
+        scope = reader.neighborhood(task_id, depth) | {task_id} if task_id else \
+            tasks_of_projects
         all_nodes = reader.nodes(scope)
         nodes = [n for n in all_nodes if n["taskId"] == task_id or _visible(n, include_completed)]
         kept = {n["taskId"] for n in nodes}

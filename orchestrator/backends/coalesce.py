@@ -84,3 +84,33 @@ class CoalescingWriter:
                 metrics.backend_failures_total.labels("file", self.name).inc()
                 with contextlib.suppress(Exception):
                     connection.close()  # a broken connection is reopened next time
+
+
+class CoalescingWriters:
+    """A ``CoalescingWriter`` per key (a project's index file), made on its first request."""
+
+    def __init__(self, name: str, write: Callable[[str], bool],
+                 delay_setting: str = "INDEX_FILE_DELAY_MS") -> None:
+        self.name = name
+        self._write = write
+        self._delay_setting = delay_setting
+        self._writers: dict[str, CoalescingWriter] = {}
+        self._lock = threading.Lock()
+
+    def writer(self, key: str) -> CoalescingWriter:
+        with self._lock:
+            found = self._writers.get(key)
+            if found is None:
+                found = self._writers[key] = CoalescingWriter(
+                    f"{self.name}:{key}", lambda: self._write(key), self._delay_setting)
+            return found
+
+    def request(self, key: str) -> bool | None:
+        return self.writer(key).request()
+
+    def flush(self) -> None:
+        """Rewrite every pending key now."""
+        with self._lock:
+            writers = list(self._writers.values())
+        for writer in writers:
+            writer.flush()

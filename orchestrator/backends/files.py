@@ -18,6 +18,7 @@ from django.conf import settings
 
 from orchestrator.backends.coalesce import CoalescingWriter
 from orchestrator.core.errors import OrchestratorError
+from orchestrator.core.projects import namespace
 from orchestrator.observability import tracing
 
 SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,254}$")
@@ -135,16 +136,27 @@ def read_json(path: Path) -> Any | None:
         return None
 
 
-def context_dir() -> Path:
-    return Path(settings.CONTEXT_DIR)
+# The default project's files keep the spec's layout (6.4) right under CONTEXT_DIR and
+# RECOVERY_DIR; every other project has the same layout under projects/<projectId>/.
+PROJECTS_SUBDIR = "projects"
 
 
-def recovery_dir() -> Path:
-    return Path(settings.RECOVERY_DIR)
+def context_dir(project_id: str | None = None) -> Path:
+    """The context file root of ``project_id`` (None: the default project's)."""
+    root = Path(settings.CONTEXT_DIR)
+    space = namespace(project_id) if project_id else None
+    return root / PROJECTS_SUBDIR / space if space else root
 
 
-def task_file(task_id: str) -> Path:
-    return context_dir() / "task-agents" / f"{check_safe_id(task_id)}.json"
+def recovery_dir(project_id: str | None = None) -> Path:
+    """The recovery file root of ``project_id`` (None: the default project's)."""
+    root = Path(settings.RECOVERY_DIR)
+    space = namespace(project_id) if project_id else None
+    return root / PROJECTS_SUBDIR / space if space else root
+
+
+def task_file(task_id: str, project_id: str | None = None) -> Path:
+    return context_dir(project_id) / "task-agents" / f"{check_safe_id(task_id)}.json"
 
 
 def writable(directory: Path) -> bool:

@@ -21,6 +21,8 @@ class TokenPrincipal:
 
     name: str
     scope: str = "write"
+    # The projects the token may reach; None: every project.
+    projects: frozenset[str] | None = None
     is_authenticated: bool = True
     is_staff: bool = False
 
@@ -67,7 +69,8 @@ def authenticate_header(value: str | None) -> TokenPrincipal | None:
     # Touch last_used_at at most once a minute: a write per request would cost more than it tells.
     if token.last_used_at is None or now - token.last_used_at > timedelta(minutes=1):
         ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
-    principal = TokenPrincipal(name=token.name, scope=token.scope)
+    principal = TokenPrincipal(name=token.name, scope=token.scope,
+                               projects=frozenset(token.projects) if token.projects else None)
     with _token_cache_lock:
         _token_cache[token_hash] = (time.monotonic(), principal)
     return principal

@@ -28,6 +28,10 @@ _CODES = [
     ErrorCode("E1602", "SESSION_ENDED", 409, "Session already ended"),
     ErrorCode("E1603", "SESSION_CRASHED", 409, "Session marked as crashed; run recovery"),
     ErrorCode("E1604", "SESSION_NOT_OWNED", 403, "Session was started by another token"),
+    # Project errors (E1605-E1607)
+    ErrorCode("E1605", "PROJECT_NOT_FOUND", 404, "Project does not exist"),
+    ErrorCode("E1606", "PROJECT_ALREADY_EXISTS", 409, "Project ID already in use"),
+    ErrorCode("E1607", "PROJECTS_DIFFER", 409, "The call pairs tasks or sessions of two projects"),
     ErrorCode("E1608", "TOKEN_SCOPE_INSUFFICIENT", 403, "Token scope does not allow this tool"),
     ErrorCode("E1609", "AUTHENTICATION_REQUIRED", 401, "A valid bearer token is required"),
     # Context errors (E1610-E1619)
@@ -104,6 +108,38 @@ def task_not_found(task_id: str, *, code: str = "E1610", field: str = "taskId",
     if missing:
         details["missing"] = list(missing)
     return OrchestratorError(code, f"Task {task_id!r} does not exist", details)
+
+
+# One shape per kind of missing thing: a token limited to projects gets the same answer
+# for another project's task, session, conflict or checkpoint as for one that does not
+# exist (orchestrator.core.tools.access), so every place reporting one uses these.
+
+def session_not_found(session_id: str, *, code: str = "E1600") -> OrchestratorError:
+    if code == "E1631":
+        return OrchestratorError(code, f"No session {session_id!r} to recover",
+                                 {"sessionId": session_id})
+    return OrchestratorError(code, f"Session {session_id!r} does not exist",
+                             {"sessionId": session_id})
+
+
+def conflict_not_found(conflict_id: Any) -> OrchestratorError:
+    return OrchestratorError("E1642", f"Conflict {str(conflict_id)!r} does not exist",
+                             {"conflictId": str(conflict_id)})
+
+
+def checkpoint_not_found(checkpoint_id: str) -> OrchestratorError:
+    return OrchestratorError("E1622", f"Checkpoint {checkpoint_id!r} does not exist",
+                             {"checkpointId": checkpoint_id})
+
+
+def project_not_found(project_id: str) -> OrchestratorError:
+    return OrchestratorError("E1605", f"Project {project_id!r} does not exist",
+                             {"projectId": project_id})
+
+
+def projects_differ(message: str, projects: dict[str, str]) -> OrchestratorError:
+    """E1607: what a call names lives in two projects (``projects``: id -> its project)."""
+    return OrchestratorError("E1607", message, {"projects": projects})
 
 
 def error_body(code: str, message: str, details: Any = None) -> dict[str, Any]:

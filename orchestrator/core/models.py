@@ -3,7 +3,9 @@ from __future__ import annotations
 import hashlib
 import secrets
 
+from django.contrib.postgres.fields import ArrayField
 from django.db import models
+from django.db.models.functions import Now
 
 
 def hash_token(raw: str) -> str:
@@ -17,6 +19,24 @@ class TokenScope(models.TextChoices):
     READ = "read"
     WRITE = "write"
     ADMIN = "admin"
+
+
+class Project(models.Model):
+    """A repository (or any body of work) this server coordinates. Its tasks, sessions,
+    conflicts, locks, handoffs and global context belong to it, and nothing pairs across
+    two projects. The default project (MCP_PROJECT_ID) holds whatever names none."""
+
+    # The project's key: letters, digits, . _ : - (it names Redis keys and directories).
+    id = models.CharField(max_length=200, primary_key=True)
+    name = models.CharField(max_length=500)
+    created_at = models.DateTimeField(db_default=Now())
+
+    class Meta:
+        db_table = "projects"
+        ordering = ["id"]
+
+    def __str__(self) -> str:
+        return self.id
 
 
 class ApiToken(models.Model):
@@ -33,6 +53,9 @@ class ApiToken(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     last_used_at = models.DateTimeField(null=True, blank=True)
     revoked = models.BooleanField(default=False)
+    # The projects the token may reach; empty: every project (tokens made before projects
+    # existed keep what they could do).
+    projects = ArrayField(models.CharField(max_length=200), default=list, blank=True)
 
     class Meta:
         db_table = "orchestrator_api_token"
@@ -42,10 +65,11 @@ class ApiToken(models.Model):
         return f"{self.name} ({self.prefix}…)"
 
     @classmethod
-    def issue(cls, name: str, scope: str = TokenScope.WRITE) -> tuple[ApiToken, str]:
+    def issue(cls, name: str, scope: str = TokenScope.WRITE,
+              projects: list[str] | None = None) -> tuple[ApiToken, str]:
         raw = "orch_" + secrets.token_urlsafe(32)
         token = cls.objects.create(name=name, token_hash=hash_token(raw), prefix=raw[:12],
-                                   scope=scope)
+                                   scope=scope, projects=sorted(set(projects or [])))
         return token, raw
 
 

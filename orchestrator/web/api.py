@@ -9,11 +9,12 @@ from django.core.exceptions import RequestDataTooBig
 from django.db import InterfaceError, OperationalError
 from django.http import Http404
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
-from rest_framework import authentication, exceptions, parsers, status
+from rest_framework import authentication, exceptions, filters, parsers, status
 from rest_framework.response import Response
 
 from orchestrator.core.auth import authenticate_header
 from orchestrator.core.errors import OrchestratorError, error_body
+from orchestrator.core.projects import scoped
 
 logger = logging.getLogger("orchestrator.api")
 
@@ -80,3 +81,23 @@ class BearerTokenScheme(OpenApiAuthenticationExtension):
     def get_security_definition(self, auto_schema):
         return {"type": "http", "scheme": "bearer",
                 "description": "Create one with `manage.py create_api_token NAME`."}
+
+
+class ProjectScopeFilter(filters.BaseFilterBackend):
+    """Every browsing list and lookup sees only the caller's projects: a token made with
+    --project gets another project's rows neither in lists nor by id (404, as if absent).
+    ``?projectId=`` narrows any list to one project (one the token may reach). Applies to
+    every model with a ``project_id``."""
+
+    def filter_queryset(self, request, queryset, view):
+        if not any(f.name == "project_id" for f in queryset.model._meta.concrete_fields):
+            return queryset
+        queryset = scoped(queryset, request.user)
+        wanted = request.query_params.get("projectId")
+        if wanted:
+            queryset = queryset.filter(project_id=wanted)
+        return queryset
+
+    def get_schema_operation_parameters(self, view):
+        return [{"name": "projectId", "required": False, "in": "query",
+                 "description": "Only rows of this project", "schema": {"type": "string"}}]

@@ -74,8 +74,10 @@ def authenticate(authorization: str | None) -> tuple[TokenPrincipal | None, Answ
     return principal, None
 
 
-def answer(name: str, authorization: str | None, body: bytes | None) -> Answer:
-    """One REST tool call: (HTTP status, JSON body, extra headers).
+def answer(name: str, authorization: str | None, body: bytes | None,
+           project: str | None = None) -> Answer:
+    """One REST tool call: (HTTP status, JSON body, extra headers). ``project``: the
+    X-Orchestrator-Project header (``ToolContext.project``).
 
     The one implementation of ``POST /api/v1/tools/<name>/``: this lane serves it in
     production, the DRF view (orchestrator.web.rest) answers with it under WSGI, and the
@@ -91,7 +93,8 @@ def answer(name: str, authorization: str | None, body: bytes | None) -> Answer:
         return 400, error_body("E1612", f"Malformed JSON: {exc}"), {}
     try:
         result = registry.call_tool(name, arguments,
-                                    ToolContext("rest", principal.name, principal.scope))
+                                    ToolContext("rest", principal.name, principal.scope,
+                                                principal.projects, project or None))
     except OrchestratorError as exc:
         return exc.http_status, exc.to_dict(), {}
     return 200, result, {}
@@ -112,9 +115,10 @@ def check_token(authorization: str | None) -> tuple[TokenPrincipal | None, Answe
     return in_fresh_connection(authenticate, authorization)
 
 
-def handle(name: str, authorization: str | None, body: bytes | None) -> Answer:
+def handle(name: str, authorization: str | None, body: bytes | None,
+           project: str | None = None) -> Answer:
     """``answer`` in a tool thread."""
-    return in_fresh_connection(answer, name, authorization, body)
+    return in_fresh_connection(answer, name, authorization, body, project)
 
 
 def encode(payload: dict[str, Any]) -> bytes:

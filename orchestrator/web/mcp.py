@@ -11,6 +11,7 @@ suits several uvicorn workers behind one port without sticky sessions.
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import Any
 
@@ -20,6 +21,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 
 from orchestrator.core.errors import OrchestratorError
 from orchestrator.core.models import TokenScope
+from orchestrator.core.projects import CLIENT_PROJECT_HEADER
 from orchestrator.core.tools import registry
 from orchestrator.core.tools.schema import answer_or_error
 from orchestrator.web.fastlane import in_fresh_connection, in_tool_thread
@@ -40,11 +42,10 @@ def list_tools() -> list[types.Tool]:
     ]
 
 
-def _call(name: str, arguments: dict[str, Any], actor: str,
-          scope: str | None) -> types.CallToolResult:
+def _call(name: str, arguments: dict[str, Any],
+          context: registry.ToolContext) -> types.CallToolResult:
     try:
-        result = registry.call_tool(name, arguments,
-                                    registry.ToolContext("mcp", actor, scope))
+        result = registry.call_tool(name, arguments, context)
     except OrchestratorError as exc:
         body = exc.to_dict()
         return types.CallToolResult(
@@ -62,25 +63,32 @@ async def _on_list_tools(ctx, params) -> types.ListToolsResult:
     return types.ListToolsResult(tools=await in_tool_thread(list_tools))
 
 
-async def _on_call_tool(ctx, params: types.CallToolRequestParams) -> types.CallToolResult:
+async def _on_call_tool(ctx, params: types.CallToolRequestParams, *,
+                        stdio_project: str | None = None) -> types.CallToolResult:
     # Over HTTP the ASGI router authenticated the token first (a request without a
     # principal, which it never lets through, would get the least a token has). Over stdio
     # (manage.py mcp_stdio) there is no request: a local process holding the database
-    # credentials, trusted like any management command.
-    actor, token_scope = "", None
+    # credentials, trusted like any management command, working in the project its
+    # --project names.
+    context = registry.ToolContext("mcp", project=stdio_project)
     request = getattr(ctx, "request", None)
     if request is not None:
         principal = (getattr(request, "scope", None) or {}).get("orchestrator.principal")
-        actor, token_scope = ("", TokenScope.READ) if principal is None else \
-            (principal.name, principal.scope)
+        project = request.headers.get(CLIENT_PROJECT_HEADER) or None
+        context = registry.ToolContext("mcp", scope=TokenScope.READ, projects=frozenset()) \
+            if principal is None else \
+            registry.ToolContext("mcp", principal.name, principal.scope, principal.projects,
+                                 project)
     # Tool calls run in parallel threads, each with its own database connection, instead
     # of queueing behind one.
     return await in_tool_thread(in_fresh_connection, _call, params.name,
-                                params.arguments or {}, actor, token_scope)
+                                params.arguments or {}, context)
 
 
-def build_server() -> Server:
-    return Server(SERVER_NAME, on_list_tools=_on_list_tools, on_call_tool=_on_call_tool,
+def build_server(stdio_project: str | None = None) -> Server:
+    on_call_tool = functools.partial(_on_call_tool, stdio_project=stdio_project) \
+        if stdio_project else _on_call_tool
+    return Server(SERVER_NAME, on_list_tools=_on_list_tools, on_call_tool=on_call_tool,
                   instructions="Session orchestration tools: contexts, checkpoints, sessions, "
                                "recovery, conflicts and the task graph.")
 

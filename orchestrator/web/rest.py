@@ -13,6 +13,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from orchestrator.core.errors import REGISTRY as ERROR_CODES
+from orchestrator.core.projects import CLIENT_PROJECT_HEADER
 from orchestrator.core.tools import registry
 from orchestrator.core.tools.schema import ERROR_OBJECT
 from orchestrator.web import fastlane
@@ -27,7 +28,8 @@ class ToolView(APIView):
 
     def post(self, request, *args, **kwargs):
         status, body, headers = fastlane.answer(
-            self.tool_name, request.META.get("HTTP_AUTHORIZATION"), request.body)
+            self.tool_name, request.META.get("HTTP_AUTHORIZATION"), request.body,
+            request.headers.get(CLIENT_PROJECT_HEADER))
         return Response(body, status=status, headers=headers)
 
 

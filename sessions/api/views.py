@@ -24,15 +24,16 @@ class SessionSerializer(serializers.ModelSerializer):
     recoveryType = serializers.CharField(source="recovery_type", allow_null=True)
     conversationSummary = serializers.CharField(source="conversation_summary", allow_null=True)
     unsavedChanges = serializers.JSONField(source="unsaved_changes", allow_null=True)
+    projectId = serializers.CharField(source="project_id")
     projectDir = serializers.CharField(source="project_dir", allow_null=True)
     gitBranch = serializers.CharField(source="git_branch", allow_null=True)
     contextSnapshot = serializers.JSONField(source="context_snapshot", allow_null=True)
 
     class Meta:
         model = ActiveSession
-        fields = ["sessionId", "taskId", "status", "startedAt", "lastHeartbeat", "endedAt",
-                  "recoveryNeeded", "recoveryType", "conversationSummary", "unsavedChanges",
-                  "projectDir", "gitBranch", "contextSnapshot"]
+        fields = ["sessionId", "projectId", "taskId", "status", "startedAt", "lastHeartbeat",
+                  "endedAt", "recoveryNeeded", "recoveryType", "conversationSummary",
+                  "unsavedChanges", "projectDir", "gitBranch", "contextSnapshot"]
 
 
 class EventSerializer(serializers.ModelSerializer):
@@ -57,7 +58,8 @@ class ToolUseSerializer(serializers.ModelSerializer):
 
 class HandoffSerializer(serializers.ModelSerializer):
     handoffId = serializers.UUIDField(source="id")
-    projectDir = serializers.CharField(source="project_key")
+    projectId = serializers.CharField(source="project_id")
+    projectDir = serializers.CharField(source="project_dir", allow_null=True)
     fromSessionId = serializers.CharField(source="from_session_id")
     fromAgent = serializers.CharField(source="from_agent", allow_null=True)
     openItems = serializers.JSONField(source="open_items")
@@ -69,7 +71,8 @@ class HandoffSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = SessionHandoff
-        fields = ["handoffId", "projectDir", "fromSessionId", "fromAgent", "summary",
+        fields = ["handoffId", "projectId", "projectDir", "fromSessionId", "fromAgent",
+                  "summary",
                   "openItems", "active", "createdAt", "consumedAt", "consumedBySessionId",
                   "lastConfirmedAt"]
 
@@ -127,5 +130,5 @@ class SessionViewSet(viewsets.ReadOnlyModelViewSet):
 class HandoffViewSet(viewsets.ReadOnlyModelViewSet):
     queryset = SessionHandoff.objects.all()
     serializer_class = HandoffSerializer
-    filterset_fields = ["active", "project_key"]
+    filterset_fields = ["active"]
     ordering_fields = ["created_at"]

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.conf import settings
 from django.db import connection
 
 from contexts.services.bundle import context_bundle
@@ -13,14 +12,15 @@ from orchestrator.core.db import qualified
 from orchestrator.core.errors import OrchestratorError
 from sessions.services.common import get_session, logger, sessions_table, tasks_table
 
-# Task of the latest earlier session of this project and branch, and the global active
-# task, each only if the task still exists and is not finished (a session that names no
-# task wants work to go on, not a completed or archived task): one round trip.
+# Task of the latest earlier session of this project directory and branch, and the
+# project's active task, each only if the task still exists and is not finished (a session
+# that names no task wants work to go on, not a completed or archived task): one round
+# trip.
 FINISHED_STATUSES = ("completed", "archived")
 _RESOLVE_SQL = """
 SELECT (SELECT s.task_id FROM {sessions} s JOIN {tasks} t ON t.task_id = s.task_id
-        WHERE s.project_dir = %(project)s AND s.git_branch = %(branch)s
-          AND COALESCE(t.status, '') <> ALL(%(finished)s)
+        WHERE s.project_id = %(project_id)s AND s.project_dir = %(project)s
+          AND s.git_branch = %(branch)s AND COALESCE(t.status, '') <> ALL(%(finished)s)
         ORDER BY s.started_at DESC NULLS LAST LIMIT 1),
        (SELECT g.active_task_id FROM {global_context} g JOIN {tasks} t
         ON t.task_id = g.active_task_id
@@ -28,16 +28,17 @@ SELECT (SELECT s.task_id FROM {sessions} s JOIN {tasks} t ON t.task_id = s.task_
 """
 
 
-def resolve_task(project_dir: str | None, git_branch: str | None) -> tuple[str | None,
-                                                                        str | None]:
-    """(taskId, source) for a session that named no task: the task of the most recent
-    session on the same project and git branch ("branch"), else the global active task
-    ("active"), else (None, None); completed and archived tasks are never picked."""
+def resolve_task(project_id: str, project_dir: str | None,
+                 git_branch: str | None) -> tuple[str | None, str | None]:
+    """(taskId, source) for a session of ``project_id`` that named no task: the task of the
+    most recent session on the same directory and git branch ("branch"), else the
+    project's active task ("active"), else (None, None); completed and archived tasks are
+    never picked."""
     sql = _RESOLVE_SQL.format(sessions=sessions_table(), tasks=tasks_table(),
                               global_context=qualified("global_context"))
     with connection.cursor() as cursor:
         cursor.execute(sql, {"project": project_dir, "branch": git_branch,
-                             "project_id": settings.MCP_PROJECT_ID,
+                             "project_id": project_id,
                              "finished": list(FINISHED_STATUSES)})
         branch_task, active_task = cursor.fetchone()
     if branch_task and project_dir and git_branch:

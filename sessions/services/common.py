@@ -8,7 +8,7 @@ from typing import Any
 from django.db import connection, transaction
 
 from orchestrator.core.db import qualified
-from orchestrator.core.errors import OrchestratorError
+from orchestrator.core.errors import OrchestratorError, session_not_found
 from orchestrator.observability import metrics
 from sessions import signals
 from sessions.models import ActiveSession, SessionDetail, SessionEvent, ToolInvocation
@@ -45,9 +45,9 @@ def session_status(session_id: str) -> str | None:
 
 def refuse_for_status(session_id: str, status: str | None, *, action: str) -> OrchestratorError:
     """The error for a session that a conditional update did not touch (why it didn't)."""
-    details = {"sessionId": session_id, "status": status}
     if status is None:
-        return OrchestratorError("E1600", f"Session {session_id!r} does not exist", details)
+        return session_not_found(session_id)
+    details = {"sessionId": session_id, "status": status}
     if status == "crashed":
         return OrchestratorError(
             "E1603", f"Session {session_id!r} crashed; run check_recovery before {action}",
@@ -60,8 +60,7 @@ def get_session(session_id: str, *, code: str = "E1600") -> ActiveSession:
     try:
         return ActiveSession.objects.get(session_id=session_id)
     except ActiveSession.DoesNotExist:
-        raise OrchestratorError(code, f"Session {session_id!r} does not exist",
-                                {"sessionId": session_id}) from None
+        raise session_not_found(session_id, code=code) from None
 
 
 def announce_ends(session_ids: list[str], status: str) -> None:

@@ -50,12 +50,14 @@ def report_compaction(session_id: str, *, trigger: str = "auto",
                 "conversation_summary = COALESCE(%s, s.conversation_summary), "
                 "unsaved_changes = COALESCE(%s::jsonb, s.unsaved_changes) "
                 "WHERE s.session_id = %s AND s.status IN ('active', 'compacted') "
-                "RETURNING s.session_id",
+                "RETURNING s.project_id",
                 [conversation_summary,
                  None if unsaved_changes is None else json.dumps(unsaved_changes), session_id])
-            if cursor.fetchone() is None:
+            updated = cursor.fetchone()
+            if updated is None:
                 raise refuse_for_status(session_id, session_status(session_id),
                                         action="reporting a compaction")
+            project_id = updated[0]
             # The snapshot reads the row just updated (summary and changes included).
             cursor.execute(
                 f"UPDATE {sessions_table()} s SET context_snapshot = "
@@ -70,10 +72,11 @@ def report_compaction(session_id: str, *, trigger: str = "auto",
             {"event": "compaction_start", "compactionNumber": number, "fullReload": full_reload,
              "trigger": trigger, "contextRemaining": context_remaining})
     metrics.sessions_total.labels("compacted").inc()
-    logger.info("session compacted", extra={"sessionId": session_id, "compactionNumber": number,
+    logger.info("session compacted", extra={"sessionId": session_id, "projectId": project_id,
+                                            "compactionNumber": number,
                                             "fullReload": full_reload, "trigger": trigger})
     state = recovery.recovery_state(session_id)
-    _write_state_file(session_id, number, full_reload, state.task)
+    _write_state_file(project_id, session_id, number, full_reload, state.task)
     result = {"success": True, "sessionId": session_id, "status": "compacted",
               "recoveryType": "compaction", "compactionNumber": number,
               "fullReloadDue": full_reload, "resumePrompt": resume_prompt(state),
@@ -86,11 +89,12 @@ def report_compaction(session_id: str, *, trigger: str = "auto",
     return result
 
 
-def _write_state_file(session_id: str, number: int, full_reload: bool,
+def _write_state_file(project_id: str, session_id: str, number: int, full_reload: bool,
                       task: dict[str, Any] | None) -> None:
-    """Seed 004's state file, so a resume without the server still knows the count."""
+    """Seed 004's state file (the project's), so a resume without the server still knows
+    the count."""
     try:
-        files.write_json_atomic(files.recovery_dir() / STATE_FILE, {
+        files.write_json_atomic(files.recovery_dir(project_id) / STATE_FILE, {
             "sessionId": session_id, "compactionCount": number, "fullReloadDue": full_reload,
             "taskId": (task or {}).get("taskId"), "updatedAt": now_iso()})
     except OSError as exc:

@@ -17,7 +17,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from orchestrator.core.db import internal_schema
-from orchestrator.core.errors import OrchestratorError
+from orchestrator.core.errors import session_not_found
 from orchestrator.core.stamps import iso
 from sessions.models import SessionDetail
 from sessions.services.common import (
@@ -89,8 +89,7 @@ def recent_events(session_id: str, *, max_turns: int | None = DEFAULT_TURNS,
     """The latest events: the last ``max_turns`` turns, trimmed from the oldest to fit
     ``max_tokens``. A turn starts at a user_message and holds what follows it."""
     if session_status(session_id) is None:
-        raise OrchestratorError("E1600", f"Session {session_id!r} does not exist",
-                                {"sessionId": session_id})
+        raise session_not_found(session_id)
     since = 0
     if max_turns is not None:
         with connection.cursor() as cursor:
@@ -135,8 +134,7 @@ def merge_patch(target: Any, patch: Any) -> Any:
 
 def get_scratchpad(session_id: str) -> dict[str, Any]:
     if session_status(session_id) is None:
-        raise OrchestratorError("E1600", f"Session {session_id!r} does not exist",
-                                {"sessionId": session_id})
+        raise session_not_found(session_id)
     detail = SessionDetail.objects.filter(session_id=session_id).first()
     return {"sessionId": session_id,
             "scratchpad": dict(detail.scratchpad or {}) if detail else {},

@@ -1,4 +1,5 @@
-"""Handoff notes between sessions of one project (seed 001 AD-2).
+"""Handoff notes between sessions of one project (seed 001 AD-2): a note left in one clone
+or worktree of a repository is read by the next session in any other of the same project.
 
 Exactly one active handoff per project: the partial unique index enforces it and
 ``leave_handoff`` replaces the previous one in the caller's transaction. Starting
@@ -11,35 +12,30 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.conf import settings
 from django.db import connection
 
 from orchestrator.core.stamps import iso
 from sessions.models import SessionHandoff
 
 
-def project_key(project_dir: str | None) -> str:
-    return project_dir or settings.MCP_PROJECT_ID
-
-
-def _lock_project(key: str) -> None:
+def _lock_project(project_id: str) -> None:
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_advisory_xact_lock(hashtext('agent_sessions.handoff'), "
-                       "hashtext(%s))", [key])
+                       "hashtext(%s))", [project_id])
 
 
-def leave_handoff(*, project_dir: str | None, session_id: str, agent_id: str | None,
-                  summary: str, open_items: list[str]) -> SessionHandoff:
+def leave_handoff(*, project_id: str, project_dir: str | None, session_id: str,
+                  agent_id: str | None, summary: str,
+                  open_items: list[str]) -> SessionHandoff:
     """Deactivate the project's active handoff and insert the new one (call in atomic)."""
-    key = project_key(project_dir)
-    _lock_project(key)
-    SessionHandoff.objects.filter(project_key=key, active=True).update(active=False)
-    return SessionHandoff.objects.create(project_key=key, from_session_id=session_id,
-                                         from_agent=agent_id, summary=summary,
-                                         open_items=open_items)
+    _lock_project(project_id)
+    SessionHandoff.objects.filter(project_id=project_id, active=True).update(active=False)
+    return SessionHandoff.objects.create(project_id=project_id, project_dir=project_dir,
+                                         from_session_id=session_id, from_agent=agent_id,
+                                         summary=summary, open_items=open_items)
 
 
-def read_handoff(*, project_dir: str | None, session_id: str) -> SessionHandoff | None:
+def read_handoff(*, project_id: str, session_id: str) -> SessionHandoff | None:
     """The project's active handoff, as a starting session reads it.
 
     The note stays active (seed 001: until the next end_session replaces it), so parallel
@@ -51,8 +47,8 @@ def read_handoff(*, project_dir: str | None, session_id: str) -> SessionHandoff 
     rows = list(SessionHandoff.objects.raw(
         f"UPDATE {table} SET consumed_at = COALESCE(consumed_at, now()), "
         "consumed_by_session_id = COALESCE(consumed_by_session_id, %s), "
-        "last_confirmed_at = now() WHERE project_key = %s AND active RETURNING *",
-        [session_id, project_key(project_dir)]))
+        "last_confirmed_at = now() WHERE project_id = %s AND active RETURNING *",
+        [session_id, project_id]))
     return rows[0] if rows else None
 
 
@@ -61,7 +57,8 @@ def handoff_data(handoff: SessionHandoff | None) -> dict[str, Any] | None:
         return None
     return {
         "handoffId": str(handoff.id),
-        "projectDir": handoff.project_key,
+        "projectId": handoff.project_id,
+        "projectDir": handoff.project_dir,
         "fromSessionId": handoff.from_session_id,
         "fromAgent": handoff.from_agent,
         "summary": handoff.summary,

@@ -22,7 +22,7 @@ from typing import Any
 from django.db import connection, transaction
 
 from orchestrator.backends import files
-from orchestrator.backends.coalesce import CoalescingWriter
+from orchestrator.backends.coalesce import CoalescingWriters
 from orchestrator.core.stamps import iso
 from orchestrator.core.tools.registry import Tool, ToolContext
 from orchestrator.observability import metrics
@@ -47,20 +47,22 @@ def record_tool_call(tool: Tool, arguments: dict[str, Any], outcome: dict[str, A
     success = not (isinstance(outcome, dict) and outcome.get("success") is False)
     error = outcome.get("error") if isinstance(outcome, dict) else None
     code = error.get("code") if isinstance(error, dict) else None
+    # The session's project comes back too: its mirror file is the one to rewrite.
     statement = (
-        f"INSERT INTO {HISTORY_TABLE} "
+        f"WITH session AS (SELECT project_id FROM {sessions_table()} WHERE session_id = %s), "
+        f"inserted AS (INSERT INTO {HISTORY_TABLE} "
         "(session_id, tool, success, error_code, transport, duration_ms, timestamp) "
-        "SELECT %s, %s, %s, %s, %s, %s, now() FROM {commit} WHERE EXISTS "
-        f"(SELECT 1 FROM {sessions_table()} WHERE session_id = %s)")
-    params = [session_id, tool.name, success, code, context.transport,
-              round(duration * 1000, 3), session_id]
+        "SELECT %s, %s, %s, %s, %s, %s, now() FROM session, {commit} RETURNING 1) "
+        "SELECT project_id FROM session WHERE EXISTS (SELECT 1 FROM inserted)")
+    params = [session_id, session_id, tool.name, success, code, context.transport,
+              round(duration * 1000, 3)]
     try:
         if connection.in_atomic_block:
             # Inside a caller's transaction: a savepoint, so that a failed INSERT cannot
             # poison it, and no asynchronous commit, which would weaken the caller's.
             with transaction.atomic(), connection.cursor() as cursor:
                 cursor.execute(statement.format(commit="(SELECT 1) AS sync_commit"), params)
-                recorded = cursor.rowcount == 1
+                recorded = cursor.fetchone()
         else:
             # Its own one-statement transaction, committed without waiting for the WAL
             # flush; one round trip.
@@ -68,12 +70,13 @@ def record_tool_call(tool: Tool, arguments: dict[str, Any], outcome: dict[str, A
                 cursor.execute(statement.format(commit=(
                     "(SELECT set_config('synchronous_commit', 'off', true)) AS async_commit")),
                     params)
-                recorded = cursor.rowcount == 1
+                recorded = cursor.fetchone()
     except Exception as exc:  # history is best effort; the tool's answer stands
         logger.warning("tool history not recorded: %s", exc, extra={"sessionId": session_id})
         return
     if recorded:
-        transaction.on_commit(mirror_writer.request)
+        project_id = recorded[0]
+        transaction.on_commit(lambda: mirror_writers.request(project_id))
 
 
 def recent_history(session_id: str, limit: int, *,
@@ -87,15 +90,17 @@ def recent_history(session_id: str, limit: int, *,
              **({"summary": r["summary"]} if r["summary"] else {})} for r in rows]
 
 
-def write_mirror() -> bool:
-    """Mirror the last MIRROR_SIZE calls (all sessions) to RECOVERY_DIR atomically."""
+def write_mirror(project_id: str) -> bool:
+    """Mirror the project's last MIRROR_SIZE calls (all its sessions) to its RECOVERY_DIR
+    atomically."""
     try:
         rows = fetch_dicts(
-            f"SELECT session_id, timestamp, tool, success FROM {HISTORY_TABLE} "
-            "ORDER BY id DESC LIMIT %s", [MIRROR_SIZE])
+            f"SELECT h.session_id, h.timestamp, h.tool, h.success FROM {HISTORY_TABLE} h "
+            f"JOIN {sessions_table()} s ON s.session_id = h.session_id "
+            "WHERE s.project_id = %s ORDER BY h.id DESC LIMIT %s", [project_id, MIRROR_SIZE])
         entries = [{"sessionId": r["session_id"], "timestamp": iso(r["timestamp"]),
                     "tool": r["tool"], "success": r["success"]} for r in reversed(rows)]
-        files.write_json_atomic(files.recovery_dir() / HISTORY_FILE,
+        files.write_json_atomic(files.recovery_dir(project_id) / HISTORY_FILE,
                                 {"version": 1, "entries": entries})
         return True
     except Exception as exc:
@@ -104,12 +109,12 @@ def write_mirror() -> bool:
         return False
 
 
-mirror_writer = CoalescingWriter("tool-history", write_mirror)
+mirror_writers = CoalescingWriters("tool-history", write_mirror)
 
 
-def history_from_file(session_id: str, limit: int) -> list[dict[str, Any]]:
-    """Tool history of a session known only from the recovery files."""
-    data = files.read_json(files.recovery_dir() / HISTORY_FILE) or {}
+def history_from_file(project_id: str, session_id: str, limit: int) -> list[dict[str, Any]]:
+    """Tool history of a session known only from the project's recovery files."""
+    data = files.read_json(files.recovery_dir(project_id) / HISTORY_FILE) or {}
     entries = [e for e in data.get("entries", []) if isinstance(e, dict)
                and e.get("sessionId") == session_id]
     return [{k: e.get(k) for k in ("timestamp", "tool", "success")}

@@ -10,10 +10,11 @@ from typing import Any
 from django.conf import settings
 from django.db import connection, transaction
 
-from contexts.services.tasks import require_task
+from contexts.services.tasks import project_of_task
 from orchestrator.backends import prepared
 from orchestrator.core.db import qualified
-from orchestrator.core.errors import OrchestratorError, task_not_found
+from orchestrator.core.errors import OrchestratorError, projects_differ, task_not_found
+from orchestrator.core.projects import default_project, require_project
 from orchestrator.core.stamps import iso
 from orchestrator.observability import metrics
 from sessions import signals
@@ -37,25 +38,40 @@ def new_session_id() -> str:
     return f"session-{int(time.time() * 1000)}-{uuid.uuid4()}"
 
 
-def start_session(*, session_id: str | None = None, task_id: str | None = None,
-                  project_dir: str | None = None, git_branch: str | None = None,
-                  agent_id: str | None = None, process_id: int | None = None,
-                  resolve_task: bool = False, context_budget_tokens: int | None = None,
-                  crashed_session_ids: list[str] | None = None) -> dict[str, Any]:
-    """Register a session, hand it its project's handoff and tell it what needs recovery."""
-    session_id = session_id or new_session_id()
+def session_project(task_id: str | None, project_id: str | None) -> str:
+    """The project a session belongs to: its task's (E1610 unknown task; E1607 when
+    ``project_id`` names another), else ``project_id`` or the default project (E1605)."""
     if task_id is not None:
-        require_task(task_id)
+        owner = project_of_task(task_id)
+        if owner is None:
+            raise task_not_found(task_id)
+        if project_id is not None and project_id != owner:
+            raise projects_differ(f"Task {task_id!r} is not in project {project_id!r}",
+                                  {task_id: owner})
+        return owner
+    return require_project(project_id or default_project())
+
+
+def start_session(*, session_id: str | None = None, task_id: str | None = None,
+                  project_id: str | None = None, project_dir: str | None = None,
+                  git_branch: str | None = None, agent_id: str | None = None,
+                  process_id: int | None = None, resolve_task: bool = False,
+                  context_budget_tokens: int | None = None,
+                  crashed_session_ids: list[str] | None = None) -> dict[str, Any]:
+    """Register a session in its project, hand it the project's handoff and tell it what
+    needs recovery there."""
+    session_id = session_id or new_session_id()
+    project_id = session_project(task_id, project_id)
     task_source = "argument" if task_id else None
     if task_id is None and resolve_task:
-        task_id, task_source = agent_context.resolve_task(project_dir, git_branch)
+        task_id, task_source = agent_context.resolve_task(project_id, project_dir, git_branch)
     with transaction.atomic():
         with connection.cursor() as cursor:
             cursor.execute(
-                f"INSERT INTO {sessions_table()} (session_id, task_id, project_dir, git_branch) "
-                "VALUES (%s, %s, %s, %s) ON CONFLICT (session_id) DO NOTHING "
+                f"INSERT INTO {sessions_table()} (session_id, project_id, task_id, project_dir, "
+                "git_branch) VALUES (%s, %s, %s, %s, %s) ON CONFLICT (session_id) DO NOTHING "
                 "RETURNING started_at, last_heartbeat",
-                [session_id, task_id, project_dir, git_branch])
+                [session_id, project_id, task_id, project_dir, git_branch])
             row = cursor.fetchone()
             if row is None:
                 raise OrchestratorError("E1601", f"Session {session_id!r} already exists",
@@ -69,15 +85,16 @@ def start_session(*, session_id: str | None = None, task_id: str | None = None,
         started_at = row[0]
         if task_id:
             record_work(session_id, task_id, agent_id=agent_id, started_at=started_at)
-        handoff = handoffs.read_handoff(project_dir=project_dir, session_id=session_id)
+        handoff = handoffs.read_handoff(project_id=project_id, session_id=session_id)
         transaction.on_commit(lambda: signals.session_started.send(
             sender=ActiveSession, session_id=session_id, task_id=task_id, agent_id=agent_id,
             started_at=started_at))
     metrics.sessions_total.labels("active").inc()
     logger.info("Session started", extra={"sessionId": session_id, "taskId": task_id,
-                                          "projectDir": project_dir, "agentId": agent_id})
-    saved_to = {"database": True, **markers.mark_alive(session_id, task_id, project_dir, row[1],
-                                                force_file=True)}
+                                          "projectId": project_id, "projectDir": project_dir,
+                                          "agentId": agent_id})
+    saved_to = {"database": True, **markers.mark_alive(
+        session_id, task_id, project_id, project_dir, row[1], force_file=True)}
     result: dict[str, Any] = {
         "success": True,
         "sessionId": session_id,
@@ -85,6 +102,7 @@ def start_session(*, session_id: str | None = None, task_id: str | None = None,
         "startedAt": iso(started_at),
         "taskId": task_id,
         "taskSource": task_source,
+        "projectId": project_id,
         "projectDir": project_dir,
         "gitBranch": git_branch,
         "agentId": agent_id,
@@ -98,13 +116,12 @@ def start_session(*, session_id: str | None = None, task_id: str | None = None,
         result["contextBundle"] = bundle
     if settings.ENABLE_AUTO_RECOVERY_CHECK:
         result["recovery"] = recovery.check_recovery(
-            project_dir=project_dir, exclude_session=session_id,
+            project_ids=[project_id], exclude_session=session_id,
             crashed_session_ids=crashed_session_ids)
     else:
         recovery.report_crashed(crashed_session_ids or [])
-    project = handoffs.project_key(project_dir)
     result["notificationStatus"] = notifications.notify(
-        f"{project} session open - {agent_id or session_id}")
+        f"{project_id} session open - {agent_id or session_id}")
     return result
 
 
@@ -119,7 +136,7 @@ def heartbeat(session_id: str, *, task_id: str | None = None,
     # set_config join makes this statement's commit asynchronous: a liveness timestamp
     # lost in a database crash costs nothing, and not waiting for the WAL flush is what
     # lets heartbeats from many agents through at once.
-    # Prepared (orchestrator.backends.prepared): planning this statement cost as much as running it.
+    # Prepared (orchestrator.backends.prepared): planning it cost as much as running it.
     row = prepared.fetch_one(
         f"UPDATE {table} s SET last_heartbeat = now(), "
         "task_id = COALESCE(%s, s.task_id), "
@@ -130,19 +147,25 @@ def heartbeat(session_id: str, *, task_id: str | None = None,
         "WHERE prev.id = s.id AND s.session_id = %s "
         "AND s.status IN ('active', 'compacted') "
         f"AND (%s::text IS NULL OR EXISTS (SELECT 1 FROM {tasks_table()} t "
-        "WHERE t.task_id = %s::text)) "
+        "WHERE t.task_id = %s::text AND t.project_id = s.project_id)) "
         "RETURNING s.last_heartbeat AS last, prev.last_heartbeat AS previous, "
-        "s.task_id AS current_task, s.project_dir, s.status, prev.task_id AS previous_task",
+        "s.task_id AS current_task, s.project_id, s.project_dir, s.status, "
+        "prev.task_id AS previous_task",
         [task_id, summary, None if changes is None else json.dumps(changes), session_id,
          task_id, task_id])
     if row is None:
         status = session_status(session_id)
         if status in LIVE_STATUSES and task_id is not None:
-            raise task_not_found(task_id)
+            owner = project_of_task(task_id)
+            if owner is None:
+                raise task_not_found(task_id)
+            raise projects_differ(f"Task {task_id!r} is in another project than session "
+                                  f"{session_id!r}: a session works in one project",
+                                  {task_id: owner})
         raise refuse_for_status(session_id, status, action="sending heartbeats")
-    last, previous, current_task, project_dir, status, previous_task = (
-        row["last"], row["previous"], row["current_task"], row["project_dir"], row["status"],
-        row["previous_task"])
+    last, previous, current_task, project_id, project_dir, status, previous_task = (
+        row["last"], row["previous"], row["current_task"], row["project_id"],
+        row["project_dir"], row["status"], row["previous_task"])
     if task_id is not None and task_id != previous_task:
         # Rare (an agent moving to another task), so it costs a heartbeat nothing usually.
         record_work(session_id, task_id)
@@ -150,7 +173,8 @@ def heartbeat(session_id: str, *, task_id: str | None = None,
                                           task_id=task_id)
     if previous is not None:
         metrics.heartbeat_age_seconds.observe(max(0.0, (last - previous).total_seconds()))
-    saved_to = {"database": True, **markers.mark_alive(session_id, current_task, project_dir, last)}
+    saved_to = {"database": True, **markers.mark_alive(session_id, current_task, project_id,
+                                                       project_dir, last)}
     return {"success": True, "sessionId": session_id, "status": status,
             "lastHeartbeat": iso(last), "taskId": current_task,
             "nextHeartbeatMs": settings.HEARTBEAT_INTERVAL_MS, "savedTo": saved_to}
@@ -171,30 +195,29 @@ def end_session(session_id: str, *, summary: str | None = None,
                 f"UPDATE {sessions_table()} SET status = 'ended', ended_at = now(), "
                 "recovery_needed = FALSE WHERE session_id = %s "
                 "AND status IN ('active', 'compacted') "
-                "RETURNING started_at, ended_at, task_id, project_dir",
+                "RETURNING started_at, ended_at, task_id, project_id, project_dir",
                 [session_id])
             row = cursor.fetchone()
             if row is None:
                 raise refuse_for_status(session_id, session_status(session_id),
                                         action="ending it")
             cursor.execute(f"SELECT count(DISTINCT task_id) FROM {qualified('context_versions')}"
-                           " WHERE session_id = %s", [session_id])
+                           " WHERE project_id = %s AND session_id = %s", [row[3], session_id])
             tasks_worked = cursor.fetchone()[0]
-        started_at, ended_at, task_id, project_dir = row
+        started_at, ended_at, task_id, project_id, project_dir = row
         agent_id = agent_id or (detail[0] if detail else None)
         handoff = None
         if summary or open_items:
             handoff = handoffs.leave_handoff(
-                project_dir=project_dir, session_id=session_id, agent_id=agent_id,
-                summary=summary or "", open_items=open_items)
+                project_id=project_id, project_dir=project_dir, session_id=session_id,
+                agent_id=agent_id, summary=summary or "", open_items=open_items)
         announce_end(session_id, "ended")
     duration = (ended_at - started_at).total_seconds() if started_at else None
-    logger.info("Session ended", extra={"sessionId": session_id, "duration": duration,
-                                        "tasksWorked": tasks_worked})
-    markers.mark_gone(session_id, "ended")
-    project = handoffs.project_key(project_dir)
+    logger.info("Session ended", extra={"sessionId": session_id, "projectId": project_id,
+                                        "duration": duration, "tasksWorked": tasks_worked})
+    markers.mark_gone(session_id, project_id, "ended")
     status = notifications.notify(
-        f"{project} session closed - {agent_id or session_id}"
+        f"{project_id} session closed - {agent_id or session_id}"
         + (f" - {summary}" if summary else ""))
     return {"success": True, "sessionId": session_id, "status": "ended",
             "endedAt": iso(ended_at), "durationSeconds": duration, "taskId": task_id,

@@ -24,9 +24,11 @@ FILE_MARKER_MIN_INTERVAL = 1.0
 _marker_written: dict[str, float] = {}  # marker path -> monotonic time of the last write
 
 
-def mark_alive(session_id: str, task_id: str | None, project_dir: str | None,
-                at: Any, *, force_file: bool = False) -> dict[str, bool]:
-    """Redis key and file marker of a live session (11.4.1); failures are reported only."""
+def mark_alive(session_id: str, task_id: str | None, project_id: str,
+               project_dir: str | None, at: Any, *, force_file: bool = False
+               ) -> dict[str, bool]:
+    """Redis key and file marker of a live session (11.4.1); failures are reported only.
+    The file marker is the project's (its RECOVERY_DIR)."""
     redis_ok = file_ok = True
     try:
         redis_store.set_json(redis_store.key("heartbeat", session_id), int(time.time() * 1000),
@@ -34,30 +36,31 @@ def mark_alive(session_id: str, task_id: str | None, project_dir: str | None,
     except redis_store.RedisUnavailable:
         metrics.backend_failures_total.labels("redis", "heartbeat").inc()
         redis_ok = False
-    now, marker = time.monotonic(), str(files.recovery_dir() / HEARTBEAT_FILE)
+    now, marker = time.monotonic(), str(files.recovery_dir(project_id) / HEARTBEAT_FILE)
     if settings.ENABLE_FILE_SYNC and (
             force_file or now - _marker_written.get(marker, 0.0) >= FILE_MARKER_MIN_INTERVAL):
         _marker_written[marker] = now
-        file_ok = write_heartbeat_file({"sessionId": session_id, "timestamp": iso(at),
-                                        "taskId": task_id, "projectDir": project_dir,
-                                        "status": "active"})
+        file_ok = write_heartbeat_file(project_id, {
+            "sessionId": session_id, "timestamp": iso(at), "taskId": task_id,
+            "projectId": project_id, "projectDir": project_dir, "status": "active"})
     return {"redis": redis_ok, "file": file_ok}
 
 
-def mark_gone(session_id: str, status: str) -> None:
-    """Drop the Redis heartbeat and, if the file marker is this session's, close it."""
+def mark_gone(session_id: str, project_id: str, status: str) -> None:
+    """Drop the Redis heartbeat and, if the project's file marker is this session's, close
+    it."""
     try:
         redis_store.delete(redis_store.key("heartbeat", session_id))
     except redis_store.RedisUnavailable:
         metrics.backend_failures_total.labels("redis", "heartbeat").inc()
-    marker = read_heartbeat_file()
+    marker = read_heartbeat_file(project_id)
     if marker and marker.get("sessionId") == session_id:
-        write_heartbeat_file({**marker, "status": status, "updatedAt": now_iso()})
+        write_heartbeat_file(project_id, {**marker, "status": status, "updatedAt": now_iso()})
 
 
-def write_heartbeat_file(data: dict[str, Any]) -> bool:
+def write_heartbeat_file(project_id: str, data: dict[str, Any]) -> bool:
     try:
-        files.write_json_atomic(files.recovery_dir() / HEARTBEAT_FILE, data)
+        files.write_json_atomic(files.recovery_dir(project_id) / HEARTBEAT_FILE, data)
         return True
     except OSError as exc:
         metrics.backend_failures_total.labels("file", "heartbeat").inc()
@@ -65,6 +68,6 @@ def write_heartbeat_file(data: dict[str, Any]) -> bool:
         return False
 
 
-def read_heartbeat_file() -> dict[str, Any] | None:
-    data = files.read_json(files.recovery_dir() / HEARTBEAT_FILE)
+def read_heartbeat_file(project_id: str) -> dict[str, Any] | None:
+    data = files.read_json(files.recovery_dir(project_id) / HEARTBEAT_FILE)
     return data if isinstance(data, dict) else None

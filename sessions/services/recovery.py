@@ -18,7 +18,8 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from orchestrator.core.db import qualified
-from orchestrator.core.errors import OrchestratorError
+from orchestrator.core.errors import OrchestratorError, session_not_found
+from orchestrator.core.models import Project
 from orchestrator.core.stamps import iso, now_iso
 from sessions import signals
 from sessions.models import ActiveSession, SessionDetail
@@ -76,14 +77,15 @@ def _flip_to_crashed(where: str, params: list[Any]) -> list[tuple]:
             # The heartbeat comes back as text: parsing 10,000 timestamps (for 50 log
             # lines) cost a mass-crash sweep ~25 ms.
             f"RETURNING s.session_id, to_char(s.last_heartbeat AT TIME ZONE 'UTC', {_STAMP}), "
-            "s.task_id",
+            "s.project_id",
             ["crash", *params])
         rows = cursor.fetchall()
         # One WARN line per crashed session (spec 9.2.3), but a mass crash (a host died,
         # a long outage) must not flood the log: past the cap, one line with the count.
-        for session_id, last_heartbeat, _ in rows[:CRASH_LOG_LINES]:
+        for session_id, last_heartbeat, project_id in rows[:CRASH_LOG_LINES]:
             logger.warning("Session crashed", extra={
-                "sessionId": session_id, "lastHeartbeat": last_heartbeat,
+                "sessionId": session_id, "projectId": project_id,
+                "lastHeartbeat": last_heartbeat,
                 "recoveryType": "crash"})
         if len(rows) > CRASH_LOG_LINES:
             logger.warning("Sessions crashed", extra={
@@ -142,8 +144,10 @@ def clean_stale_sessions() -> list[str]:
     return removed
 
 
-def mark_recovered(session_id: str) -> str:
-    """Clear the recovery flag; a compacted (still running) session goes back to active."""
+def mark_recovered(session_id: str, project_ids: list[str] | None = None) -> str:
+    """Clear the recovery flag; a compacted (still running) session goes back to active.
+    A session known only from a project's heartbeat file is looked for in the files of
+    ``project_ids`` (None: every project's)."""
     with connection.cursor() as cursor:
         cursor.execute(
             f"UPDATE {sessions_table()} SET recovery_needed = FALSE, status = CASE "
@@ -157,23 +161,29 @@ def mark_recovered(session_id: str) -> str:
         return row[0]
     status = session_status(session_id)
     if status is None:
-        if _mark_file_session_recovered(session_id):
+        if _mark_file_session_recovered(session_id, project_ids):
             return "recovered"
-        raise OrchestratorError("E1631", f"No session {session_id!r} to recover",
-                                {"sessionId": session_id})
+        raise session_not_found(session_id, code="E1631")
     raise OrchestratorError("E1632", f"Session {session_id!r} needs no recovery ({status})",
                             {"sessionId": session_id, "status": status})
 
 
-def _mark_file_session_recovered(session_id: str) -> bool:
-    marker = markers.read_heartbeat_file()
-    if not marker or marker.get("sessionId") != session_id:
-        return False
-    if marker.get("status") == "recovered":
-        raise OrchestratorError("E1632", f"Session {session_id!r} already recovered",
-                                {"sessionId": session_id})
-    return markers.write_heartbeat_file({**marker, "status": "recovered",
-                                           "updatedAt": now_iso()})
+def _projects(project_ids: list[str] | None) -> list[str]:
+    return list(project_ids) if project_ids is not None else \
+        list(Project.objects.values_list("id", flat=True))
+
+
+def _mark_file_session_recovered(session_id: str, project_ids: list[str] | None) -> bool:
+    for project_id in _projects(project_ids):
+        marker = markers.read_heartbeat_file(project_id)
+        if not marker or marker.get("sessionId") != session_id:
+            continue
+        if marker.get("status") == "recovered":
+            raise OrchestratorError("E1632", f"Session {session_id!r} already recovered",
+                                    {"sessionId": session_id})
+        return markers.write_heartbeat_file(project_id, {**marker, "status": "recovered",
+                                                         "updatedAt": now_iso()})
+    return False
 
 
 def _state_from_row(session: ActiveSession, compactions: int) -> RecoveryState:
@@ -203,9 +213,10 @@ def _current_task(task_id: str | None) -> dict[str, Any] | None:
     return task_part(task) if task else None
 
 
-def _stale_file_state(known: set[str]) -> RecoveryState | None:
-    """Source 2 (4.1.8): a stale heartbeat file whose session the database cannot vouch for."""
-    marker = markers.read_heartbeat_file()
+def _stale_file_state(project_id: str, known: set[str]) -> RecoveryState | None:
+    """Source 2 (4.1.8): a project's stale heartbeat file whose session the database
+    cannot vouch for."""
+    marker = markers.read_heartbeat_file(project_id)
     if not marker or marker.get("status", "active") != "active":
         return None
     session_id = marker.get("sessionId")
@@ -220,17 +231,22 @@ def _stale_file_state(known: set[str]) -> RecoveryState | None:
     return RecoveryState(
         session_id=session_id, recovery_type="crash", last_activity=iso(stamp),
         task=_current_task(marker.get("taskId")),
-        tool_history=history.history_from_file(session_id, HISTORY_LIMIT))
+        tool_history=history.history_from_file(project_id, session_id, HISTORY_LIMIT))
 
 
 def check_recovery(*, mark_recovered_id: str | None = None, include_history: bool = False,
-                   project_dir: str | None = None, exclude_session: str | None = None,
+                   project_ids: list[str] | None = None, project_dir: str | None = None,
+                   exclude_session: str | None = None,
                    crashed_session_ids: list[str] | None = None) -> dict[str, Any]:
-    """Sessions needing recovery, with resume prompts (4.1.8); optionally mark one done."""
-    marked = mark_recovered(mark_recovered_id) if mark_recovered_id else None
+    """Sessions of ``project_ids`` (None: every project) needing recovery, with resume
+    prompts (4.1.8); ``project_dir`` narrows them to one directory. Optionally marks one
+    recovered first."""
+    marked = mark_recovered(mark_recovered_id, project_ids) if mark_recovered_id else None
     report_crashed(crashed_session_ids or [])
     detect_crashed_sessions()
     rows = ActiveSession.objects.filter(recovery_needed=True).order_by("-last_heartbeat")
+    if project_ids is not None:
+        rows = rows.filter(project_id__in=project_ids)
     if project_dir is not None:
         rows = rows.filter(project_dir=project_dir)
     if exclude_session:
@@ -239,15 +255,17 @@ def check_recovery(*, mark_recovered_id: str | None = None, include_history: boo
     counts = dict(SessionDetail.objects.filter(session_id__in=[r.session_id for r in rows])
                   .values_list("session_id", "compaction_count"))
     states = [_state_from_row(r, counts.get(r.session_id, 0)) for r in rows]
-    orphans = orphaned_work(project_dir=project_dir)
+    orphans = orphaned_work(project_ids=project_ids, project_dir=project_dir)
     for state in states:
         state.orphaned_tasks = [{"taskId": task_id, "name": name}
                                 for task_id, name, session_id, _ in orphans
                                 if session_id == state.session_id]
     if project_dir is None:
-        from_file = _stale_file_state({s.session_id for s in states} | {exclude_session or ""})
-        if from_file:
-            states.append(from_file)
+        known = {s.session_id for s in states} | {exclude_session or ""}
+        for project_id in _projects(project_ids):
+            from_file = _stale_file_state(project_id, known)
+            if from_file:
+                states.append(from_file)
     sessions = [_session_entry(state, include_history) for state in states]
     summary = (f"{len(sessions)} session(s) need recovery: " + ", ".join(
         f"{s['sessionId']} ({s['recoveryType']})" for s in sessions)

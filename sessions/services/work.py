@@ -23,17 +23,18 @@ def record_work(session_id: str, task_id: str, *, agent_id: str | None = None,
                 started_at: datetime | None = None) -> None:
     """Record that ``session_id`` works on ``task_id`` (first record wins the start time).
 
-    Only for a session and a task that exist; the agent defaults to the one the session
-    registered with. Call inside the transaction of the change that starts the work.
+    Only for a session and a task that exist, in one project; the agent defaults to the one
+    the session registered with. Call inside the transaction of the change that starts the work.
     """
     with connection.cursor() as cursor:
         cursor.execute(
-            f"INSERT INTO {WORK_TABLE} (session_id, task_id, agent_id, started_at) "
-            "SELECT s.session_id, %s, COALESCE(%s, d.agent_id), COALESCE(%s, now()) "
-            f"FROM {qualified('active_sessions')} s "
+            f"INSERT INTO {WORK_TABLE} (session_id, project_id, task_id, agent_id, started_at) "
+            "SELECT s.session_id, s.project_id, %s, COALESCE(%s, d.agent_id), "
+            f"COALESCE(%s, now()) FROM {qualified('active_sessions')} s "
             f"LEFT JOIN {DETAIL_TABLE} d ON d.session_id = s.session_id "
             "WHERE s.session_id = %s AND EXISTS "
-            f"(SELECT 1 FROM {qualified('task_contexts')} t WHERE t.task_id = %s) "
+            f"(SELECT 1 FROM {qualified('task_contexts')} t WHERE t.task_id = %s "
+            "AND t.project_id = s.project_id) "
             "ON CONFLICT (session_id, task_id) DO UPDATE "
             f"SET agent_id = COALESCE({WORK_TABLE}.agent_id, EXCLUDED.agent_id)",
             [task_id, agent_id, started_at, session_id, task_id])
@@ -64,21 +65,24 @@ FROM {work} w
 JOIN {sessions} s ON s.session_id = w.session_id
 JOIN {tasks} t ON t.task_id = w.task_id
 WHERE s.status = 'crashed' AND COALESCE(t.status, 'pending') NOT IN ('completed', 'archived')
+  AND (%(projects)s::text[] IS NULL OR w.project_id = ANY(%(projects)s::text[]))
   AND (%(tasks)s::text[] IS NULL OR t.task_id = ANY(%(tasks)s::text[]))
   AND (%(project)s::text IS NULL OR s.project_dir = %(project)s::text)
   AND NOT EXISTS (SELECT 1 FROM {work} lw JOIN {sessions} ls ON ls.session_id = lw.session_id
-                  WHERE lw.task_id = w.task_id AND ls.status IN ('active', 'compacted'))
+                  WHERE lw.project_id = w.project_id AND lw.task_id = w.task_id
+                    AND ls.status IN ('active', 'compacted'))
 ORDER BY s.last_heartbeat DESC NULLS LAST, t.task_id
 """
 
 
-def orphaned_work(task_ids: set[str] | None = None,
+def orphaned_work(task_ids: set[str] | None = None, *, project_ids: list[str] | None = None,
                   project_dir: str | None = None) -> list[tuple[str, str, str, datetime | None]]:
-    """(taskId, name, crashed sessionId, its last heartbeat), newest crash first; a task
-    appears once per crashed session that worked on it."""
+    """(taskId, name, crashed sessionId, its last heartbeat) of ``project_ids`` (None: every
+    project), newest crash first; a task appears once per crashed session that worked on
+    it."""
     sql = _ORPHANED_WORK_SQL.format(work=WORK_TABLE, sessions=qualified("active_sessions"),
                                     tasks=qualified("task_contexts"))
     with connection.cursor() as cursor:
         cursor.execute(sql, {"tasks": None if task_ids is None else sorted(task_ids),
-                             "project": project_dir})
+                             "projects": project_ids, "project": project_dir})
         return cursor.fetchall()

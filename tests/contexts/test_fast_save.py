@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 
 import pytest
+from django.conf import settings
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
@@ -135,7 +136,7 @@ def test_the_active_task_refreshes_hot_cache_hot_file_and_registry():
     switch_task("fast-7")
     result = save_task_changes("fast-7", {"status": "in_progress", "currentPhase": "ship"})
     assert result["savedTo"] == {"database": True, "redis": True, "file": True}
-    hot = redis_store.get_json(cache.hot_cache_key())
+    hot = redis_store.get_json(cache.hot_cache_key(settings.MCP_PROJECT_ID))
     assert (hot["taskId"], hot["version"]) == ("fast-7", result["version"])
     assert files.read_json(files.context_dir() / "_hot_context.json")["taskId"] == "fast-7"
     assert files.read_json(files.task_file("fast-7"))["version"] == result["version"]

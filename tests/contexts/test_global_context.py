@@ -74,7 +74,7 @@ def test_invalid_input_is_e1612_and_writes_nothing(tools, payload, field):
 
 def test_service_validation_covers_callers_without_the_schema():
     with pytest.raises(Exception) as caught:
-        global_context.update_global_context({"hardRules": ["  "]})
+        global_context.update_global_context(settings.MCP_PROJECT_ID, {"hardRules": ["  "]})
     assert caught.value.code == "E1612"
 
 
@@ -105,16 +105,17 @@ def test_diff_and_rollback_restore_a_version_as_a_new_one(tools):
     tools.ok("update_global_context", {"hardRules": ["first"]})
     first = project().version
     tools.ok("update_global_context", {"hardRules": ["second"], "services": {"a": "b:1"}})
-    diff = {d["field"]: d for d in global_context.diff_with_version(first)}
+    diff = {d["field"]: d for d in global_context.diff_with_version(settings.MCP_PROJECT_ID, first)}
     assert set(diff) == {"hardRules", "services"}
     assert (diff["hardRules"]["current"], diff["hardRules"]["restored"]) == (["second"],
                                                                              ["first"])
-    answer = global_context.rollback_global_context(first, actor="admin:someone")
+    answer = global_context.rollback_global_context(settings.MCP_PROJECT_ID, first,
+                                                   actor="admin:someone")
     assert sorted(answer["changed"]) == ["hardRules", "services"]
     assert project().hard_rules == ["first"] and answer["version"] == first + 2
     assert history()[-1].change_summary == f"Rollback to version {first}"
     with pytest.raises(Exception) as caught:
-        global_context.rollback_global_context(999)
+        global_context.rollback_global_context(settings.MCP_PROJECT_ID, 999)
     assert caught.value.code == "E1623"
 
 

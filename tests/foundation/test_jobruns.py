@@ -88,14 +88,15 @@ def test_the_management_commands_record_full_runs_only(tools):
     assert JobRun.objects.count() == 5
 
 
-def test_a_failed_command_run_is_recorded_with_its_code(settings):
+def test_a_failed_command_run_is_recorded_with_its_code(settings, tmp_path):
     from django.core.management import CommandError, call_command
 
-    from contexts.models import GlobalContext
-
-    GlobalContext.objects.all().delete()  # hot sync needs the project row: E1611
+    # A context directory that is a file: every backup write fails, a partial sync (E1653).
+    blocked = tmp_path / "not-a-directory"
+    blocked.write_text("")
+    settings.CONTEXT_DIR = str(blocked)
     with pytest.raises(CommandError):
         call_command("sync_hot_context", stdout=io.StringIO())
     run = JobRun.objects.get()
     assert (run.job_name, run.outcome) == ("hot sync", "failed")
-    assert run.summary.startswith("E1611: ")
+    assert run.summary.startswith("E1653: ")

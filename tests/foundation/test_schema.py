@@ -42,8 +42,29 @@ def test_checklist_holds(db, settings):
     assert tables == SPEC_TABLES
     assert functions == SPEC_FUNCTIONS
     assert indexes >= 17
-    assert spec_indexes == 23  # every idx_* of 13.1.1
+    # The 23 idx_* of 13.1.1, each now led by project_id (issue 19), plus the
+    # sessions' started_at index the project console lists by.
+    assert spec_indexes == 24
     assert triggers >= SPEC_TRIGGERS
+
+
+PER_PROJECT_TABLES = SPEC_TABLES - {"global_context"}
+
+
+def test_project_id_leads_every_index_of_a_per_project_table(db, settings):
+    # Ready to shard (issue 19): a table distributed by project_id can only
+    # keep indexes whose first column is project_id useful per shard.
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT tablename, indexname, indexdef FROM pg_indexes "
+            "WHERE schemaname = %s AND indexname LIKE 'idx\\_%%'", [settings.MCP_SCHEMA])
+        rows = cursor.fetchall()
+    per_project = [r for r in rows if r[0] in PER_PROJECT_TABLES]
+    assert per_project
+    for table, name, definition in per_project:
+        if "USING gin" in definition:  # GIN on an array: sharded with its table, no prefix
+            continue
+        assert "(project_id," in definition, (table, name, definition)
 
 
 def test_migrations_run_backward_and_forward(transactional_db, settings):

@@ -11,56 +11,64 @@ from collections.abc import Iterator
 import pytest
 from django.db import connection
 
+from contexts.services.projects import create_project
 from sessions.models import SessionHandoff
 from sessions.services import lifecycle, notifications
 from tests.sessions.helpers import conforms
 
 
+@pytest.fixture(autouse=True)
+def repositories(db):
+    # Handoffs are per project (issue 19): two repositories, two notes.
+    for key in ("repo", "elsewhere"):
+        create_project(key, key.title())
+
+
 @pytest.mark.django_db
 def test_handoff_round_trip_start_end_start(tools):
-    first = tools.ok("start_session", {"sessionId": "a", "projectDir": "/repo", "agentId": "opus"})
+    first = tools.ok("start_session", {"sessionId": "a", "projectId": "repo", "agentId": "opus"})
     assert first["handoff"] is None
     ended = tools.ok("end_session", {"sessionId": "a", "summary": "Parser done",
                                      "openItems": ["write docs", "bench"]})
     assert ended["handoff"]["summary"] == "Parser done" and ended["handoff"]["active"] is True
     assert ended["handoff"]["fromAgent"] == "opus"
-    nxt = tools.ok("start_session", {"sessionId": "b", "projectDir": "/repo"})
+    nxt = tools.ok("start_session", {"sessionId": "b", "projectId": "repo"})
     assert nxt["handoff"]["summary"] == "Parser done"
     assert nxt["handoff"]["openItems"] == ["write docs", "bench"]
     # Seed 001: the note stays active until the next end_session replaces it.
     assert nxt["handoff"]["active"] is True and nxt["handoff"]["consumedAt"]
     assert nxt["handoff"]["consumedBySessionId"] == "b"
-    other = tools.ok("start_session", {"sessionId": "d", "projectDir": "/elsewhere"})
+    other = tools.ok("start_session", {"sessionId": "d", "projectId": "elsewhere"})
     assert other["handoff"] is None
     tools.ok("end_session", {"sessionId": "b"})  # no summary: leaves the note as it is
-    assert tools.ok("start_session", {"sessionId": "c", "projectDir": "/repo"})["handoff"][
+    assert tools.ok("start_session", {"sessionId": "c", "projectId": "repo"})["handoff"][
         "summary"] == "Parser done"
     tools.ok("end_session", {"sessionId": "c", "summary": "Docs written"})
-    assert tools.ok("start_session", {"sessionId": "e", "projectDir": "/repo"})["handoff"][
+    assert tools.ok("start_session", {"sessionId": "e", "projectId": "repo"})["handoff"][
         "summary"] == "Docs written"
 
 
 @pytest.mark.django_db
 def test_two_parallel_sessions_both_see_the_handoff(tools):
-    tools.ok("start_session", {"sessionId": "a", "projectDir": "/repo"})
+    tools.ok("start_session", {"sessionId": "a", "projectId": "repo"})
     tools.ok("end_session", {"sessionId": "a", "summary": "Parser done"})
-    first = tools.ok("start_session", {"sessionId": "p1", "projectDir": "/repo"})["handoff"]
+    first = tools.ok("start_session", {"sessionId": "p1", "projectId": "repo"})["handoff"]
     second = conforms("start_session", tools.ok("start_session", {
-        "sessionId": "p2", "projectDir": "/repo"}))["handoff"]
+        "sessionId": "p2", "projectId": "repo"}))["handoff"]
     assert first["handoffId"] == second["handoffId"]
     assert first["summary"] == second["summary"] == "Parser done"
     # consumedAt is the first read, kept; lastConfirmedAt moves with every read.
     assert second["consumedAt"] == first["consumedAt"]
     assert second["consumedBySessionId"] == "p1"
     assert second["lastConfirmedAt"] >= first["lastConfirmedAt"]
-    note = SessionHandoff.objects.get(project_key="/repo")
+    note = SessionHandoff.objects.get(project_id="repo")
     assert note.active and note.consumed_by_session_id == "p1"
     assert note.last_confirmed_at >= note.consumed_at
 
 
 @pytest.mark.django_db(transaction=True)
 def test_parallel_starts_read_the_note_while_it_stays_the_only_active_one(tools):
-    tools.ok("start_session", {"sessionId": "a", "projectDir": "/repo"})
+    tools.ok("start_session", {"sessionId": "a", "projectId": "repo"})
     tools.ok("end_session", {"sessionId": "a", "summary": "shared note"})
     barrier = threading.Barrier(4)
     seen: list[str | None] = []
@@ -68,7 +76,7 @@ def test_parallel_starts_read_the_note_while_it_stays_the_only_active_one(tools)
     def start(n: int) -> None:
         barrier.wait()
         try:
-            answer = lifecycle.start_session(session_id=f"p{n}", project_dir="/repo")
+            answer = lifecycle.start_session(session_id=f"p{n}", project_id="repo")
             seen.append((answer["handoff"] or {}).get("summary"))
         finally:
             connection.close()
@@ -79,13 +87,13 @@ def test_parallel_starts_read_the_note_while_it_stays_the_only_active_one(tools)
     for t in threads:
         t.join()
     assert seen == ["shared note"] * 4
-    assert SessionHandoff.objects.filter(project_key="/repo", active=True).count() == 1
+    assert SessionHandoff.objects.filter(project_id="repo", active=True).count() == 1
 
 
 @pytest.mark.django_db
 def test_a_new_handoff_replaces_the_active_one(tools):
     for sid in ("a", "b"):
-        tools.ok("start_session", {"sessionId": sid, "projectDir": "/repo"})
+        tools.ok("start_session", {"sessionId": sid, "projectId": "repo"})
     tools.ok("end_session", {"sessionId": "a", "summary": "first"})
     tools.ok("end_session", {"sessionId": "b", "summary": "second"})
     assert list(SessionHandoff.objects.filter(active=True).values_list("summary", flat=True)) \
@@ -95,7 +103,7 @@ def test_a_new_handoff_replaces_the_active_one(tools):
 @pytest.mark.django_db(transaction=True)
 def test_concurrent_end_sessions_leave_exactly_one_active_handoff(tools):
     for n in range(6):
-        tools.ok("start_session", {"sessionId": f"s{n}", "projectDir": "/repo"})
+        tools.ok("start_session", {"sessionId": f"s{n}", "projectId": "repo"})
     barrier = threading.Barrier(6)
     errors: list[BaseException] = []
 
@@ -114,8 +122,8 @@ def test_concurrent_end_sessions_leave_exactly_one_active_handoff(tools):
     for t in threads:
         t.join()
     assert errors == []
-    assert SessionHandoff.objects.filter(project_key="/repo").count() == 6
-    assert SessionHandoff.objects.filter(project_key="/repo", active=True).count() == 1
+    assert SessionHandoff.objects.filter(project_id="repo").count() == 6
+    assert SessionHandoff.objects.filter(project_id="repo", active=True).count() == 1
 
 
 class _Handler(http.server.BaseHTTPRequestHandler):
@@ -155,12 +163,12 @@ def webhook(request) -> Iterator[tuple[str, type]]:
 def test_slack_notification_sent(tools, settings, webhook):
     url, handler = webhook
     settings.SLACK_WEBHOOK_URL = url
-    assert tools.ok("start_session", {"sessionId": "s1", "projectDir": "/repo",
+    assert tools.ok("start_session", {"sessionId": "s1", "projectId": "repo",
                                       "agentId": "opus"})["notificationStatus"] == "sent"
     assert tools.ok("end_session", {"sessionId": "s1", "summary": "done"}
                     )["notificationStatus"] == "sent"
-    assert handler.received == [{"text": "/repo session open - opus"},
-                                {"text": "/repo session closed - opus - done"}]
+    assert handler.received == [{"text": "repo session open - opus"},
+                                {"text": "repo session closed - opus - done"}]
 
 
 @pytest.mark.django_db

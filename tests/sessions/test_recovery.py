@@ -125,11 +125,14 @@ def test_ended_session_file_is_not_reported(tools):
 
 @pytest.mark.django_db
 def test_start_session_reports_a_crashed_predecessor_of_its_project(tools):
-    tools.ok("start_session", {"sessionId": "old", "projectDir": "/a"})
-    tools.ok("start_session", {"sessionId": "other", "projectDir": "/b"})
+    for key in ("a", "b"):
+        tools.ok("create_project", {"projectId": key, "name": key})
+    tools.ok("start_session", {"sessionId": "old", "projectId": "a", "projectDir": "/a"})
+    tools.ok("start_session", {"sessionId": "other", "projectId": "b", "projectDir": "/b"})
     backdate("old", 10)
     backdate("other", 10)
-    body = tools.ok("start_session", {"sessionId": "new", "projectDir": "/a"})
+    body = tools.ok("start_session", {"sessionId": "new", "projectId": "a",
+                                      "projectDir": "/a-worktree"})
     assert [s["sessionId"] for s in body["recovery"]["sessions"]] == ["old"]
 
 

@@ -1,9 +1,12 @@
-"""Who may call what: token scopes and session ownership (spec 8.1.2).
+"""Who may call what: token scopes, projects and session ownership (spec 8.1.2).
 
 A token has a scope (``orchestrator.core.models.TokenScope``): ``read`` calls only tools the
 registry marks read-only (E1608 otherwise); ``write`` calls every tool but writes only
 the sessions it started itself (E1604 for another token's session); ``admin`` writes
 every session. A tool declares which session a call writes with ``Tool.writes_session``.
+A token made with ``--project`` reaches only its projects, whatever its scope: a task,
+session, conflict or checkpoint of another project answers as if it did not exist, a
+call naming another project (``projectId``) is E1608 (``check_projects``).
 
 In-process callers (admin actions, management commands, Celery tasks) are not tokens:
 their ``ToolContext.scope`` is None and nothing here restricts them.
@@ -11,6 +14,7 @@ their ``ToolContext.scope`` is None and nothing here restricts them.
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from typing import Any
@@ -18,8 +22,15 @@ from typing import Any
 from django.db import connection
 
 from orchestrator.core.db import qualified
-from orchestrator.core.errors import OrchestratorError
+from orchestrator.core.errors import (
+    OrchestratorError,
+    checkpoint_not_found,
+    conflict_not_found,
+    session_not_found,
+    task_not_found,
+)
 from orchestrator.core.models import SessionOwner, TokenScope
+from orchestrator.core.projects import CLIENT_PROJECT_HEADER, check_project_id
 from orchestrator.core.tools.definition import Tool, ToolContext
 
 # Owners seen recently, so that the check does not cost a query on every heartbeat. An
@@ -83,19 +94,179 @@ def record_session_owner(session_id: str, context: ToolContext) -> None:
     _remember(session_id, context.actor)
 
 
-def check_access(tool: Tool, arguments: dict[str, Any], context: ToolContext) -> None:
-    """Raise E1608 / E1604 when the calling token may not make this call."""
+def check_access(tool: Tool, arguments: dict[str, Any], context: ToolContext
+                 ) -> dict[str, Any]:
+    """The arguments the call may go on with; E1608 / E1604, or the not-found error of
+    something of another project, when the calling token may not make it."""
+    if context.project is not None:
+        check_client_project(context)
+    if context.projects is not None:
+        arguments = check_projects(tool, arguments, context.projects)
     if context.scope is None or context.scope == TokenScope.ADMIN:
-        return
+        return arguments
     if context.scope == TokenScope.READ and not tool.read_only:
         raise OrchestratorError(
             "E1608", f"A read token cannot call {tool.name}: it changes stored data",
             {"tool": tool.name, "scope": context.scope})
     session_id = tool.writes_session(arguments) if tool.writes_session else None
     if not session_id:
-        return
+        return arguments
     owner = owner_of(session_id)
     if owner is not None and owner != context.actor:
         raise OrchestratorError(
             "E1604", f"Session {session_id!r} was started by another token; only that token "
             "or an admin token may change it", {"sessionId": session_id, "tool": tool.name})
+    return arguments
+
+
+# -- projects ------------------------------------------------------------------------------
+# Arguments naming something that lives in a project, whatever the tool: what it is, and
+# the code a call gets for one of a project the token may not reach, the same a call naming
+# one that does not exist gets, so a token learns nothing about other projects.
+ENTITY_ARGUMENTS: dict[str, tuple[str, str]] = {
+    "taskId": ("task", "E1610"), "taskIds": ("task", "E1610"),
+    "includeTasks": ("task", "E1610"), "sourceTaskId": ("task", "E1610"),
+    "targetTaskId": ("task", "E1610"), "taskAId": ("task", "E1610"),
+    "taskBId": ("task", "E1610"), "fromTaskId": ("task", "E1660"),
+    "toTaskId": ("task", "E1661"), "sessionId": ("session", "E1600"),
+    "markRecovered": ("session", "E1631"), "conflictId": ("conflict", "E1642"),
+}
+# Lists of ids a call acts on only where they exist and may be acted on: one of another
+# project is dropped, as one that does not exist is ignored.
+FILTERED_ARGUMENTS = {"crashedSessionIds": "session"}
+UUID = re.compile(r"^[0-9a-fA-F-]{32,36}$")
+
+# What project each task, session, conflict or checkpoint is in: that never changes, so a
+# cached answer stays right (a deleted id's entry answers as before: its tool says it is
+# gone). Saves the restricted token's hot calls (heartbeat, record_activity) a query.
+ENTITY_CACHE_SIZE = 100_000
+_entity_projects: dict[tuple[str, str], str] = {}
+_entity_lock = threading.Lock()
+
+_PROJECTS_OF = """
+SELECT 'task', task_id, project_id FROM {tasks} WHERE task_id = ANY(%(task)s)
+UNION ALL SELECT 'session', session_id, project_id FROM {sessions}
+  WHERE session_id = ANY(%(session)s)
+UNION ALL SELECT 'conflict', id::text, project_id FROM {conflicts}
+  WHERE id = ANY(%(conflict)s::uuid[])
+UNION ALL SELECT 'checkpoint', checkpoint_id, project_id FROM {checkpoints}
+  WHERE checkpoint_id = ANY(%(checkpoint)s)
+"""
+
+
+def forget_entity_projects() -> None:
+    """Drop the cache (tests roll back the rows it reflects)."""
+    with _entity_lock:
+        _entity_projects.clear()
+
+
+def _references(tool: Tool, arguments: dict[str, Any]) -> list[tuple[str, str, str, str]]:
+    """(kind, id, argument, code) of everything the arguments name, in argument order;
+    code "" for ids in lists the tool acts on only where they exist."""
+    found = []
+    for name, (kind, code) in ENTITY_ARGUMENTS.items():
+        if name in tool.creates:
+            continue
+        value = arguments.get(name)
+        ignored = name in tool.only_known
+        for item in value if isinstance(value, list) else [value]:
+            if isinstance(item, str) and item:
+                found.append((kind, item, name, "" if ignored else code))
+    target = arguments.get("target")
+    if isinstance(target, dict) and isinstance(target.get("checkpointId"), str):
+        found.append(("checkpoint", target["checkpointId"], "target.checkpointId", "E1622"))
+    for name, kind in FILTERED_ARGUMENTS.items():
+        value = arguments.get(name)
+        for item in value if isinstance(value, list) else []:
+            if isinstance(item, str):
+                found.append((kind, item, name, ""))
+    return found
+
+
+def projects_of(keys: set[tuple[str, str]]) -> dict[tuple[str, str], str]:
+    """The project of each (kind, id) that exists."""
+    with _entity_lock:
+        known = {key: _entity_projects[key] for key in keys if key in _entity_projects}
+    wanted = keys - set(known)
+    if wanted:
+        ids: dict[str, list[str]] = {"task": [], "session": [], "conflict": [],
+                                     "checkpoint": []}
+        for kind, item in wanted:
+            if kind != "conflict" or UUID.match(item):
+                ids[kind].append(item)
+        with connection.cursor() as cursor:
+            cursor.execute(_PROJECTS_OF.format(
+                tasks=qualified("task_contexts"), sessions=qualified("active_sessions"),
+                conflicts=qualified("context_conflicts"),
+                checkpoints=qualified("checkpoints")), ids)
+            rows = cursor.fetchall()
+        with _entity_lock:
+            if len(_entity_projects) >= ENTITY_CACHE_SIZE:
+                _entity_projects.clear()
+            for kind, item, project in rows:
+                _entity_projects[(kind, item)] = project
+                known[(kind, item)] = project
+    return known
+
+
+def _not_found(kind: str, item: str, argument: str, code: str) -> OrchestratorError:
+    """The tool's own answer for a missing ``item`` (the shared helpers in errors.py)."""
+    if kind == "task":
+        field = argument if code in ("E1660", "E1661") else "taskId"
+        return task_not_found(item, code=code, field=field)
+    if kind == "session":
+        return session_not_found(item, code=code)
+    if kind == "conflict":
+        return conflict_not_found(item)
+    return checkpoint_not_found(item)
+
+
+def check_client_project(context: ToolContext) -> None:
+    """The project a client says it works in: a well-formed id (E1612) its token may
+    reach (E1608). Whether it exists is the tool's question (E1605 where it matters)."""
+    check_project_id(context.project, field=CLIENT_PROJECT_HEADER)
+    if context.projects is not None and context.project not in context.projects:
+        raise OrchestratorError(
+            "E1608", f"This token cannot reach project {context.project!r}",
+            {"projectId": context.project, "projects": sorted(context.projects)})
+
+
+def check_projects(tool: Tool, arguments: dict[str, Any], allowed: frozenset[str]
+                   ) -> dict[str, Any]:
+    """A token limited to ``allowed``: E1608 for a project argument naming another project;
+    for a task, session, conflict or checkpoint of another project, the answer the tool
+    gives for a missing one; ids of another project dropped from lists the tool acts on
+    only where they exist."""
+    project = arguments.get("projectId")
+    if isinstance(project, str) and project not in allowed:
+        raise OrchestratorError(
+            "E1608", f"This token cannot reach project {project!r}",
+            {"projectId": project, "projects": sorted(allowed)})
+    references = _references(tool, arguments)
+    if not references:
+        return arguments
+    projects = projects_of({(kind, item) for kind, item, _, _ in references})
+    foreign = {(kind, item) for (kind, item), owner in projects.items() if owner not in allowed}
+    if not foreign:
+        return arguments
+    hidden = [r for r in references if r[3] and (r[0], r[1]) in foreign]
+    if hidden:
+        # Where the tool would stop at the first missing one, stop at the first missing
+        # or foreign one (whichever comes first in the arguments), as it would.
+        def unknown(reference) -> bool:
+            return (reference[0], reference[1]) in foreign or \
+                (reference[0], reference[1]) not in projects
+        group = [r for r in references if r[2] in tool.task_group and r[3]]
+        if any((r[0], r[1]) in foreign for r in group):
+            missing = list(dict.fromkeys(r[1] for r in group if unknown(r)))
+            if tool.task_group_sorted:
+                missing.sort()
+            raise task_not_found(missing[0], missing=missing)
+        first = next(r for r in references if r[3] and unknown(r))
+        raise _not_found(*first)
+    cleaned = dict(arguments)
+    for name in {r[2] for r in references if not r[3]}:
+        if isinstance(cleaned.get(name), list):
+            kind = next(r[0] for r in references if r[2] == name)
+            cleaned[name] = [i for i in cleaned[name] if (kind, i) not in foreign]
+    return cleaned

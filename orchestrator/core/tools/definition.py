@@ -7,6 +7,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.conf import settings
+
 
 @dataclass(frozen=True)
 class ToolContext:
@@ -20,6 +22,13 @@ class ToolContext:
     transport: str  # "rest" | "mcp" | "admin" | "command" | "task"
     actor: str = ""
     scope: str | None = None
+    # The projects the caller may reach; None: every project (in-process callers, and
+    # tokens made without --project).
+    projects: frozenset[str] | None = None
+    # The project the client says it works in (the X-Orchestrator-Project header, which
+    # claude_setup configures per repository; ``mcp_stdio --project``): where its calls
+    # naming no project go, and what its listings show. None: not said.
+    project: str | None = None
     # Long in-process work reports (done, total) here (a command's progress lines).
     progress: Callable[[int, int], None] | None = field(default=None, compare=False)
 
@@ -27,6 +36,26 @@ class ToolContext:
     def in_process(self) -> bool:
         """A console action, a periodic job or a management command: not a network client."""
         return self.transport in IN_PROCESS_TRANSPORTS
+
+    def default_project(self) -> str:
+        """Where a call naming no project goes: the project the client works in, else the
+        token's project when it has exactly one, else the default project
+        (MCP_PROJECT_ID)."""
+        if self.project is not None:
+            return self.project
+        if self.projects is not None and len(self.projects) == 1:
+            return next(iter(self.projects))
+        return settings.MCP_PROJECT_ID
+
+    def visible_projects(self, project_id: str | None = None) -> list[str] | None:
+        """The projects a listing call looks at: ``project_id`` when it names one (the
+        access check has let it through), else the project the client works in, else
+        every project the caller may reach (None: all of them)."""
+        if project_id is not None:
+            return [project_id]
+        if self.project is not None:
+            return [self.project]
+        return None if self.projects is None else sorted(self.projects)
 
 
 IN_PROCESS_TRANSPORTS = frozenset({"admin", "command", "task"})
@@ -53,5 +82,16 @@ class Tool:
     # not in the OpenAPI document; a network client naming it gets E1615, as for any
     # unknown name.
     internal: bool = False
+    # How a call names things, for tokens limited to projects (tools/access.py), which
+    # answer for another project's task, session, conflict or checkpoint exactly as the
+    # tool answers for a missing one. ``creates``: arguments naming what the call makes
+    # (a taken id is the tool's own E1614 / E1601, not looked up). ``task_group``:
+    # task arguments whose unknown ids the tool reports together (E1610 with
+    # ``missing``, in argument order, or sorted with ``task_group_sorted``).
+    # ``only_known``: id lists the tool acts on only where the ids exist, ignoring others.
+    creates: frozenset[str] = frozenset()
+    task_group: tuple[str, ...] = ()
+    task_group_sorted: bool = False
+    only_known: frozenset[str] = frozenset()
     validator: Any = field(default=None, compare=False, repr=False)
     quick_validator: Any = field(default=None, compare=False, repr=False)

@@ -116,7 +116,7 @@ def _run_tool(tool: Tool, arguments: Any, context: ToolContext, span: Any) -> di
     try:
         with tracing.span("validate_input"):
             args = validate_input(tool, arguments)
-        check_access(tool, args, context)
+        args = check_access(tool, args, context)
         result = tool.handler(args, context)
         outcome = result
         return result

@@ -52,6 +52,11 @@ def safe_id(description: str, *, max_length: int = 255) -> Schema:
     return string(description, min_length=1, max_length=max_length, pattern=SAFE_ID_PATTERN)
 
 
+def project_id(description: str = "Project id; omit for the caller's project (the token's "
+               "only project, else the default project)") -> Schema:
+    return safe_id(description, max_length=200)
+
+
 # Integers end in Postgres integer columns (and counts and versions come from them): an
 # unbounded one would pass validation and fail in the database as a server fault.
 INT32_MAX = 2**31 - 1

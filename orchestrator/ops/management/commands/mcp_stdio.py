@@ -1,17 +1,29 @@
 """`manage.py mcp_stdio`: serve the tools over MCP stdio, for clients that launch a process."""
 
 import anyio
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 from mcp.server.stdio import stdio_server
 
+from orchestrator.core.errors import OrchestratorError
+from orchestrator.core.projects import check_project_id
 from orchestrator.web.mcp import build_server
 
 
 class Command(BaseCommand):
     help = "Serve every registered tool over MCP on stdin/stdout."
 
-    def handle(self, *args, **options):
-        server = build_server()
+    def add_arguments(self, parser) -> None:
+        parser.add_argument("--project", default=None,
+                            help="The project the client works in: calls naming no project "
+                                 "go there (claude_setup writes it)")
+
+    def handle(self, *args, project: str | None = None, **options):
+        if project:
+            try:
+                check_project_id(project, field="--project")
+            except OrchestratorError as exc:
+                raise CommandError(exc.message) from None
+        server = build_server(stdio_project=project)
 
         async def main() -> None:
             async with stdio_server() as (read_stream, write_stream):
