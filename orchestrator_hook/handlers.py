@@ -75,6 +75,8 @@ def start(hook: Hook, source: str) -> dict[str, Any]:
     arguments: dict[str, Any] = {
         "sessionId": session_id, "projectDir": str(hook.project_dir),
         "agentId": hook.config.agent_id, "contextBudgetTokens": hook.config.budget_tokens}
+    if hook.config.project_id:
+        arguments["projectId"] = hook.config.project_id
     branch = git_branch(hook.project_dir)
     if branch:
         arguments["gitBranch"] = branch

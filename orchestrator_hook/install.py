@@ -107,8 +107,13 @@ def merge_settings(settings: dict[str, Any], runner: str | Sequence[str]) -> dic
     return merged
 
 
+# The header naming the project a client works in (the server's CLIENT_PROJECT_HEADER).
+PROJECT_HEADER = "X-Orchestrator-Project"
+
+
 def mcp_entry(url: str, token: str, transport: str, stdio_command: list[str] | None,
-              stdio_env: dict[str, str] | None) -> dict[str, Any]:
+              stdio_env: dict[str, str] | None, project_id: str | None = None
+              ) -> dict[str, Any]:
     if transport == "stdio":
         if not stdio_command:
             raise ValueError("stdio transport needs the server command")
@@ -117,8 +122,10 @@ def mcp_entry(url: str, token: str, transport: str, stdio_command: list[str] | N
         if stdio_env:
             entry["env"] = stdio_env
         return entry
-    return {"type": "http", "url": f"{url.rstrip('/')}/mcp",
-            "headers": {"Authorization": f"Bearer {token}"}}
+    headers = {"Authorization": f"Bearer {token}"}
+    if project_id:
+        headers[PROJECT_HEADER] = project_id
+    return {"type": "http", "url": f"{url.rstrip('/')}/mcp", "headers": headers}
 
 
 def merge_mcp(config: dict[str, Any], entry: dict[str, Any]) -> dict[str, Any]:
@@ -147,7 +154,8 @@ def _existing(path: Path) -> tuple[str | None, dict[str, Any]]:
 
 
 def plan(project_dir: Path, *, url: str, token: str, runner: str | Sequence[str],
-         task_id: str | None = None, mcp_transport: str = "http",
+         task_id: str | None = None, project_id: str | None = None,
+         mcp_transport: str = "http",
          stdio_command: list[str] | None = None,
          stdio_env: dict[str, str] | None = None) -> list[FileChange]:
     """The file changes that set ``project_dir`` up; nothing is written. ``runner``: see
@@ -161,6 +169,8 @@ def plan(project_dir: Path, *, url: str, token: str, runner: str | Sequence[str]
     mcp_before, mcp = _existing(mcp_path)
     config_before, config = _existing(config_path)
     config = {**config, "url": url, "token": token}
+    if project_id:
+        config["projectId"] = project_id
     if task_id:
         config["taskId"] = task_id
     ignore_before = ignore_path.read_text() if ignore_path.exists() else None
@@ -168,7 +178,8 @@ def plan(project_dir: Path, *, url: str, token: str, runner: str | Sequence[str]
         FileChange(settings_path, settings_before,
                    _text(merge_settings(settings, runner))),
         FileChange(mcp_path, mcp_before, _text(merge_mcp(
-            mcp, mcp_entry(url, token, mcp_transport, stdio_command, stdio_env))),
+            mcp, mcp_entry(url, token, mcp_transport, stdio_command, stdio_env,
+                           project_id))),
             secret=True),
         FileChange(config_path, config_before, _text(config), secret=True),
         # The client's state holds the token and the spool: never committed.

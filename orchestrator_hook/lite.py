@@ -137,6 +137,7 @@ def config_fields(project_dir: str | os.PathLike[str]) -> dict[str, object]:
         "flush_seconds": number("flushSeconds", "ORCHESTRATOR_FLUSH_SECONDS",
                                 DEFAULT_FLUSH_SECONDS),
         "agent_id": str(data.get("agentId") or "claude-code"),
+        "project_id": env.get("ORCHESTRATOR_PROJECT") or data.get("projectId") or None,
     }
 
 

@@ -25,7 +25,8 @@ class Service:
     def __init__(self, state: ProjectState, config: Config, deadline: float) -> None:
         self.state = state
         self.deadline = deadline
-        self.client = Client(config.url, config.token) if config.usable else None
+        self.client = Client(config.url, config.token, project=config.project_id) \
+            if config.usable else None
 
     def remaining(self) -> float:
         return self.deadline - time.monotonic()

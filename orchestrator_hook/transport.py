@@ -34,7 +34,8 @@ RETRYABLE_STATUSES = frozenset({408, 425, 429})
 
 
 class Client:
-    def __init__(self, url: str, token: str, connect_timeout: float = 0.3) -> None:
+    def __init__(self, url: str, token: str, connect_timeout: float = 0.3,
+                 project: str | None = None) -> None:
         parts = urlsplit(url.rstrip("/"))
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError(f"not an http(s) URL: {url!r}")
@@ -49,6 +50,11 @@ class Client:
         self.base_path = parts.path
         self.token = token
         self.connect_timeout = connect_timeout
+        # Every call names the repository's project: the server puts whatever names no
+        # project there. Only a well-formed id goes in a header line.
+        self.project_header = f"X-Orchestrator-Project: {project}\r\n" \
+            if project and project.isascii() and all(c.isalnum() or c in "._:-"
+                                                     for c in project) else ""
 
     def call(self, tool: str, arguments: dict[str, Any], timeout: float) -> dict[str, Any]:
         """Return the tool's answer; raise ServiceUnavailable or ToolRefused."""
@@ -58,6 +64,7 @@ class Client:
         head = (f"POST {self.base_path}/api/v1/tools/{tool}/ HTTP/1.1\r\n"
                 f"Host: {self.host}:{self.port}\r\n"
                 f"Authorization: Bearer {self.token}\r\n"
+                f"{self.project_header}"
                 "Content-Type: application/json\r\n"
                 f"Content-Length: {len(body)}\r\n"
                 "User-Agent: orchestrator-hook\r\nConnection: close\r\n\r\n")

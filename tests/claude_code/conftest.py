@@ -27,13 +27,34 @@ def claude(claude_code_install, tmp_path) -> ClaudeCode:
     return ClaudeCode(binary, version, home=tmp_path / "home")
 
 
-def make_project(path: Path) -> Path:
-    """A git repository on branch main with one committed file, as a user's project is."""
+GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com"]
+
+
+def make_project(path: Path, remote: str | None = None) -> Path:
+    """A git repository on branch main with one committed file, as a user's project is;
+    ``remote``: its origin's URL (what claude_setup derives the project from)."""
     path.mkdir(parents=True)
     (path / "app.py").write_text("def greet():\n    return 'hello'\n")
-    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com"]
     for argv in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-q", "-m", "init"]):
-        subprocess.run([*git, *argv], cwd=path, check=True, capture_output=True)
+        subprocess.run([*GIT, *argv], cwd=path, check=True, capture_output=True)
+    if remote:
+        subprocess.run([*GIT, "remote", "add", "origin", remote], cwd=path, check=True,
+                       capture_output=True)
+    return path
+
+
+def clone_project(source: Path, path: Path) -> Path:
+    """A second clone of ``source`` (same root commit, same remote): the same project."""
+    remote = subprocess.run([*GIT, "remote", "get-url", "origin"], cwd=source, text=True,
+                            capture_output=True).stdout.strip()
+    subprocess.run([*GIT, "clone", "-q", str(source), str(path)], check=True,
+                   capture_output=True)
+    if remote:
+        subprocess.run([*GIT, "remote", "set-url", "origin", remote], cwd=path, check=True,
+                       capture_output=True)
+    else:
+        subprocess.run([*GIT, "remote", "remove", "origin"], cwd=path, check=True,
+                       capture_output=True)
     return path
 
 

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import urllib.error
 import urllib.request
 from io import StringIO
 from pathlib import Path
@@ -11,6 +12,7 @@ from typing import Any
 
 from django.core.management import call_command
 
+from orchestrator_hook.project import identify
 from tests.claude_code.orchestrator_server import OrchestratorServer
 
 
@@ -23,6 +25,19 @@ def call_tool(server: OrchestratorServer, token: str, tool: str, payload: dict[s
         return json.loads(response.read())
 
 
+def register_project(server: OrchestratorServer, token: str, directory: Path) -> str:
+    """The project claude_setup will find for ``directory``, registered now (tests make
+    their tasks before the setup); its key."""
+    identity = identify(directory)
+    try:
+        call_tool(server, token, "create_project", {"projectId": identity.key,
+                                                    "name": identity.name})
+    except urllib.error.HTTPError as exc:
+        if exc.code != 409:  # E1606: there already (a second clone)
+            raise
+    return identity.key
+
+
 def tool_calls(server: OrchestratorServer, tool: str) -> float:
     """How many calls of ``tool`` the server process answered (its Prometheus counter;
     the server runs one worker, so this is every call)."""
@@ -33,11 +48,13 @@ def tool_calls(server: OrchestratorServer, tool: str) -> float:
                if line.startswith(prefix) and f'tool="{tool}"' in line)
 
 
-def claude_setup(project: Path, server: OrchestratorServer, token: str,
+def claude_setup(project: Path, server: OrchestratorServer, token: str | None,
                  task_id: str | None = None) -> str:
-    """``manage.py claude_setup`` for the project, as a user runs it; returns its output."""
+    """``manage.py claude_setup`` for the project, as a user runs it; returns its output.
+    Without ``token`` it issues one limited to the directory's project, as for a newcomer."""
     out = StringIO()
-    args = ["--project-dir", str(project), "--url", server.url, "--token", token]
+    args = ["--project-dir", str(project), "--url", server.url,
+            *(["--token", token] if token else [])]
     call_command("claude_setup", *args, *(["--task", task_id] if task_id else []), stdout=out)
     return out.getvalue()
 

@@ -10,6 +10,7 @@ import json
 import shlex
 import threading
 import time
+import urllib.error
 
 import pytest
 
@@ -23,12 +24,13 @@ from sessions.models import (
     ToolInvocation,
 )
 from sessions.services.recovery import detect_crashed_sessions
-from tests.claude_code.conftest import make_project
+from tests.claude_code.conftest import clone_project, make_project
 from tests.claude_code.model_standin import ModelStandIn, Step, call, say
 from tests.claude_code.orchestrated import (
     call_tool,
     claude_setup,
     our_session_id,
+    register_project,
     spooled,
     tool_calls,
 )
@@ -46,9 +48,11 @@ NO_TIME_FLUSH = {"ORCHESTRATOR_FLUSH_SECONDS": "600"}
 HOOK_DOWN_SECONDS = 2.0
 
 
-def create_task(server, token, task_id: str, working_on: str) -> None:
+def create_task(server, token, project, task_id: str, working_on: str) -> None:
+    """The task, in the project of the directory ``project`` (registered first)."""
     call_tool(server, token, "create_task", {
         "taskId": task_id, "name": f"Task {task_id}", "status": "in_progress",
+        "projectId": register_project(server, token, project),
         "currentPhase": "implementation", "keyFiles": [f"docs/{task_id}.md"],
         "immediateContext": {"workingOn": working_on, "nextStep": "edit app.py"}})
 
@@ -61,7 +65,7 @@ def hook_tools(session_id: str) -> list[str]:
 
 def test_a_run_is_recorded_and_its_context_reaches_the_model(
         claude, project, orchestrator, api_token_live):
-    create_task(orchestrator, api_token_live, "greeting", "MARKER-GREETING-7 personal greetings")
+    create_task(orchestrator, api_token_live, project, "greeting", "MARKER-GREETING-7 personal greetings")
     output = claude_setup(project, orchestrator, api_token_live, "greeting")
     settings = json.loads((project / ".claude" / "settings.json").read_text())
     for event in HOOK_EVENTS:
@@ -71,6 +75,9 @@ def test_a_run_is_recorded_and_its_context_reaches_the_model(
             "-S", str(install.LAUNCHER), event] for c in commands), (event, output)
     server = json.loads((project / ".mcp.json").read_text())["mcpServers"]["orchestrator"]
     assert server["url"].startswith(orchestrator.url)
+    key = json.loads((project / ".claude" / "orchestrator" / "config.json").read_text())[
+        "projectId"]
+    assert key.startswith("git-root:") and server["headers"]["X-Orchestrator-Project"] == key
 
     app, added = project / "app.py", project / "greeting.py"
     steps = [call("Edit", file_path=str(app), old_string="'hello'", new_string="'hello you'"),
@@ -84,8 +91,8 @@ def test_a_run_is_recorded_and_its_context_reaches_the_model(
     session_id = our_session_id(project, run.session_id)
 
     session = ActiveSession.objects.get(session_id=session_id)
-    assert (session.task_id, session.project_dir, session.git_branch, session.status) == (
-        "greeting", str(project), "main", "ended")
+    assert (session.task_id, session.project_dir, session.git_branch, session.status,
+            session.project_id) == ("greeting", str(project), "main", "ended", key)
     assert session.last_heartbeat > session.started_at
     assert hook_tools(session_id) == ["Edit", "Write", "Bash",
                                       "mcp__orchestrator__get_unified_context"]
@@ -106,7 +113,7 @@ def test_a_run_is_recorded_and_its_context_reaches_the_model(
 
 def test_a_compaction_is_recorded_and_its_context_reaches_the_model_after_it(
         claude, project, orchestrator, api_token_live):
-    create_task(orchestrator, api_token_live, "compacting", "MARKER-COMPACT-8 the cache")
+    create_task(orchestrator, api_token_live, project, "compacting", "MARKER-COMPACT-8 the cache")
     claude_setup(project, orchestrator, api_token_live, "compacting")
     steps = [*(call("Bash", command=f"echo {n}", description="count") for n in range(3)),
              say("Counted.")]
@@ -130,7 +137,7 @@ def test_a_compaction_is_recorded_and_its_context_reaches_the_model_after_it(
 @pytest.mark.parametrize("noticed_by", ["beat sweep", "next SessionStart"])
 def test_after_a_kill_9_the_next_run_gets_the_recovery_prompt(
         noticed_by, claude, project, orchestrator, api_token_live, settings):
-    create_task(orchestrator, api_token_live, "crashy", "MARKER-CRASHY-3 the parser")
+    create_task(orchestrator, api_token_live, project, "crashy", "MARKER-CRASHY-3 the parser")
     claude_setup(project, orchestrator, api_token_live, "crashy")
     release = threading.Event()
     steps = [call("Edit", file_path=str(project / "app.py"), old_string="'hello'",
@@ -173,7 +180,7 @@ def test_after_a_kill_9_the_next_run_gets_the_recovery_prompt(
 
 def test_the_service_down_mid_run_costs_the_agent_nothing_and_the_spool_arrives_later(
         claude, project, orchestrator, api_token_live):
-    create_task(orchestrator, api_token_live, "offline", "MARKER-OFFLINE-5")
+    create_task(orchestrator, api_token_live, project, "offline", "MARKER-OFFLINE-5")
     claude_setup(project, orchestrator, api_token_live, "offline")
     stopped_at: list[float] = []
 
@@ -219,30 +226,75 @@ def test_the_service_down_mid_run_costs_the_agent_nothing_and_the_spool_arrives_
     assert ActiveSession.objects.get(session_id=offline_id).status == "ended"
 
 
-def test_two_agents_editing_the_same_file_on_two_tasks_make_a_file_conflict(
-        claude, tmp_path, orchestrator, api_token_live):
-    tasks = ("alpha", "beta")
+def run_two_agents_on_app_py(claude, orchestrator, token, projects, tasks):
+    """Two Claude Codes at once, each in its directory on its task, both editing app.py
+    once both are running; returns their results."""
     both_running = threading.Barrier(len(tasks), timeout=60)
     with contextlib.ExitStack() as stack:
         runs = []
-        for name in tasks:
-            project = make_project(tmp_path / name)  # two clones of one repository
-            create_task(orchestrator, api_token_live, name, f"{name} changes")
-            claude_setup(project, orchestrator, api_token_live, name)
+        for project, name in zip(projects, tasks, strict=True):
+            create_task(orchestrator, token, project, name, f"{name} changes")
+            claude_setup(project, orchestrator, token, name)
             # Each agent edits only once both are running: the sessions overlap.
             steps = [call("Edit", file_path=str(project / "app.py"), old_string="'hello'",
                           new_string=f"'hello from {name}'", before=both_running.wait),
                      say(f"{name} done.")]
             runs.append((project, stack.enter_context(ModelStandIn(steps))))
-        assert call_tool(orchestrator, api_token_live, "detect_conflicts", {
+        assert call_tool(orchestrator, token, "detect_conflicts", {
             "taskIds": list(tasks), "conflictTypes": ["file_conflict"]})["detected"] == []
         started = time.monotonic()
         processes = [claude.start(project, "edit app.py", model.url) for project, model in runs]
         results = [finish(process, started) for process in processes]
-    assert [r.result["result"] for r in results] == ["alpha done.", "beta done."]
+    assert [r.result["result"] for r in results] == [f"{name} done." for name in tasks]
+    return results
 
+
+def test_two_agents_editing_the_same_file_on_two_tasks_make_a_file_conflict(
+        claude, tmp_path, orchestrator, api_token_live):
+    tasks = ("alpha", "beta")
+    first = make_project(tmp_path / "alpha", "git@github.com:acme/shop.git")
+    projects = (first, clone_project(first, tmp_path / "beta"))  # two clones of one repo
+    run_two_agents_on_app_py(claude, orchestrator, api_token_live, projects, tasks)
+
+    assert set(TaskContext.objects.filter(task_id__in=tasks)
+               .values_list("project_id", flat=True)) == {"github.com:acme:shop"}
     answer = call_tool(orchestrator, api_token_live, "detect_conflicts",
                        {"taskIds": list(tasks), "conflictTypes": ["file_conflict"]})
     (conflict,) = answer["detected"]
     assert {conflict["taskAId"], conflict["taskBId"]} == {"alpha", "beta"}
     assert "app.py" in conflict["evidence"]["actualValue"]
+
+
+def test_two_repositories_on_one_server_are_two_projects_that_never_conflict(
+        claude, tmp_path, orchestrator, api_token_live):
+    """Issue 19's done-when: two repositories set up with claude_setup (no flags but the
+    URL: a newcomer's setup, tokens issued per repository) against one server."""
+    shop = make_project(tmp_path / "shop", "https://github.com/acme/shop.git")
+    blog = make_project(tmp_path / "blog", "git@github.com:acme/blog.git")
+    tasks = ("shop-cart", "blog-post")
+    run_two_agents_on_app_py(claude, orchestrator, api_token_live, (shop, blog), tasks)
+
+    keys = {"shop-cart": "github.com:acme:shop", "blog-post": "github.com:acme:blog"}
+    assert dict(TaskContext.objects.filter(task_id__in=tasks)
+                .values_list("task_id", "project_id")) == keys
+    for task_id, key in keys.items():
+        (session,) = ActiveSession.objects.filter(task_id=task_id)
+        assert session.project_id == key
+        assert SessionHandoff.objects.get(from_session_id=session.session_id).project_id == key
+    # Both edited app.py at once; in two repositories that is no conflict.
+    answer = call_tool(orchestrator, api_token_live, "detect_conflicts",
+                       {"conflictTypes": ["file_conflict"]})
+    assert [c for c in answer["detected"] if {c["taskAId"], c["taskBId"]} == set(tasks)] == []
+
+    # A newcomer's setup (no --token) issues a token limited to the repository's project.
+    newcomer = make_project(tmp_path / "blog-clone", "https://github.com/acme/blog")
+    output = claude_setup(newcomer, orchestrator, None)
+    assert "project github.com:acme:blog (from the git remote; registered already)" in output
+    token = json.loads((newcomer / ".claude" / "orchestrator" / "config.json").read_text())[
+        "token"]
+    own = call_tool(orchestrator, token, "get_unified_context", {"taskId": "blog-post"})
+    assert own["projectId"] == "github.com:acme:blog"
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        call_tool(orchestrator, token, "get_unified_context", {"taskId": "shop-cart"})
+    assert refused.value.code == 404
+    assert json.loads(refused.value.read())["error"]["code"] == "E1610"

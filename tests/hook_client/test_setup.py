@@ -12,7 +12,7 @@ from io import StringIO
 import pytest
 from django.core.management import CommandError, call_command
 
-from orchestrator.core.models import ApiToken, hash_token
+from orchestrator.core.models import ApiToken, Project, hash_token
 from orchestrator_hook import __version__, install
 from tests.hook_client.conftest import HOOK, fixture
 
@@ -47,11 +47,15 @@ def test_writes_hooks_mcp_and_config_with_an_issued_token(project):
     assert settings["hooks"]["PostToolUse"][0]["matcher"] == "*"
     config = read(project / ".claude" / "orchestrator" / "config.json")
     assert config["url"] == "http://127.0.0.1:8123" and config["taskId"] == "feature-x"
+    # No git here: the directory is the project, registered, and the token limited to it.
+    key = "dir:" + str(project).strip("/").replace("/", ":")
+    assert config["projectId"] == key and Project.objects.filter(pk=key).exists()
     token = ApiToken.objects.get(token_hash=hash_token(config["token"]))
-    assert token.name == f"claude-code:{project}"
+    assert token.name == f"claude-code:{project}" and token.projects == [key]
     server = read(project / ".mcp.json")["mcpServers"]["orchestrator"]
     assert server == {"type": "http", "url": "http://127.0.0.1:8123/mcp",
-                      "headers": {"Authorization": f"Bearer {config['token']}"}}
+                      "headers": {"Authorization": f"Bearer {config['token']}",
+                                  "X-Orchestrator-Project": key}}
     # Files holding the token are readable by their owner only, and never committed.
     mode = (project / ".claude" / "orchestrator" / "config.json").stat().st_mode
     assert not mode & (stat.S_IRGRP | stat.S_IROTH)
@@ -94,7 +98,8 @@ def test_dry_run_prints_a_diff_and_writes_nothing(project):
 def test_stdio_transport_runs_the_management_command(project):
     setup(project, "--token", "t", "--mcp-transport", "stdio")
     server = read(project / ".mcp.json")["mcpServers"]["orchestrator"]
-    assert server["type"] == "stdio" and server["args"][-1] == "mcp_stdio"
+    key = read(project / ".claude" / "orchestrator" / "config.json")["projectId"]
+    assert server["type"] == "stdio" and server["args"][-3:] == ["mcp_stdio", "--project", key]
 
 
 def test_a_settings_file_that_is_not_an_object_is_refused(project):

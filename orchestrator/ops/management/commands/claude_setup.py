@@ -1,10 +1,13 @@
 """Set a project up for Claude Code: hooks, MCP server entry and the hook client's config.
 
-    manage.py claude_setup --project-dir DIR [--url URL] [--token T | --token-name NAME]
-                           [--task TASK_ID] [--mcp-transport http|stdio] [--dry-run]
+    manage.py claude_setup --project-dir DIR [--project KEY] [--url URL]
+                           [--token T | --token-name NAME] [--task TASK_ID]
+                           [--mcp-transport http|stdio] [--dry-run]
 
-The file merging lives in ``orchestrator_hook.install`` (the client owns its format);
-this command adds what needs the server: issuing a token, checking the task exists.
+The file merging lives in ``orchestrator_hook.install`` (the client owns its format) and
+so does finding the directory's project (``orchestrator_hook.project``: the git remote,
+else the root commit, else the directory); this command adds what needs the server:
+registering the project, issuing a token limited to it, checking the task exists.
 """
 
 from __future__ import annotations
@@ -19,8 +22,13 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from contexts.models import TaskContext
-from orchestrator.core.models import ApiToken
+from orchestrator.core.auth import authenticate_header
+from orchestrator.core.errors import OrchestratorError
+from orchestrator.core.models import ApiToken, Project
+from orchestrator.core.projects import check_project_id
+from orchestrator.core.tools import ToolContext, call_tool
 from orchestrator_hook import install
+from orchestrator_hook.project import ProjectIdentity, identify
 
 # What a stdio MCP server needs to reach the same backends as this process.
 STDIO_ENV = ("DATABASE_URL", "REDIS_URL", "NEO4J_URI", "NEO4J_USER", "NEO4J_PASSWORD",
@@ -35,15 +43,19 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("--project-dir", required=True, type=Path,
                             help="The project Claude Code runs in")
+        parser.add_argument("--project", dest="project_key", default=None,
+                            help="The project this directory belongs to (default: derived "
+                                 "from the git remote, else the root commit, else the "
+                                 "directory; registered if new)")
         parser.add_argument("--url", default=None,
                             help="The orchestrator's base URL (default http://127.0.0.1:$PORT, "
                                  "PORT defaulting to 8000)")
         token = parser.add_mutually_exclusive_group()
         token.add_argument("--token", help="An existing API token")
         token.add_argument("--token-name",
-                           help="Issue a new token with this name (default: reuse the token "
-                                "already configured in the project, else issue one named "
-                                "claude-code:<project dir>)")
+                           help="Issue a new token with this name, limited to the project "
+                                "(default: reuse the token already configured in the "
+                                "directory, else issue one named claude-code:<project dir>)")
         parser.add_argument("--task", dest="task_id",
                             help="The task this project works on (default: the task of the "
                                  "git branch's last session, else the active task)")
@@ -58,28 +70,36 @@ class Command(BaseCommand):
         parser.add_argument("--dry-run", action="store_true",
                             help="Print the changes as a diff and write nothing")
 
-    def handle(self, *args, project_dir: Path, url: str | None, token: str | None,
-               token_name: str | None, task_id: str | None, mcp_transport: str,
-               hook_command: str | None, dry_run: bool, **options):
+    def handle(self, *args, project_dir: Path, project_key: str | None, url: str | None,
+               token: str | None, token_name: str | None, task_id: str | None,
+               mcp_transport: str, hook_command: str | None, dry_run: bool, **options):
         project_dir = project_dir.expanduser().resolve()
         if not project_dir.is_dir():
             raise CommandError(f"--project-dir {project_dir}: not a directory")
+        project = self._project(project_dir, project_key)
         url = (url or f"http://127.0.0.1:{os.environ.get('PORT') or 8000}").rstrip("/")
         runner = [hook_command] if hook_command else install.launcher_runner(sys.executable)
         missing = [path for path in (runner[0], runner[-1]) if not Path(path).exists()]
         if missing:
             raise CommandError(f"{missing[0]} does not exist: install the package "
                                "(make install) or pass --hook-command")
-        if task_id and not TaskContext.objects.filter(task_id=task_id).exists():
+        task_project = TaskContext.objects.filter(task_id=task_id).values_list(
+            "project_id", flat=True).first() if task_id else None
+        if task_id and task_project is None:
             self.stderr.write(f"warning: task {task_id!r} does not exist yet; sessions will "
                               "choose a task themselves until it does")
-        token, issued = self._token(project_dir, token, token_name, dry_run)
+        elif task_project is not None and task_project != project.key:
+            raise CommandError(f"task {task_id!r} is in project {task_project!r}, this "
+                               f"directory in {project.key!r}: pass --project {task_project} "
+                               "or another task")
+        registered = self._register(project, dry_run)
+        token, issued = self._token(project_dir, project.key, token, token_name, dry_run)
         try:
             changes = install.plan(
                 project_dir, url=url, token=token, runner=runner, task_id=task_id,
-                mcp_transport=mcp_transport,
+                project_id=project.key, mcp_transport=mcp_transport,
                 stdio_command=[sys.executable, str(Path(settings.BASE_DIR) / "manage.py"),
-                               "mcp_stdio"],
+                               "mcp_stdio", "--project", project.key],
                 stdio_env={k: os.environ[k] for k in STDIO_ENV if os.environ.get(k)})
         except ValueError as exc:
             raise CommandError(str(exc)) from None
@@ -89,6 +109,7 @@ class Command(BaseCommand):
                 if change.changed:
                     self.stdout.write(change.diff(mask=token))
             pending = sum(c.changed for c in changes)
+            self.stdout.write(f"project {project.key} ({self._how(project)}; {registered})")
             self.stdout.write(f"dry run: {pending} file(s) would change, nothing written")
             return
         install.apply(changes)
@@ -96,29 +117,80 @@ class Command(BaseCommand):
             state = ("unchanged" if not change.changed
                      else "created" if change.before is None else "updated")
             self.stdout.write(f"{state:9} {change.path}")
+        self.stdout.write(f"project {project.key} ({self._how(project)}; {registered})")
         if issued:
-            self.stdout.write(f"issued API token {issued!r} (stored in the project's "
-                              ".mcp.json and .claude/orchestrator/config.json)")
+            self.stdout.write(f"issued API token {issued!r} for project {project.key} (stored "
+                              "in the directory's .mcp.json and .claude/orchestrator/"
+                              "config.json)")
         self.stdout.write(f"hooks run {install.hook_command(runner, 'EVENT')}; the service "
                           f"is {url} ({self._reachable(url)})")
         self.stdout.write("Done: start Claude Code in the project as usual.")
 
-    def _token(self, project_dir: Path, token: str | None, token_name: str | None,
-               dry_run: bool) -> tuple[str, str | None]:
+    @staticmethod
+    def _project(project_dir: Path, project_key: str | None) -> ProjectIdentity:
+        if project_key is None:
+            return identify(project_dir)
+        try:
+            check_project_id(project_key, field="--project")
+        except OrchestratorError as exc:
+            raise CommandError(exc.message) from None
+        return ProjectIdentity(project_key, project_key, "option")
+
+    @staticmethod
+    def _how(project: ProjectIdentity) -> str:
+        return {"option": "from --project", "remote": "from the git remote",
+                "root-commit": "from the repository's root commit",
+                "directory": "from the directory: no git remote or commit"}[project.source]
+
+    @staticmethod
+    def _register(project: ProjectIdentity, dry_run: bool) -> str:
+        """The project on the server: registered now, or there already."""
+        if Project.objects.filter(pk=project.key).exists():
+            return "registered already"
+        if dry_run:
+            return "would be registered"
+        try:
+            call_tool("create_project", {"projectId": project.key, "name": project.name[:500]},
+                      ToolContext("command", actor="manage.py claude_setup"))
+        except OrchestratorError as exc:
+            if exc.code != "E1606":  # made meanwhile by a setup of another clone: fine
+                raise CommandError(f"{exc.code}: {exc.message}") from None
+            return "registered already"
+        return "registered now"
+
+    def _token(self, project_dir: Path, project_key: str, token: str | None,
+               token_name: str | None, dry_run: bool) -> tuple[str, str | None]:
+        what = "--token"
+        if not token and not token_name:
+            token, what = install.configured_token(project_dir), "the configured token"
         if token:
+            if not self._reaches(token, project_key, what):
+                self.stderr.write("warning: the token is unknown to this server's database "
+                                  "(or revoked): its calls will be refused here")
             return token, None
-        if not token_name:
-            existing = install.configured_token(project_dir)
-            if existing:
-                return existing, None
-            token_name = f"claude-code:{project_dir}"
+        token_name = token_name or f"claude-code:{project_dir}"
         if ApiToken.objects.filter(name=token_name).exists():
             raise CommandError(f"a token named {token_name!r} already exists; its secret is "
                                "not stored: pass --token, or another --token-name")
         if dry_run:
             return "<new token>", token_name
-        _, raw = ApiToken.issue(token_name)
+        # Limited to the project: an agent of this repository can neither read nor change
+        # another repository's tasks.
+        _, raw = ApiToken.issue(token_name, projects=[project_key])
         return raw, token_name
+
+    @staticmethod
+    def _reaches(token: str, project_key: str, what: str) -> bool:
+        """False when ``token`` is no valid token here; refused when it is limited to other
+        projects (every call it made for this directory would fail)."""
+        principal = authenticate_header(f"Bearer {token}")
+        if principal is None:
+            return False
+        if principal.projects is not None and project_key not in principal.projects:
+            raise CommandError(f"{what} is limited to {sorted(principal.projects)}, not "
+                               f"{project_key}: pass --token-name to issue one for this "
+                               "project")
+        return True
 
     @staticmethod
     def _reachable(url: str) -> str:
