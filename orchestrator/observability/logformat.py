@@ -7,11 +7,14 @@
 the line (``orchestrator.contexts``, ``django.request``, ...) goes to ``component``.
 ``trace_id``/``span_id`` are the current OpenTelemetry span's, present on every line
 written inside a span (a tool call, a Celery task, a traced request). ``session_id`` is
-lifted to the top level from the ``session_id`` or ``sessionId`` extra.
+lifted to the top level from the ``session_id`` or ``sessionId`` extra, ``projectId``
+from the ``projectId`` extra, else from the project of the tool call being served
+(``call_project``: the one it names, or the client's X-Orchestrator-Project).
 """
 
 from __future__ import annotations
 
+import contextvars
 import json
 import logging
 from datetime import UTC, datetime
@@ -22,6 +25,9 @@ SERVICE_NAME = "session-orchestration"
 _STANDARD = set(vars(logging.makeLogRecord({}))) | {"message", "asctime"}
 # The spec's level names (9.2.2) say WARN where Python says WARNING.
 _LEVELS = {"WARNING": "WARN"}
+# The project of the tool call this thread serves (set by the tool registry).
+call_project: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "call_project", default=None)
 
 
 class JsonFormatter(logging.Formatter):
@@ -35,6 +41,7 @@ class JsonFormatter(logging.Formatter):
         }
         context = {k: v for k, v in vars(record).items() if k not in _STANDARD}
         session_id = context.pop("session_id", None) or context.get("sessionId")
+        project_id = context.pop("projectId", None) or call_project.get()
         if context:
             entry["context"] = context
         # A contextvar read: without a span (tracing off, no traceparent) it is INVALID_SPAN.
@@ -44,6 +51,8 @@ class JsonFormatter(logging.Formatter):
             entry["span_id"] = format(span_context.span_id, "016x")
         if session_id:
             entry["session_id"] = session_id
+        if project_id:
+            entry["projectId"] = project_id
         entry["component"] = record.name
         if record.exc_info:
             entry["exception"] = self.formatException(record.exc_info)

@@ -67,14 +67,48 @@ class StoredStateCollector:
                 f"SELECT task_id, count(*) FROM {qualified('context_versions')} "
                 "GROUP BY task_id ORDER BY count(*) DESC LIMIT 100"),
         }
+        labelled.update(_per_project())
         for name, (doc, labels, sql) in labelled.items():
             rows = _rows(sql)
             if rows is None:
                 continue
             family = GaugeMetricFamily(P + name, doc, labels=labels)
-            for label, count in rows:
-                family.add_metric([label], count)
+            for *label_values, count in rows:
+                family.add_metric([str(v) for v in label_values], count)
             yield family
+
+
+# Per-project gauges: a project label only here, on gauges of stored state, where the
+# series are (projects) x (a few statuses or severities) and at most PROJECT_SERIES_LIMIT
+# projects are listed (the busiest first). The counters and histograms the processes keep
+# (tool_calls_total, *_duration_seconds, ...) carry no project: their label sets times
+# the number of repositories, times the histogram buckets, would grow without bound.
+PROJECT_SERIES_LIMIT = 200
+
+
+def _per_project() -> dict[str, tuple[str, list[str], str]]:
+    sessions, conflicts = qualified("active_sessions"), qualified("context_conflicts")
+    tasks = qualified("task_contexts")
+    top = f" ORDER BY count(*) DESC LIMIT {PROJECT_SERIES_LIMIT}"
+    return {
+        "project_sessions_active": (
+            "Active sessions per project", ["project"],
+            f"SELECT project_id, count(*) FROM {sessions} WHERE status = 'active' "
+            "GROUP BY project_id" + top),
+        "project_recovery_needed": (
+            "Sessions needing recovery per project", ["project"],
+            f"SELECT project_id, count(*) FROM {sessions} WHERE recovery_needed "
+            "GROUP BY project_id" + top),
+        "project_conflicts_unresolved": (
+            "Unresolved conflicts per project and severity", ["project", "severity"],
+            f"SELECT project_id, severity, count(*) FROM {conflicts} "
+            "WHERE resolution_status = 'unresolved' GROUP BY project_id, severity"
+            + f" ORDER BY count(*) DESC LIMIT {PROJECT_SERIES_LIMIT * 4}"),
+        "project_tasks": (
+            "Tasks per project and status", ["project", "status"],
+            f"SELECT project_id, COALESCE(status, 'pending'), count(*) FROM {tasks} "
+            "GROUP BY 1, 2" + f" ORDER BY count(*) DESC LIMIT {PROJECT_SERIES_LIMIT * 5}"),
+    }
 
 
 def _rows(sql: str) -> list[tuple] | None:

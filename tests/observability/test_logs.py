@@ -7,6 +7,7 @@ import json
 import logging
 
 import pytest
+from django.conf import settings
 
 from conflicts import tasks as conflict_tasks
 from orchestrator.observability.logformat import JsonFormatter
@@ -82,6 +83,22 @@ def test_the_nine_key_events(tools, json_logs):
     switched = by_event["Task switched"]["context"]
     assert (switched["fromTask"], switched["toTask"], switched["saved"]) == ("log-a", "log-b", True)
     assert by_event["Rollback executed"]["context"]["backupCreated"] is True
+    # Every key event names its project at the top level of the line (issue 19).
+    for event in KEY_EVENTS:
+        assert by_event[event]["projectId"] == settings.MCP_PROJECT_ID, by_event[event]
+
+
+@pytest.mark.django_db
+def test_lines_carry_the_project_of_what_they_are_about(tools, json_logs):
+    tools.ok("create_project", {"projectId": "web", "name": "Web"})
+    tools.ok("create_task", {"taskId": "log-w", "name": "W", "projectId": "web"})
+    tools.ok("save_context_snapshot", {"taskId": "log-w", "updates": {"currentPhase": "x"}})
+    tools.ok("update_global_context", {"projectId": "web", "hardRules": ["r"]})
+    lines = {line["message"]: line for line in json_logs()}
+    for event in ("task created", "Context saved", "global context updated",
+                  "project created"):
+        assert lines[event]["projectId"] == "web", lines[event]
+        assert "projectId" not in lines[event].get("context", {})
 
 
 @pytest.mark.django_db

@@ -42,6 +42,29 @@ def value(samples: Samples, name: str, **labels: str) -> float:
 
 
 @pytest.mark.django_db
+def test_stored_state_per_project(tools, client):
+    """Gauges of stored state carry the project (bounded: projects x a few statuses);
+    the per-call counters do not (documented in the README's Observability section)."""
+    tools.ok("create_project", {"projectId": "web", "name": "Web"})
+    for task_id, project in (("pm-a", "web"), ("pm-b", "web"), ("pm-c", None)):
+        tools.ok("create_task", {"taskId": task_id, "name": task_id, "keyFiles": ["k.py"],
+                                 "status": "in_progress",
+                                 **({"projectId": project} if project else {})})
+    tools.ok("start_session", {"taskId": "pm-a"})
+    tools.ok("detect_conflicts", {})
+    samples = scrape(client)
+    assert value(samples, P + "project_sessions_active", project="web") == 1
+    assert value(samples, P + "project_tasks", project="web", status="in_progress") == 2
+    assert value(samples, P + "project_tasks", project="story-portal-app",
+                 status="in_progress") == 1
+    assert value(samples, P + "project_conflicts_unresolved", project="web",
+                 severity="medium") + value(samples, P + "project_conflicts_unresolved",
+                                            project="web", severity="high") >= 1
+    assert all("project" not in dict(labels) for name, labels in samples
+               if name.startswith(P + "tool_calls_total"))
+
+
+@pytest.mark.django_db
 def test_every_spec_metric_with_its_labels(tools, client):
     before = scrape(client)
     tools.ok("create_task", {"taskId": "m-a", "name": "A", "keyFiles": ["k.py"]})

@@ -23,6 +23,7 @@ from orchestrator.core.tools.access import check_access
 from orchestrator.core.tools.definition import Tool, ToolContext
 from orchestrator.core.tools.input_checks import quick_validator_for, scan_input, validator_for
 from orchestrator.observability import metrics, tracing
+from orchestrator.observability.logformat import call_project
 
 logger = logging.getLogger("orchestrator.tools")
 
@@ -104,9 +105,18 @@ def unavailable_message(exc: BaseException) -> str:
 def call_tool(name: str, arguments: Any, context: ToolContext) -> dict[str, Any]:
     """Validate, run and return the tool's output; raise ``OrchestratorError`` on failure."""
     tool = get_tool(name, context)
-    # Every transport comes through here, so this is the one place a tool call's span starts.
-    with tracing.tool_span(tool.name, context.transport, arguments) as span:
-        return _run_tool(tool, arguments, context, span)
+    # Log lines of the call carry its project when it names one or the client said where
+    # it works (services add it where they learn it from a task or session).
+    named = arguments.get("projectId") if isinstance(arguments, dict) else None
+    project = named if isinstance(named, str) else context.project
+    token = call_project.set(project) if project else None
+    try:
+        # Every transport comes through here: the one place a tool call's span starts.
+        with tracing.tool_span(tool.name, context.transport, arguments) as span:
+            return _run_tool(tool, arguments, context, span)
+    finally:
+        if token is not None:
+            call_project.reset(token)
 
 
 def _run_tool(tool: Tool, arguments: Any, context: ToolContext, span: Any) -> dict[str, Any]:
