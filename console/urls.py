@@ -10,4 +10,5 @@ urlpatterns = [
     path("overview.json", admin.site.admin_view(views.overview_json), name="console_overview"),
     path("overview/fragment/", admin.site.admin_view(views.overview_fragment),
          name="console_overview_fragment"),
+    path("project/", admin.site.admin_view(views.switch_project), name="console_project"),
 ]

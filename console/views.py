@@ -1,8 +1,10 @@
-"""The console's pages: the admin index with the fleet overview, and its two feeds.
+"""The console's pages: the admin index with the fleet overview, its two feeds, and the
+project switcher's form target.
 
 ``index`` is the admin's own index view with the overview added to its context; the page
 polls ``overview_fragment`` (the same partial, re-rendered) and machines read
-``overview_json``. All three go through ``admin_view``: staff only.
+``overview_json``. All three show the project the switcher is set to (``switch_project``
+sets it, in the user's session). Every view goes through ``admin_view``: staff only.
 """
 
 from __future__ import annotations
@@ -11,10 +13,19 @@ from typing import Any
 from urllib.parse import urlencode
 
 from django.contrib import admin
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import (
+    HttpRequest,
+    HttpResponse,
+    HttpResponseBadRequest,
+    HttpResponseRedirect,
+    JsonResponse,
+)
 from django.template.response import TemplateResponse
 from django.urls import reverse
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.http import require_POST
 
+from console.projects import choose, project_names, selected_project, selected_project_ids
 from console.services.overview import fleet_overview
 
 CHART_WIDTH, CHART_HEIGHT = 360, 60
@@ -35,8 +46,8 @@ def _chart(minutes: list[dict[str, Any]]) -> dict[str, Any]:
     return {"width": CHART_WIDTH, "height": CHART_HEIGHT, "top": top, "bars": bars}
 
 
-def _with_links(overview: dict[str, Any]) -> dict[str, Any]:
-    """The overview plus the admin URLs the page links to."""
+def _with_links(overview: dict[str, Any], names: dict[str, str]) -> dict[str, Any]:
+    """The overview plus the admin URLs the page links to and the projects' names."""
     session_url = "admin:agent_sessions_activesession_change"
     for row in overview["activeSessions"] + overview["recovery"]:
         row["url"] = reverse(session_url, args=[row["pk"]])
@@ -44,6 +55,8 @@ def _with_links(overview: dict[str, Any]) -> dict[str, Any]:
         row["promptUrl"] = row["url"] + "#resume-prompt"
     for row in overview["orphanedTasks"]:
         row["url"] = reverse("admin:contexts_taskcontext_change", args=[row["pk"]])
+    for row in overview["activeSessions"] + overview["recovery"] + overview["orphanedTasks"]:
+        row["projectName"] = names.get(row["projectId"], row["projectId"])
     runs = reverse("admin:orchestrator_jobrun_changelist")
     for job in overview["jobs"]:
         job["url"] = f"{runs}?{urlencode({'job_name': job['name']})}"
@@ -53,23 +66,47 @@ def _with_links(overview: dict[str, Any]) -> dict[str, Any]:
     return overview
 
 
-def _overview_context() -> dict[str, Any]:
-    overview = _with_links(fleet_overview())
+def _overview(request: HttpRequest) -> dict[str, Any]:
+    """The overview of the switcher's project (of every project for "All projects")."""
+    return _with_links(fleet_overview(selected_project_ids(request)), project_names(request))
+
+
+def _overview_context(request: HttpRequest) -> dict[str, Any]:
+    overview = _overview(request)
+    project = selected_project(request)
     return {"overview": overview, "chart": _chart(overview["activity"]["minutes"]),
-            "refresh_seconds": REFRESH_SECONDS}
+            "refresh_seconds": REFRESH_SECONDS,
+            "overview_project": project_names(request)[project] if project else None}
 
 
 def index(request: HttpRequest) -> HttpResponse:
     """The admin index (app list included) with the fleet overview on top."""
-    return admin.site.index(request, extra_context=_overview_context())
+    return admin.site.index(request, extra_context=_overview_context(request))
 
 
 def overview_fragment(request: HttpRequest) -> HttpResponse:
-    return TemplateResponse(request, "console/_overview.html", _overview_context())
+    return TemplateResponse(request, "console/_overview.html", _overview_context(request))
 
 
 def overview_json(request: HttpRequest) -> JsonResponse:
-    return JsonResponse(_with_links(fleet_overview()))
+    return JsonResponse(_overview(request))
+
+
+@require_POST
+def switch_project(request: HttpRequest) -> HttpResponse:
+    """The switcher's form: ``project`` (a project's id, or empty for all projects) into the
+    user's session, then back to ``next`` (the page the form was on) when it is a URL of
+    this site, else to the overview. An unknown project is a 400 and changes nothing."""
+    project_id = request.POST.get("project", "")
+    if project_id and project_id not in project_names(request):
+        return HttpResponseBadRequest("Unknown project: choose one from the list.",
+                                      content_type="text/plain; charset=utf-8")
+    choose(request, project_id or None)
+    target = request.POST.get("next", "")
+    if not url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()},
+                                           require_https=request.is_secure()):
+        target = reverse("admin:index")
+    return HttpResponseRedirect(target)
 
 
 def not_found(request: HttpRequest, exception: Exception) -> HttpResponse:

@@ -16,8 +16,11 @@ from django.contrib import admin
 from django.contrib.admin.utils import unquote
 from django.core.exceptions import ValidationError
 from django.db import models
+from django.db.models import OuterRef, QuerySet, Subquery
 from django.http import Http404, HttpRequest, HttpResponse
 
+from console.projects import project_names, selected_project, selected_project_ids
+from orchestrator.core.models import Project
 from orchestrator.core.tools import ToolContext, call_tool
 
 M = TypeVar("M", bound=models.Model)
@@ -72,6 +75,47 @@ class ReadOnlyAdmin(MissingObjectIs404):
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
+
+
+def is_list_view(request: HttpRequest) -> bool:
+    """A model's list page (its changelist, bulk actions included), not one object's page."""
+    match = getattr(request, "resolver_match", None)
+    return bool(match and match.url_name and match.url_name.endswith("_changelist"))
+
+
+class ProjectFilter(admin.SimpleListFilter):
+    """The sidebar's "by project", with the projects' names; offered only while the
+    switcher shows all projects (a chosen project already narrows the list to itself)."""
+
+    title = "project"
+    # Django's own name for a filter on the field: addresses of the old field filter hold.
+    parameter_name = "project_id__exact"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        if selected_project(request) is not None:
+            return []
+        return list(project_names(request).items())
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet) -> QuerySet:
+        value = self.value()
+        return queryset.filter(project_id=value) if value else queryset
+
+
+class ProjectScopedAdmin(admin.ModelAdmin):
+    """A model with a ``project_id``: its list page shows the switcher's project only (all
+    of them for "All projects"); a single row's pages open whatever the switcher says.
+    Rows carry their project's name (one subquery, no query per row) for the
+    ``project`` column."""
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet:
+        queryset = super().get_queryset(request).annotate(console_project_name=Subquery(
+            Project.objects.filter(pk=OuterRef("project_id")).order_by().values("name")[:1]))
+        project_ids = selected_project_ids(request) if is_list_view(request) else None
+        return queryset if project_ids is None else queryset.filter(project_id__in=project_ids)
+
+    @admin.display(description="project", ordering="project_id")
+    def project(self, obj: Any) -> str:
+        return getattr(obj, "console_project_name", None) or obj.project_id
 
 
 def run_tool(request: HttpRequest, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:

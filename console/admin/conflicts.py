@@ -17,7 +17,14 @@ from django.utils.html import format_html
 from conflicts.models import ContextConflict
 from conflicts.services import console, resolution
 from conflicts.services.resolution import RESOLVABLE, STEPS
-from console.admin.base import MissingObjectIs404, object_or_404, run_tool
+from console.admin.base import (
+    MissingObjectIs404,
+    ProjectFilter,
+    ProjectScopedAdmin,
+    object_or_404,
+    run_tool,
+)
+from console.projects import selected_project_ids
 from orchestrator.core.errors import OrchestratorError
 
 SEVERITY_COLOURS = {"critical": "#ba2121", "high": "#e67e22", "medium": "#d4ac0d",
@@ -32,7 +39,11 @@ class TaskFilter(admin.SimpleListFilter):
     parameter_name = "task"
 
     def lookups(self, request, model_admin):
-        top = (ContextConflict.objects.values("task_a_id").annotate(n=Count("pk"))
+        conflicts = ContextConflict.objects.all()
+        project_ids = selected_project_ids(request)
+        if project_ids is not None:
+            conflicts = conflicts.filter(project_id__in=project_ids)
+        top = (conflicts.values("task_a_id").annotate(n=Count("pk"))
                .order_by("-n", "task_a_id")[:20])
         return [(row["task_a_id"], row["task_a_id"]) for row in top]
 
@@ -44,10 +55,10 @@ class TaskFilter(admin.SimpleListFilter):
 
 
 @admin.register(ContextConflict)
-class ContextConflictAdmin(MissingObjectIs404):
-    list_display = ("conflict_type", "severity_badge", "resolution_status", "task_a_id",
-                    "task_b_id", "strength", "detected_at", "resolved_by")
-    list_filter = ("conflict_type", "severity", "resolution_status", TaskFilter)
+class ContextConflictAdmin(ProjectScopedAdmin, MissingObjectIs404):
+    list_display = ("conflict_type", "project", "severity_badge", "resolution_status",
+                    "task_a_id", "task_b_id", "strength", "detected_at", "resolved_by")
+    list_filter = (ProjectFilter, "conflict_type", "severity", "resolution_status", TaskFilter)
     search_fields = ("task_a_id", "task_b_id", "description")
     ordering = ("-detected_at",)
     actions = ("bulk_ignore", "bulk_escalate")

@@ -15,7 +15,7 @@ from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 
-from console.admin.base import MissingObjectIs404, object_or_404, run_tool
+from console.admin.base import MissingObjectIs404, ProjectScopedAdmin, object_or_404, run_tool
 from contexts.models import GlobalContext
 from contexts.services import global_context
 from orchestrator.core.errors import OrchestratorError
@@ -74,8 +74,10 @@ def _version_or_404(request: HttpRequest) -> int:
 
 
 @admin.register(GlobalContext)
-class GlobalContextAdmin(MissingObjectIs404):
-    list_display = ("project_id", "project_name", "active_task_id", "version", "updated_at")
+class GlobalContextAdmin(ProjectScopedAdmin, MissingObjectIs404):
+    list_display = ("project_id", "project", "project_name", "active_task_id", "version",
+                    "updated_at")
+    ordering = ("project_id",)
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False  # one row per project, created by the migration
@@ -100,7 +102,7 @@ class GlobalContextAdmin(MissingObjectIs404):
             form = {name: request.POST.get(name, "") for name in FORM_FIELDS}
             try:
                 result = run_tool(request, "update_global_context",
-                                  _tool_input(request.POST))
+                                  {**_tool_input(request.POST), "projectId": row.project_id})
             except OrchestratorError as exc:
                 error, status = exc, 400
             else:
@@ -111,7 +113,7 @@ class GlobalContextAdmin(MissingObjectIs404):
         diff_version, diff, diff_error = request.GET.get("diff"), None, None
         if diff_version:
             try:
-                diff = global_context.diff_with_version(int(diff_version))
+                diff = global_context.diff_with_version(row.project_id, int(diff_version))
             except (ValueError, OrchestratorError) as exc:
                 diff_error = str(exc)
         return TemplateResponse(request, "admin/contexts/globalcontext/edit.html", {
@@ -120,7 +122,8 @@ class GlobalContextAdmin(MissingObjectIs404):
             "fields": [(name, HINTS.get(name), form[name]) for name in FORM_FIELDS],
             "error": error,
             "can_change": self.has_change_permission(request, row),
-            "versions": global_context.versions(), "diff_version": diff_version,
+            "versions": global_context.versions(row.project_id),
+            "diff_version": diff_version,
             "diff": diff, "diff_error": diff_error,
         }, status=status)
 
@@ -132,11 +135,12 @@ class GlobalContextAdmin(MissingObjectIs404):
         page = reverse("admin:contexts_globalcontext_change", args=[row.pk])
         try:
             if request.method == "POST":
-                result = run_tool(request, "rollback_global_context", {"version": version})
+                result = run_tool(request, "rollback_global_context",
+                                  {"version": version, "projectId": row.project_id})
                 self.message_user(request, f"Rolled back to version {version}; now version "
                                   f"{result['version']}", messages.SUCCESS)
                 return HttpResponseRedirect(page)
-            changes = global_context.diff_with_version(version)
+            changes = global_context.diff_with_version(row.project_id, version)
         except OrchestratorError as exc:
             if exc.code == "E1623":
                 raise Http404(exc.message) from None

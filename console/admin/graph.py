@@ -9,7 +9,8 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 from django.urls import NoReverseMatch, path, reverse
 
-from console.admin.base import ReadOnlyAdmin, run_tool
+from console.admin.base import ProjectFilter, ProjectScopedAdmin, ReadOnlyAdmin, run_tool
+from console.projects import project_names, selected_project
 from contexts.models import TaskContext
 from graph.models import TaskRelationship
 from graph.tools import MAX_DEPTH
@@ -19,10 +20,10 @@ TASK_CHOICES_LIMIT = 1000
 
 
 @admin.register(TaskRelationship)
-class TaskRelationshipAdmin(ReadOnlyAdmin):
-    list_display = ("source_task_id", "relationship_type", "target_task_id", "strength",
-                    "created_by", "created_at")
-    list_filter = ("relationship_type",)
+class TaskRelationshipAdmin(ProjectScopedAdmin, ReadOnlyAdmin):
+    list_display = ("source_task_id", "relationship_type", "target_task_id", "project",
+                    "strength", "created_by", "created_at")
+    list_filter = (ProjectFilter, "relationship_type")
     search_fields = ("source_task_id", "target_task_id")
     # Writes go through add/remove_task_relationship (cycle check, graph mirror).
     readonly_fields = [f.name for f in TaskRelationship._meta.fields]
@@ -38,10 +39,17 @@ class TaskRelationshipAdmin(ReadOnlyAdmin):
         except ValueError:
             depth = 2
         include_completed = request.GET.get("includeCompleted") == "on"
+        # The switcher's project: the whole graph is that project's (a focus task's
+        # neighbourhood is its own project's anyway: relationships never leave one).
+        project = selected_project(request)
+        tasks = TaskContext.objects.order_by("task_id")
+        if project is not None:
+            tasks = tasks.filter(project_id=project)
         error, graph = None, None
         try:
             graph = run_tool(request, "get_task_graph", {
-                **({"taskId": task_id} if task_id else {}), "depth": depth,
+                **({"taskId": task_id} if task_id else {}),
+                **({"projectId": project} if project else {}), "depth": depth,
                 "includeCompleted": include_completed})
         except OrchestratorError as exc:
             if exc.code == "E1610":  # an unknown task in the address: the admin's 404 page
@@ -49,10 +57,10 @@ class TaskRelationshipAdmin(ReadOnlyAdmin):
             error = exc.message
         context = {
             **self.admin_site.each_context(request),
-            "title": "Task graph",
+            "title": f"Task graph of {project_names(request)[project]}" if project
+            else "Task graph",
             "opts": self.model._meta,
-            "tasks": TaskContext.objects.order_by("task_id")
-            .values_list("task_id", "name")[:TASK_CHOICES_LIMIT],
+            "tasks": tasks.values_list("task_id", "name")[:TASK_CHOICES_LIMIT],
             "task_id": task_id or "",
             "depth": depth,
             "max_depth": MAX_DEPTH,

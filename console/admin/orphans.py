@@ -14,9 +14,10 @@ from django.http import HttpRequest
 from sessions.services.work import orphaned_work
 
 
-def orphaned_task_ids() -> set[str]:
-    """Unfinished tasks a crashed session worked on and no live session works on."""
-    return {row[0] for row in orphaned_work()}
+def orphaned_task_ids(project_ids: list[str] | None = None) -> set[str]:
+    """Unfinished tasks a crashed session worked on and no live session works on, of
+    ``project_ids`` (None: of every project)."""
+    return {row[0] for row in orphaned_work(project_ids=project_ids)}
 
 
 class OrphanedFilter(admin.SimpleListFilter):

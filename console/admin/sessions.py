@@ -10,7 +10,7 @@ from django.db.models import IntegerField, OuterRef, Subquery
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
-from console.admin.base import MissingObjectIs404, run_tool
+from console.admin.base import MissingObjectIs404, ProjectFilter, ProjectScopedAdmin, run_tool
 from orchestrator.core.errors import OrchestratorError
 from sessions.models import (
     ActiveSession,
@@ -28,16 +28,17 @@ SHOWN_EVENTS = 50
 
 
 @admin.register(ActiveSession)
-class ActiveSessionAdmin(MissingObjectIs404):
-    list_display = ("session_id", "status", "task_id", "heartbeat_age", "recovery_needed",
-                    "recovery_type", "compactions", "project_dir", "started_at")
-    list_filter = ("status", "recovery_needed", "recovery_type", "project_dir")
+class ActiveSessionAdmin(ProjectScopedAdmin, MissingObjectIs404):
+    list_display = ("session_id", "project", "status", "task_id", "heartbeat_age",
+                    "recovery_needed", "recovery_type", "compactions", "project_dir",
+                    "started_at")
+    list_filter = (ProjectFilter, "status", "recovery_needed", "recovery_type", "project_dir")
     search_fields = ("session_id", "task_id", "project_dir")
     actions = ("mark_recovered", "mark_crashed", "end_sessions", "release_locks")
-    fields = ("session_id", "status", "task_id", "project_dir", "git_branch", "started_at",
-              "last_heartbeat", "ended_at", "recovery_needed", "recovery_type", "ownership",
-              "prompt", "unsaved", "conversation_summary", "timeline", "tasks_worked_on",
-              "tool_history", "event_log", "handoff")
+    fields = ("session_id", "project", "status", "task_id", "project_dir", "git_branch",
+              "started_at", "last_heartbeat", "ended_at", "recovery_needed", "recovery_type",
+              "ownership", "prompt", "unsaved", "conversation_summary", "timeline",
+              "tasks_worked_on", "tool_history", "event_log", "handoff")
     readonly_fields = fields
 
     def get_queryset(self, request):
@@ -130,7 +131,7 @@ class ActiveSessionAdmin(MissingObjectIs404):
         for label, note in (("left", left), ("received", taken)):
             if note:
                 parts.append(format_html("<p><b>{}</b> ({}, {}): {}<br>open: {}</p>", label,
-                                         note.project_key, "active" if note.active else
+                                         note.project_id, "active" if note.active else
                                          "replaced", note.summary,
                                          ", ".join(note.open_items or []) or "none"))
         return format_html("{}", format_html_join("", "{}", ((p,) for p in parts))) \
@@ -168,10 +169,11 @@ class ActiveSessionAdmin(MissingObjectIs404):
 
 
 @admin.register(SessionHandoff)
-class SessionHandoffAdmin(MissingObjectIs404):
-    list_display = ("project_key", "from_session_id", "from_agent", "active", "created_at",
+class SessionHandoffAdmin(ProjectScopedAdmin, MissingObjectIs404):
+    list_display = ("project_id", "project", "project_dir", "from_session_id", "from_agent",
+                    "active", "created_at",
                     "consumed_at", "consumed_by_session_id", "last_confirmed_at")
-    list_filter = ("active", "project_key")
+    list_filter = ("active", ProjectFilter)
     readonly_fields = [f.name for f in SessionHandoff._meta.fields]
 
     def has_add_permission(self, request) -> bool:

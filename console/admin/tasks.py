@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from django.conf import settings
 from django.contrib import admin, messages
 from django.db.models import BooleanField, Case, Exists, OuterRef, Value, When
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
@@ -21,8 +20,16 @@ from django.urls import path, reverse
 from django.utils.html import format_html
 
 from conflicts import selectors
-from console.admin.base import ReadOnlyAdmin, object_or_404, run_tool
+from console.admin.base import (
+    ProjectFilter,
+    ProjectScopedAdmin,
+    ReadOnlyAdmin,
+    is_list_view,
+    object_or_404,
+    run_tool,
+)
 from console.admin.orphans import OrphanedFilter, orphaned_task_ids
+from console.projects import selected_project_ids
 from contexts.models import Checkpoint, ContextVersion, GlobalContext, TaskContext
 from contexts.services import rollback
 from contexts.services.checkpoints import snapshot_for_display
@@ -31,8 +38,9 @@ from orchestrator.core.errors import OrchestratorError
 CONFLICT_HISTORY_TEMPLATE = "conflicts/_task_history.html"
 
 
-def _active_task_id() -> str | None:
-    return (GlobalContext.objects.filter(project_id=settings.MCP_PROJECT_ID)
+def _active_task_id(project_id: str) -> str | None:
+    """The active task of ``project_id`` (each project's global context names its own)."""
+    return (GlobalContext.objects.filter(project_id=project_id)
             .values_list("active_task_id", flat=True).first())
 
 
@@ -62,10 +70,10 @@ def _rollback_target(request: HttpRequest) -> dict[str, Any]:
 
 
 @admin.register(TaskContext)
-class TaskContextAdmin(ReadOnlyAdmin):
-    list_display = ("task_id", "name", "status", "current_phase", "iteration", "version",
-                    "updated_at", "active", "orphaned")
-    list_filter = ("status", "agent_type", OrphanedFilter)
+class TaskContextAdmin(ProjectScopedAdmin, ReadOnlyAdmin):
+    list_display = ("task_id", "project", "name", "status", "current_phase", "iteration",
+                    "version", "updated_at", "active", "orphaned")
+    list_filter = (ProjectFilter, "status", "agent_type", OrphanedFilter)
     search_fields = ("task_id", "name")
     ordering = ("-updated_at",)
     change_form_template = "admin/contexts/taskcontext/change_form.html"
@@ -73,11 +81,14 @@ class TaskContextAdmin(ReadOnlyAdmin):
     def get_queryset(self, request: HttpRequest):
         # The markers come with the rows, computed for this request: the admin instance is
         # shared by every thread of the server, so it must keep no per-request state.
-        active = GlobalContext.objects.filter(project_id=settings.MCP_PROJECT_ID,
+        # A task is active when its own project's global context names it.
+        active = GlobalContext.objects.filter(project_id=OuterRef("project_id"),
                                               active_task_id=OuterRef("task_id"))
+        orphaned = orphaned_task_ids(selected_project_ids(request)
+                                     if is_list_view(request) else None)
         return super().get_queryset(request).annotate(
             is_active=Exists(active),
-            is_orphaned=Case(When(task_id__in=orphaned_task_ids(), then=Value(True)),
+            is_orphaned=Case(When(task_id__in=orphaned, then=Value(True)),
                              default=Value(False), output_field=BooleanField()))
 
     @admin.display(description="orphaned")
@@ -107,7 +118,7 @@ class TaskContextAdmin(ReadOnlyAdmin):
         context = {
             **(extra_context or {}),
             "task": task,
-            "is_active": _active_task_id() == task.task_id,
+            "is_active": _active_task_id(task.project_id) == task.task_id,
             "versions": ContextVersion.objects.filter(task_id=task.task_id)
                                               .order_by("-version")[:100],
             "task_checkpoints": Checkpoint.objects.filter(
@@ -150,21 +161,21 @@ class TaskContextAdmin(ReadOnlyAdmin):
 
 
 @admin.register(ContextVersion)
-class ContextVersionAdmin(ReadOnlyAdmin):
-    list_display = ("task_id", "version", "change_type", "change_summary", "session_id",
-                    "created_at")
-    list_filter = ("change_type",)
+class ContextVersionAdmin(ProjectScopedAdmin, ReadOnlyAdmin):
+    list_display = ("task_id", "project", "version", "change_type", "change_summary",
+                    "session_id", "created_at")
+    list_filter = (ProjectFilter, "change_type")
     search_fields = ("task_id", "session_id")
 
 
 @admin.register(Checkpoint)
-class CheckpointAdmin(ReadOnlyAdmin):
-    list_display = ("checkpoint_id", "label", "scope", "checkpoint_type", "task_id",
-                    "included", "created_at")
-    list_filter = ("scope", "checkpoint_type")
+class CheckpointAdmin(ProjectScopedAdmin, ReadOnlyAdmin):
+    list_display = ("checkpoint_id", "project", "label", "scope", "checkpoint_type",
+                    "task_id", "included", "created_at")
+    list_filter = (ProjectFilter, "scope", "checkpoint_type")
     search_fields = ("checkpoint_id", "label", "task_id")
-    fields = ("checkpoint_id", "label", "description", "checkpoint_type", "scope", "task_id",
-              "included", "created_by", "session_id", "created_at", "snapshot_pretty")
+    fields = ("checkpoint_id", "project", "label", "description", "checkpoint_type", "scope",
+              "task_id", "included", "created_by", "session_id", "created_at", "snapshot_pretty")
     readonly_fields = fields
 
     @admin.display(description="included tasks")

@@ -3,6 +3,10 @@
 Every figure is a query on Postgres (or Redis's own INFO counters), never a per-process
 counter, so each web worker answers the same and a test can recompute it. The page and
 its JSON feed both call ``fleet_overview``.
+
+``project_ids`` narrows every figure about the work (sessions, recovery, conflicts,
+orphaned tasks, activity) to those projects (None: every project); the periodic jobs and
+the cache serve the whole server and are always global.
 """
 
 from __future__ import annotations
@@ -11,7 +15,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import connection
-from django.db.models import Count, Q
+from django.db.models import Count, Q, QuerySet
 from django.utils import timezone
 
 from conflicts.models import ContextConflict
@@ -29,31 +33,38 @@ ACTIVITY_MINUTES = 60
 STALE_PERIODS = 2
 
 
-def active_sessions(now: datetime) -> list[dict[str, Any]]:
+def _of(queryset: QuerySet, project_ids: list[str] | None) -> QuerySet:
+    return queryset if project_ids is None else queryset.filter(project_id__in=project_ids)
+
+
+def active_sessions(now: datetime, project_ids: list[str] | None = None
+                    ) -> list[dict[str, Any]]:
     """Live sessions, oldest heartbeat first (the likeliest to be in trouble)."""
-    sessions = list(ActiveSession.objects.filter(status="active")
+    sessions = list(_of(ActiveSession.objects.filter(status="active"), project_ids)
                     .order_by("last_heartbeat")[:LISTED_ROWS])
     agents = dict(SessionDetail.objects.filter(session_id__in=[s.session_id for s in sessions])
                   .values_list("session_id", "agent_id"))
     return [{
-        "pk": str(s.pk), "sessionId": s.session_id, "agentId": agents.get(s.session_id),
+        "pk": str(s.pk), "sessionId": s.session_id, "projectId": s.project_id,
+        "agentId": agents.get(s.session_id),
         "taskId": s.task_id, "lastHeartbeat": iso(s.last_heartbeat),
         "heartbeatAgeSeconds": int((now - s.last_heartbeat).total_seconds())
         if s.last_heartbeat else None,
     } for s in sessions]
 
 
-def sessions_needing_recovery() -> list[dict[str, Any]]:
-    rows = ActiveSession.objects.filter(recovery_needed=True).order_by("-last_heartbeat")[
-        :LISTED_ROWS]
-    return [{"pk": str(s.pk), "sessionId": s.session_id, "taskId": s.task_id,
+def sessions_needing_recovery(project_ids: list[str] | None = None) -> list[dict[str, Any]]:
+    rows = _of(ActiveSession.objects.filter(recovery_needed=True), project_ids).order_by(
+        "-last_heartbeat")[:LISTED_ROWS]
+    return [{"pk": str(s.pk), "sessionId": s.session_id, "projectId": s.project_id,
+             "taskId": s.task_id,
              "status": s.status, "recoveryType": s.recovery_type,
              "lastHeartbeat": iso(s.last_heartbeat)} for s in rows]
 
 
-def conflict_counts() -> dict[str, Any]:
+def conflict_counts(project_ids: list[str] | None = None) -> dict[str, Any]:
     """Unresolved conflicts by severity, plus escalated ones (they also wait for a human)."""
-    counts = ContextConflict.objects.aggregate(
+    counts = _of(ContextConflict.objects.all(), project_ids).aggregate(
         **{severity: Count("pk", filter=Q(resolution_status="unresolved", severity=severity))
            for severity in SEVERITIES},
         escalated=Count("pk", filter=Q(resolution_status="escalated")))
@@ -63,44 +74,52 @@ def conflict_counts() -> dict[str, Any]:
 
 
 ORPHANED_SQL = """
-SELECT t.id, t.task_id, t.name, t.last_session_at
+SELECT t.id, t.task_id, t.project_id, t.name, t.last_session_at
 FROM {tasks} t
 WHERE t.status = 'in_progress'
+  AND (%(projects)s::text[] IS NULL OR t.project_id = ANY(%(projects)s::text[]))
   AND NOT EXISTS (SELECT 1 FROM {sessions} s WHERE s.task_id = t.task_id AND s.status = 'active')
 ORDER BY t.last_session_at NULLS FIRST, t.task_id
 """
 ORPHANED_COUNT_SQL = "SELECT count(*) FROM ({query}) orphaned"
 
 
-def orphaned_tasks() -> tuple[list[dict[str, Any]], int]:
+def orphaned_tasks(project_ids: list[str] | None = None) -> tuple[list[dict[str, Any]], int]:
     """Tasks in progress that no live session is working on (their agent is gone):
     (the first LISTED_ROWS of them, how many there are)."""
     query = ORPHANED_SQL.format(tasks=qualified("task_contexts"),
                                 sessions=qualified("active_sessions"))
+    params: dict[str, Any] = {"projects": project_ids, "limit": LISTED_ROWS}
     with connection.cursor() as cursor:
-        cursor.execute(query + " LIMIT %s", [LISTED_ROWS])
-        rows = [{"pk": str(pk), "taskId": task_id, "name": name,
+        cursor.execute(query + " LIMIT %(limit)s", params)
+        rows = [{"pk": str(pk), "taskId": task_id, "projectId": project_id, "name": name,
                  "lastSessionAt": iso(last_session_at)}
-                for pk, task_id, name, last_session_at in cursor.fetchall()]
-        cursor.execute(ORPHANED_COUNT_SQL.format(query=query))
+                for pk, task_id, project_id, name, last_session_at in cursor.fetchall()]
+        cursor.execute(ORPHANED_COUNT_SQL.format(query=query), params)
         return rows, cursor.fetchone()[0]
 
 
-def _per_minute(sql: str, since: datetime) -> dict[datetime, int]:
+def _per_minute(sql: str, since: datetime, project_ids: list[str] | None
+                ) -> dict[datetime, int]:
     with connection.cursor() as cursor:
-        cursor.execute(sql, [since])
+        cursor.execute(sql, {"since": since, "projects": project_ids})
         return dict(cursor.fetchall())
 
 
-def activity(now: datetime) -> dict[str, Any]:
-    """Saves (new task versions) and session tool calls per minute over the last hour."""
+def activity(now: datetime, project_ids: list[str] | None = None) -> dict[str, Any]:
+    """Saves (new task versions) and session tool calls per minute over the last hour; a
+    tool call counts for the project of the session that made it."""
     first = now.replace(second=0, microsecond=0) - timedelta(minutes=ACTIVITY_MINUTES - 1)
     saves = _per_minute(
         f"SELECT date_trunc('minute', created_at), count(*) FROM {qualified('context_versions')} "
-        "WHERE created_at >= %s GROUP BY 1", first)
+        "WHERE created_at >= %(since)s AND (%(projects)s::text[] IS NULL "
+        "OR project_id = ANY(%(projects)s::text[])) GROUP BY 1", first, project_ids)
     calls = _per_minute(
         f"SELECT date_trunc('minute', timestamp), count(*) FROM "
-        f"{ToolInvocation._meta.db_table} WHERE timestamp >= %s GROUP BY 1", first)
+        f"{ToolInvocation._meta.db_table} WHERE timestamp >= %(since)s "
+        "AND (%(projects)s::text[] IS NULL OR session_id IN (SELECT session_id FROM "
+        f"{qualified('active_sessions')} WHERE project_id = ANY(%(projects)s::text[]))) "
+        "GROUP BY 1", first, project_ids)
     minutes = [first + timedelta(minutes=i) for i in range(ACTIVITY_MINUTES)]
     return {
         "minutes": [{"minute": iso(m), "saves": saves.get(m, 0), "toolCalls": calls.get(m, 0)}
@@ -143,22 +162,25 @@ def job_status(now: datetime) -> list[dict[str, Any]]:
     return jobs
 
 
-def fleet_overview() -> dict[str, Any]:
+def fleet_overview(project_ids: list[str] | None = None) -> dict[str, Any]:
+    """The overview of ``project_ids`` (None: of every project); jobs and cache are the
+    server's."""
     now = timezone.now()
-    sessions = ActiveSession.objects.aggregate(
+    sessions = _of(ActiveSession.objects.all(), project_ids).aggregate(
         active=Count("pk", filter=Q(status="active")),
         recovery=Count("pk", filter=Q(recovery_needed=True)))
-    orphaned, orphaned_count = orphaned_tasks()
+    orphaned, orphaned_count = orphaned_tasks(project_ids)
     return {
         "generatedAt": iso(now),
-        "activeSessions": active_sessions(now),
+        "projectIds": project_ids,
+        "activeSessions": active_sessions(now, project_ids),
         "activeSessionCount": sessions["active"],
-        "recovery": sessions_needing_recovery(),
+        "recovery": sessions_needing_recovery(project_ids),
         "recoveryCount": sessions["recovery"],
-        "conflicts": conflict_counts(),
+        "conflicts": conflict_counts(project_ids),
         "orphanedTasks": orphaned,
         "orphanedTaskCount": orphaned_count,
-        "activity": activity(now),
+        "activity": activity(now, project_ids),
         "cache": cache_stats(),
         "jobs": job_status(now),
     }
