@@ -113,7 +113,8 @@ def start(hook: Hook, source: str) -> dict[str, Any]:
                         contextBundle=bundle, handoff=handoff)
     recovery = answer.get("recovery")
     text = context.compose([
-        ("", session_header(session_id, task_id, answer.get("taskSource"))),
+        ("", session_header(session_id, task_id, answer.get("taskSource"),
+                            answer.get("projectId"))),
         # The resume prompts and the bundle carry their own headings.
         ("", context.recovery_text(recovery, own_session=session_id)),
         ("Handoff note from the previous session", context.handoff_text(handoff)),
@@ -165,7 +166,8 @@ def resume(hook: Hook, entry: dict[str, Any]) -> dict[str, Any] | None:
             context.save_mirror(hook.project_dir, sessionId=session_id,
                                 taskId=alive.get("taskId"), contextBundle=bundle)
     return additional_context(context.compose([
-        ("", session_header(session_id, alive.get("taskId"), "resumed")),
+        ("", session_header(session_id, alive.get("taskId"), "resumed",
+                            hook.config.project_id)),
         ("", context.bundle_text(bundle))]))
 
 
@@ -214,14 +216,15 @@ def offline(hook: Hook, reason: str) -> dict[str, Any]:
                                                     "local copy of the context.")
 
 
-def session_header(session_id: str, task_id: Any, how: Any) -> str:
+def session_header(session_id: str, task_id: Any, how: Any, project_id: Any = None) -> str:
     chosen = {"argument": "set for this project", "branch": "from the git branch",
               "active": "the project's active task", "resumed": "resumed"}.get(str(how), "")
     task = (f"works on task `{task_id}`" + (f" ({chosen})" if chosen else "")
             if task_id else "has no task yet")
+    project = f" in project `{project_id}`" if project_id else ""
     return (f"Session orchestrator: this Claude Code session is orchestrator session "
-            f"`{session_id}` and {task}. Heartbeats, tool history, compactions and a handoff "
-            "note at the end are recorded by hooks; the orchestrator's MCP tools give the "
+            f"`{session_id}`{project} and {task}. Heartbeats, tool history, compactions and a "
+            "handoff note at the end are recorded by hooks; the orchestrator's MCP tools give the "
             "full context (get_unified_context) and save it (save_context_snapshot).")
 
 

@@ -106,6 +106,7 @@ def test_a_run_is_recorded_and_its_context_reaches_the_model(
 
     first = model.scripted_requests[0].text()
     assert session_id in first and "MARKER-GREETING-7" in first
+    assert f"in project `{key}`" in first  # the model knows which project it works in
     # Claude Code's own MCP client reached /mcp with the bearer header claude_setup wrote.
     last = model.scripted_requests[-1].body["messages"][-1]["content"][0]
     assert not last.get("is_error") and "MARKER-GREETING-7" in json.dumps(last)
