@@ -1,4 +1,5 @@
-"""ASGI entry point: one port for Django (admin, REST, docs, metrics) and MCP at /mcp.
+"""ASGI entry point: one port for Django (admin, REST, docs, metrics) and MCP at /mcp
+(every tool) and /mcp/agent (the tools a model should call itself).
 
 Django runs as a WSGI app inside a fixed pool of threads (a2wsgi) rather than through
 Django's ASGI handler: every view here is synchronous, and the ASGI handler would hop
@@ -22,7 +23,7 @@ django_app = WSGIMiddleware(get_wsgi_application(),
 from orchestrator.core.projects import CLIENT_PROJECT_HEADER  # noqa: E402
 from orchestrator.observability import tracing  # noqa: E402
 from orchestrator.web import fastlane  # noqa: E402
-from orchestrator.web.mcp import build_http_app  # noqa: E402
+from orchestrator.web.mcp import AGENT_PATH, PATH, build_http_app  # noqa: E402
 
 mcp_app = build_http_app()
 
@@ -37,6 +38,7 @@ def _authorization(scope) -> str | None:
 
 
 CLIENT_PROJECT = CLIENT_PROJECT_HEADER.lower().encode()
+MCP_PATHS = frozenset({PATH, AGENT_PATH})
 
 
 async def application(scope, receive, send):
@@ -54,12 +56,13 @@ async def route(scope, receive, send):
     if scope["type"] == "lifespan":
         # Django has no lifespan; the MCP session manager needs one to start its task group.
         return await mcp_app(scope, receive, send)
-    if scope["type"] == "http" and scope["path"].rstrip("/") == "/mcp":
+    path = scope["path"].rstrip("/") if scope["type"] == "http" else None
+    if path in MCP_PATHS:
         principal, refusal = await fastlane.in_tool_thread(fastlane.check_token,
                                                            _authorization(scope))
         if refusal is not None:
             return await fastlane.send_json(send, *refusal)
-        scope = {**scope, "path": "/mcp", "orchestrator.principal": principal}
+        scope = {**scope, "path": path, "orchestrator.principal": principal}
         return await mcp_app(scope, receive, send)
     name = fastlane.tool_name(scope)
     if name is not None:

@@ -1,4 +1,8 @@
-"""`manage.py mcp_stdio`: serve the tools over MCP stdio, for clients that launch a process."""
+"""`manage.py mcp_stdio`: serve the tools over MCP stdio, for clients that launch a process.
+
+``--agent-tools`` serves the agent catalogue instead (what HTTP serves at /mcp/agent):
+only the tools a model should call itself, under short names and descriptions.
+"""
 
 import anyio
 from django.core.management.base import BaseCommand, CommandError
@@ -10,20 +14,25 @@ from orchestrator.web.mcp import build_server
 
 
 class Command(BaseCommand):
-    help = "Serve every registered tool over MCP on stdin/stdout."
+    help = ("Serve every registered tool over MCP on stdin/stdout (--agent-tools: only the "
+            "tools a model should call itself).")
 
     def add_arguments(self, parser) -> None:
         parser.add_argument("--project", default=None,
                             help="The project the client works in: calls naming no project "
                                  "go there (claude_setup writes it)")
+        parser.add_argument("--agent-tools", action="store_true",
+                            help="Serve only the agent catalogue (as /mcp/agent does): the "
+                                 "tools a model should call itself, not the hooks' tools")
 
-    def handle(self, *args, project: str | None = None, **options):
+    def handle(self, *args, project: str | None = None, agent_tools: bool = False,
+               **options):
         if project:
             try:
                 check_project_id(project, field="--project")
             except OrchestratorError as exc:
                 raise CommandError(exc.message) from None
-        server = build_server(stdio_project=project)
+        server = build_server(stdio_project=project, agent=agent_tools)
 
         async def main() -> None:
             async with stdio_server() as (read_stream, write_stream):
