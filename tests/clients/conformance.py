@@ -1,4 +1,5 @@
-"""The tool-call scenario shared by the conformance tests (REST, Python SDK, TypeScript SDK).
+"""The tool-call scenario shared by the conformance tests (REST, the Python SDK client, the
+TypeScript SDK 1.x and the TypeScript client v2; revisions.py adds the protocol revisions).
 
 ``tool_calls.json`` lists calls of every tool with valid and invalid input and the outcome
 each must have ("ok" or a spec error code). Each transport runs it and hands back what it

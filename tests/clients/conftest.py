@@ -1,7 +1,9 @@
-"""Installs the pinned TypeScript MCP SDK (tests/clients/js) for the client tests.
+"""Installs the pinned TypeScript MCP clients for the client tests: the SDK 1.x
+(@modelcontextprotocol/sdk, tests/clients/js) and the client v2 (@modelcontextprotocol/client,
+tests/clients/js-v2).
 
-``npm ci`` installs exactly package-lock.json into the gitignored node_modules; it runs
-once, and again only when the lock file is newer than the last install. No npm or node
+``npm ci`` installs exactly a folder's package-lock.json into its gitignored node_modules; it
+runs once, and again only when the lock file is newer than the last install. No npm or node
 is a failure, not a skip: CI has both.
 """
 
@@ -13,20 +15,31 @@ from pathlib import Path
 
 import pytest
 
-JS_DIR = Path(__file__).with_name("js")
+HERE = Path(__file__).parent
 
 
-def _installed() -> bool:
-    marker = JS_DIR / "node_modules" / ".package-lock.json"
-    lock = JS_DIR / "package-lock.json"
+def _installed(directory: Path) -> bool:
+    marker = directory / "node_modules" / ".package-lock.json"
+    lock = directory / "package-lock.json"
     return marker.exists() and marker.stat().st_mtime >= lock.stat().st_mtime
+
+
+def _install(directory: Path) -> Path:
+    npm, node = shutil.which("npm"), shutil.which("node")
+    assert npm and node, "node and npm are needed for the TypeScript client tests"
+    if not _installed(directory):
+        subprocess.run([npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"],
+                       cwd=directory, check=True, timeout=600)
+    return directory
 
 
 @pytest.fixture(scope="session")
 def node_client_dir() -> Path:
-    npm, node = shutil.which("npm"), shutil.which("node")
-    assert npm and node, "node and npm are needed for the TypeScript SDK client tests"
-    if not _installed():
-        subprocess.run([npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"], cwd=JS_DIR,
-                       check=True, timeout=600)
-    return JS_DIR
+    """tests/clients/js: @modelcontextprotocol/sdk 1.x."""
+    return _install(HERE / "js")
+
+
+@pytest.fixture(scope="session")
+def node_client_v2_dir() -> Path:
+    """tests/clients/js-v2: @modelcontextprotocol/client 2.x."""
+    return _install(HERE / "js-v2")
