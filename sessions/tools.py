@@ -92,7 +92,8 @@ def _start(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
         session_id=args.get("sessionId"), task_id=args.get("taskId"), project_id=project,
         project_dir=args.get("projectDir"), git_branch=args.get("gitBranch"),
         agent_id=args.get("agentId"), process_id=args.get("processId"),
-        resolve_task=args.get("resolveTask", False),
+        resolve_task=args.get("resolveTask", False), create_task=args.get("createTask", False),
+        previous_session_id=args.get("previousSessionId"),
         context_budget_tokens=args.get("contextBudgetTokens"),
         crashed_session_ids=args.get("crashedSessionIds"))
     record_session_owner(result["sessionId"], ctx)
@@ -110,8 +111,11 @@ register(Tool(
         "check_recovery reports for the project (crashed sessions with resume prompts, "
         "orphaned tasks) and notificationStatus. resolveTask picks a task when none is "
         "given (taskSource: branch = the task of the latest session of this projectDir and "
-        "gitBranch, else active = the project's active task); contextBudgetTokens > 0 adds "
-        "the task's tiered contextBundle."
+        "gitBranch; with createTask, branchTask = the project's task of this gitBranch; "
+        "active = the project's active task; with createTask, created = a new task for "
+        "the branch, id <project>-<branch>, or without gitBranch for projectDir). "
+        "previousSessionId (a resumed conversation) hands over that session's own note. "
+        "contextBudgetTokens > 0 adds the task's tiered contextBundle."
     ),
     input_schema=obj({"sessionId": SESSION_ID, "taskId": TASK_ID, "projectId": project_id(),
                       "projectDir": string(max_length=1000), "gitBranch": string(max_length=255),
@@ -120,13 +124,19 @@ register(Tool(
                                            minimum=0),
                       "resolveTask": boolean("Without taskId, pick the task from the branch "
                                              "or the global active task", default=False),
+                      "createTask": boolean("With resolveTask: when no task is found, make "
+                                            "the branch's (or directory's) task",
+                                            default=False),
+                      "previousSessionId": safe_id("The session this conversation resumes: "
+                                                   "its handoff note is handed over"),
                       "contextBudgetTokens": BUDGET_TOKENS,
                       "crashedSessionIds": CRASHED_SESSIONS}),
     output_schema=obj({"success": boolean(), "sessionId": string(),
                        "status": string(enum=SESSION_STATUSES), "startedAt": TIMESTAMP,
                        "taskId": string(nullable=True),
                        "taskSource": string("Where taskId came from", nullable=True,
-                                            enum=("argument", "branch", "active")),
+                                            enum=("argument", "branch", "branchTask",
+                                                  "active", "created")),
                        "projectId": string(), "projectDir": string(nullable=True),
                        "gitBranch": string(nullable=True), "agentId": string(nullable=True),
                        "processId": {"type": ["integer", "null"]},

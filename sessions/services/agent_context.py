@@ -3,13 +3,20 @@ works on (when it did not say) and that task's tiered context bundle (seed 001).
 
 from __future__ import annotations
 
+import hashlib
+import os
+import re
 from typing import Any
 
 from django.db import connection
 
+from contexts.models import TaskContext
 from contexts.services.bundle import context_bundle
+from contexts.services.tasks import create_task
 from orchestrator.core.db import qualified
 from orchestrator.core.errors import OrchestratorError
+from orchestrator.core.models import Project
+from orchestrator.core.tools.schema import MAX_TASK_ID_LENGTH
 from sessions.services.common import get_session, logger, sessions_table, tasks_table
 
 # Task of the latest earlier session of this project directory and branch, and the
@@ -28,11 +35,14 @@ SELECT (SELECT s.task_id FROM {sessions} s JOIN {tasks} t ON t.task_id = s.task_
 """
 
 
-def resolve_task(project_id: str, project_dir: str | None,
-                 git_branch: str | None) -> tuple[str | None, str | None]:
+def resolve_task(project_id: str, project_dir: str | None, git_branch: str | None, *,
+                 create: bool = False, session_id: str | None = None
+                 ) -> tuple[str | None, str | None]:
     """(taskId, source) for a session of ``project_id`` that named no task: the task of the
-    most recent session on the same directory and git branch ("branch"), else the
-    project's active task ("active"), else (None, None); completed and archived tasks are
+    most recent session on the same directory and git branch ("branch"); with ``create``,
+    the project's task of that branch if someone made it ("branchTask"); the project's
+    active task ("active"); with ``create``, a new task for the branch, or for the
+    directory without git ("created"); else (None, None). Completed and archived tasks are
     never picked."""
     sql = _RESOLVE_SQL.format(sessions=sessions_table(), tasks=tasks_table(),
                               global_context=qualified("global_context"))
@@ -43,9 +53,70 @@ def resolve_task(project_id: str, project_dir: str | None,
         branch_task, active_task = cursor.fetchone()
     if branch_task and project_dir and git_branch:
         return branch_task, "branch"
+    work = _work_of(project_id, project_dir, git_branch) if create else None
+    if work is not None:
+        existing = TaskContext.objects.filter(task_id=work.task_id).values_list(
+            "project_id", "status").first()
+        if existing and existing[0] == project_id and existing[1] not in FINISHED_STATUSES:
+            return work.task_id, "branchTask"
     if active_task:
         return active_task, "active"
+    if work is not None:
+        return _create_work_task(project_id, work, session_id), "created"
     return None, None
+
+
+class _Work:
+    """The task a branch (or, without git, a directory) gets when its first session names
+    none: a readable id from the project and the branch, the branch as its name."""
+
+    def __init__(self, task_id: str, name: str, description: str) -> None:
+        self.task_id, self.name, self.description = task_id, name, description
+
+
+def _slug(text: str) -> str:
+    cleaned = re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-._")
+    return re.sub(r"-{2,}", "-", cleaned) or "work"
+
+
+def _work_of(project_id: str, project_dir: str | None, git_branch: str | None
+             ) -> _Work | None:
+    project_name = Project.objects.filter(pk=project_id).values_list("name", flat=True).first()
+    repository = _slug(project_name or project_id.rsplit(":", 1)[-1])
+    if git_branch:
+        task_id = f"{repository}-{_slug(git_branch)}"
+        return _Work(_unique_id(task_id, project_id), git_branch,
+                     f"Work on branch {git_branch} of {project_name or project_id}, made by "
+                     "its first session (rename it, or switch_task to another task).")
+    if project_dir:
+        folder = os.path.basename(project_dir.rstrip("/")) or "root"
+        return _Work(_unique_id(_slug(folder), project_id), folder,
+                     f"Work in {project_dir} (not a git repository), made by its first "
+                     "session (rename it, or switch_task to another task).")
+    return None
+
+
+def _unique_id(task_id: str, project_id: str) -> str:
+    """``task_id``, made distinct when another project already has it (ids are unique
+    across the server: two repositories may both have a branch main)."""
+    owner = TaskContext.objects.filter(task_id=task_id).values_list(
+        "project_id", flat=True).first()
+    if owner is None or owner == project_id:
+        return task_id[:MAX_TASK_ID_LENGTH]
+    digest = hashlib.sha256(project_id.encode()).hexdigest()[:6]
+    return f"{task_id[:MAX_TASK_ID_LENGTH - 7]}-{digest}"
+
+
+def _create_work_task(project_id: str, work: _Work, session_id: str | None) -> str:
+    try:
+        create_task(work.task_id, {"name": work.name, "status": "in_progress",
+                                   "description": work.description},
+                    project_id=project_id, session_id=session_id,
+                    created_by="session start")
+    except OrchestratorError as exc:
+        if exc.code != "E1614":  # made by a session that started at the same moment
+            raise
+    return work.task_id
 
 
 def bundle_or_none(task_id: str | None, budget_tokens: int | None,

@@ -52,6 +52,13 @@ def read_handoff(*, project_id: str, session_id: str) -> SessionHandoff | None:
     return rows[0] if rows else None
 
 
+def handoff_of(*, project_id: str, session_id: str) -> SessionHandoff | None:
+    """The latest note ``session_id`` left in its project (active or replaced since): what
+    a resumed conversation of that session reads, rather than whichever note is newest."""
+    return (SessionHandoff.objects.filter(project_id=project_id, from_session_id=session_id)
+            .order_by("-created_at").first())
+
+
 def handoff_data(handoff: SessionHandoff | None) -> dict[str, Any] | None:
     if handoff is None:
         return None

@@ -56,15 +56,18 @@ def start_session(*, session_id: str | None = None, task_id: str | None = None,
                   project_id: str | None = None, project_dir: str | None = None,
                   git_branch: str | None = None, agent_id: str | None = None,
                   process_id: int | None = None, resolve_task: bool = False,
+                  create_task: bool = False, previous_session_id: str | None = None,
                   context_budget_tokens: int | None = None,
                   crashed_session_ids: list[str] | None = None) -> dict[str, Any]:
-    """Register a session in its project, hand it the project's handoff and tell it what
-    needs recovery there."""
+    """Register a session in its project, hand it the project's handoff (or, for a
+    resumed conversation, the note its previous session left) and tell it what needs
+    recovery there."""
     session_id = session_id or new_session_id()
     project_id = session_project(task_id, project_id)
     task_source = "argument" if task_id else None
     if task_id is None and resolve_task:
-        task_id, task_source = agent_context.resolve_task(project_id, project_dir, git_branch)
+        task_id, task_source = agent_context.resolve_task(
+            project_id, project_dir, git_branch, create=create_task, session_id=session_id)
     with transaction.atomic():
         with connection.cursor() as cursor:
             cursor.execute(
@@ -85,7 +88,9 @@ def start_session(*, session_id: str | None = None, task_id: str | None = None,
         started_at = row[0]
         if task_id:
             record_work(session_id, task_id, agent_id=agent_id, started_at=started_at)
-        handoff = handoffs.read_handoff(project_id=project_id, session_id=session_id)
+        handoff = (previous_session_id and handoffs.handoff_of(project_id=project_id,
+                                                               session_id=previous_session_id)
+                   ) or handoffs.read_handoff(project_id=project_id, session_id=session_id)
         transaction.on_commit(lambda: signals.session_started.send(
             sender=ActiveSession, session_id=session_id, task_id=task_id, agent_id=agent_id,
             started_at=started_at))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
@@ -12,6 +13,8 @@ from contexts.models import TaskContext
 from contexts.services.representation import task_part
 
 PROMPT_TOOL_USES = 5
+EDITING_TOOLS = frozenset({"Edit", "Write", "MultiEdit", "NotebookEdit"})
+SUBAGENT_PREFIX = re.compile(r"^\(subagent [^)]*\) ")
 _DATETIME_COLUMNS = ("created_at", "updated_at", "last_session_at")
 
 
@@ -46,6 +49,9 @@ class RecoveryState:
     git_branch: str | None = None
     # Seed 004: unfinished tasks this session worked on that no live session took over.
     orphaned_tasks: list[dict[str, Any]] = field(default_factory=list)
+    # What the client saw when the agent's process died (its crash_report event): the tool
+    # call that was running, the last request and the last answer.
+    crash_report: dict[str, Any] = field(default_factory=dict)
 
     @property
     def full_reload_due(self) -> bool:
@@ -53,40 +59,83 @@ class RecoveryState:
         return self.compaction_count > 0 and self.compaction_count % 2 == 0
 
 
-def _text(value: Any, empty: str = "(not set)") -> str:
+def _text(value: Any, empty: str = "") -> str:
     return str(value) if value not in (None, "") else empty
+
+
+def _field(label: str, value: Any) -> list[str]:
+    """One "- **Label**: value" line, or none when nothing is known (no "(not set)")."""
+    text = " ".join(str(value).split()) if value not in (None, "") else ""
+    return [f"- **{label}**: {text}"] if text else []
+
+
+def in_flight(state: RecoveryState) -> str | None:
+    """The tool call that was running when the agent died, as "`Tool` what"."""
+    running = state.crash_report.get("toolInFlight")
+    if not isinstance(running, dict) or not running.get("tool"):
+        return None
+    summary = str(running.get("summary") or "")
+    tool = str(running["tool"])
+    what = summary[len(tool):].strip() if summary.startswith(tool) else summary
+    return f"`{tool}` {what}".strip()
+
+
+def _derived(state: RecoveryState) -> dict[str, str]:
+    """Working-on, last action and next step from what the session did, for a task whose
+    context does not say."""
+    uses = [u for u in state.tool_history if u.get("summary")]
+
+    def target(use: dict[str, Any]) -> str:  # "Edit src/a.py" -> "src/a.py"
+        return SUBAGENT_PREFIX.sub("", str(use["summary"])).split(" ", 1)[-1]
+
+    edits = []
+    for use in uses:
+        if use.get("tool") in EDITING_TOOLS and target(use) not in edits:
+            edits.append(target(use))
+    derived = {}
+    if edits:
+        derived["workingOn"] = "files edited last: " + ", ".join(edits[:5])
+    if uses:
+        derived["lastAction"] = f"`{uses[0]['tool']}` {target(uses[0])}"
+    running = in_flight(state)
+    if running:
+        derived["nextStep"] = f"find out whether {running} finished, then carry on"
+    return derived
 
 
 def resume_prompt(state: RecoveryState) -> str:
     task = state.task or {}
     context = task.get("immediateContext") or {}
+    derived = _derived(state)
     blockers = [b for b in context.get("blockers") or [] if b]
-    lines = [
-        f"## Recovery Required: {state.recovery_type}",
-        "",
-        f"### Task: {_text(task.get('name'), '(no task)')}",
-        f"- **Phase**: {_text(task.get('currentPhase'))}",
-        f"- **Iteration**: {_text(task.get('iteration'), '0')}",
-        "",
-        "### Immediate Context",
-        f"- **Working On**: {_text(context.get('workingOn'))}",
-        f"- **Last Action**: {_text(context.get('lastAction'))}",
-        f"- **Next Step**: {_text(context.get('nextStep'))}",
-        f"- **Blockers**: {', '.join(blockers) if blockers else 'none'}",
-        "",
-        "### Recent Tool Usage",
-    ]
+    lines = [f"## Recovery Required: {state.recovery_type}", "",
+             f"### Task: {_text(task.get('name'), '(no task)')}"]
+    lines += _field("Phase", task.get("currentPhase"))
+    if task:
+        lines += _field("Iteration", task.get("iteration") or 0)
+    stopped = [*_field("Running", in_flight(state) and f"{in_flight(state)} (interrupted)"),
+               *_field("Last request", state.crash_report.get("lastRequest")),
+               *_field("Last answer", state.crash_report.get("lastAnswer"))]
+    if stopped:
+        lines += ["", "### When It Stopped", *stopped]
+    lines += ["", "### Immediate Context",
+              *_field("Working On", context.get("workingOn") or derived.get("workingOn")),
+              *_field("Last Action", context.get("lastAction") or derived.get("lastAction")),
+              *_field("Next Step", context.get("nextStep") or derived.get("nextStep")),
+              f"- **Blockers**: {', '.join(blockers) if blockers else 'none'}",
+              "", "### Recent Tool Usage"]
     uses = state.tool_history[:PROMPT_TOOL_USES]
     lines += [f"- {u['timestamp']} `{u['tool']}` ({'ok' if u['success'] else 'failed'})"
               + (f": {u['summary']}" if u.get("summary") else "")
               for u in uses] or ["- (no tool usage recorded)"]
-    lines += ["", "### Pending Changes"]
-    lines += [f"- **{_text(c.get('type'), 'change')}** `{_text(c.get('path'), '?')}`: "
-              f"{_text(c.get('description'), '')}".rstrip(": ")
-              for c in state.unsaved_changes] or ["- (none)"]
-    lines += ["", "### Conversation Summary", _text(state.conversation_summary,
-                                                   "(no summary recorded)"), ""]
-    lines += ["### Recommended Actions"]
+    if state.unsaved_changes:
+        lines += ["", "### Pending Changes"]
+        lines += [f"- **{_text(c.get('type'), 'change')}** `{_text(c.get('path'), '?')}`: "
+                  f"{_text(c.get('description'))}".rstrip(": ")
+                  for c in state.unsaved_changes]
+    if state.conversation_summary:
+        lines += ["", "### Conversation Summary", state.conversation_summary.strip()]
+    lines += ["", "### Recommended Actions"]
     lines += [f"{n}. {action}" for n, action in enumerate(recommended_actions(state), 1)]
     return "\n".join(lines) + "\n"
 
@@ -110,6 +159,10 @@ def recommended_actions(state: RecoveryState) -> list[str]:
         branch = f" on branch {state.git_branch}" if state.git_branch else ""
         actions.append(f"Check the working tree{branch} (git status, diff): the session "
                        f"stopped responding after {_text(state.last_activity, 'an unknown time')}.")
+        running = in_flight(state)
+        if running:
+            actions.append(f"{running} was running when the session died: its output is "
+                           "lost; check what it changed before running it again.")
     if state.orphaned_tasks:
         names = ", ".join(f"`{t['taskId']}` ({t['name']})" for t in state.orphaned_tasks)
         actions.append(f"Orphaned work: {names} has no live session since this one "
@@ -134,7 +187,7 @@ def recommended_actions(state: RecoveryState) -> list[str]:
     elif not context.get("nextStep"):
         actions.append(f"Reload task {task.get('taskId')} (get_unified_context) and decide "
                        "its next step; none was recorded.")
-    if not state.conversation_summary:
+    if not state.conversation_summary and not state.crash_report.get("lastRequest"):
         actions.append("No conversation summary was saved: rebuild it from the task's "
                        "technical decisions and recent versions.")
     actions.append(f"Confirm with check_recovery {{\"markRecovered\": \"{state.session_id}\"}}"

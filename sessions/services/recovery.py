@@ -22,7 +22,7 @@ from orchestrator.core.errors import OrchestratorError, session_not_found
 from orchestrator.core.models import Project
 from orchestrator.core.stamps import iso, now_iso
 from sessions import signals
-from sessions.models import ActiveSession, SessionDetail
+from sessions.models import ActiveSession, SessionDetail, SessionEvent
 from sessions.services import history, markers
 from sessions.services.common import (
     DETAIL_TABLE,
@@ -41,6 +41,13 @@ from sessions.services.work import forget_sessions, orphaned_work
 
 HISTORY_LIMIT = 10
 CRASH_LOG_LINES = 50
+# The system event a client appends when its agent's process died (orchestrator_hook).
+CRASH_REPORT = "crash_report"
+# Calls a client makes to keep the session itself (the hooks' own): not what the agent
+# was doing, so not in a resume prompt's tool usage.
+SESSION_BOOKKEEPING = frozenset({
+    "start_session", "heartbeat", "record_activity", "append_session_event", "end_session",
+    "report_compaction", "check_recovery", "get_context_bundle", "update_session_scratchpad"})
 _STAMP = "'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"'"
 
 
@@ -186,9 +193,23 @@ def _mark_file_session_recovered(session_id: str, project_ids: list[str] | None)
     return False
 
 
-def _state_from_row(session: ActiveSession, compactions: int) -> RecoveryState:
+def crash_reports(session_ids: list[str]) -> dict[str, dict[str, Any]]:
+    """Each session's latest crash_report event (what the client saw when the agent's
+    process died), in one query."""
+    if not session_ids:
+        return {}
+    rows = (SessionEvent.objects.filter(session_id__in=session_ids, event_type="system_event",
+                                        content=CRASH_REPORT)
+            .order_by("session_id", "-sequence").distinct("session_id")
+            .values_list("session_id", "parts"))
+    return {session_id: parts for session_id, parts in rows if isinstance(parts, dict)}
+
+
+def _state_from_row(session: ActiveSession, compactions: int,
+                    crash_report: dict[str, Any] | None = None) -> RecoveryState:
     snapshot = session.context_snapshot if isinstance(session.context_snapshot, dict) else {}
-    tool_history = history.recent_history(session.session_id, HISTORY_LIMIT)
+    tool_history = history.recent_history(session.session_id, HISTORY_LIMIT,
+                                          exclude=SESSION_BOOKKEEPING)
     if not tool_history:
         tool_history = list(snapshot.get("toolHistory") or [])
     return RecoveryState(
@@ -202,6 +223,7 @@ def _state_from_row(session: ActiveSession, compactions: int) -> RecoveryState:
         or snapshot.get("conversationSummary"),
         compaction_count=compactions,
         git_branch=session.git_branch,
+        crash_report=crash_report or {},
     )
 
 
@@ -254,7 +276,9 @@ def check_recovery(*, mark_recovered_id: str | None = None, include_history: boo
     rows = list(rows[:100])
     counts = dict(SessionDetail.objects.filter(session_id__in=[r.session_id for r in rows])
                   .values_list("session_id", "compaction_count"))
-    states = [_state_from_row(r, counts.get(r.session_id, 0)) for r in rows]
+    reports = crash_reports([r.session_id for r in rows])
+    states = [_state_from_row(r, counts.get(r.session_id, 0), reports.get(r.session_id))
+              for r in rows]
     orphans = orphaned_work(project_ids=project_ids, project_dir=project_dir)
     for state in states:
         state.orphaned_tasks = [{"taskId": task_id, "name": name}
@@ -309,5 +333,6 @@ def recovery_state(session_id: str) -> RecoveryState:
     """The state a resume prompt for this session would show (admin page)."""
     session = ActiveSession.objects.get(session_id=session_id)
     detail = SessionDetail.objects.filter(session_id=session_id).first()
-    return _state_from_row(session, detail.compaction_count if detail else 0)
+    return _state_from_row(session, detail.compaction_count if detail else 0,
+                           crash_reports([session_id]).get(session_id))
 
