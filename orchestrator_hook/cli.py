@@ -11,6 +11,7 @@ level it imports only what ``lite`` does (see there); the rest is imported when 
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 
@@ -27,6 +28,13 @@ BUDGET_SECONDS = {
     "PreCompact": 3.0,
     "PostCompact": 2.0,
     "SessionEnd": 1.0,
+    "StopFailure": 2.0,
+    "PreToolUse": 1.0,
+    "SubagentStart": 1.0,
+    "SubagentStop": 2.0,
+    # Not a Claude Code event: the watchdog's report of a process that died without a
+    # SessionEnd (``--crashed CLAUDE_SESSION``); nobody waits for it.
+    "Crashed": 20.0,
 }
 EVENT_NAMES = {name.lower(): name for name in BUDGET_SECONDS}
 
@@ -72,6 +80,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"orchestrator-hook {__version__}")
         return 0
     try:
+        if argv[:1] == ["--crashed"] and len(argv) == 2:
+            payload: dict[str, object] = {"session_id": argv[1], "cwd": os.getcwd(),
+                                          "hook_event_name": "Crashed"}
+            run("Crashed", payload, started)
+            return 0
         raw = sys.stdin.buffer.read() if not sys.stdin.isatty() else b""
         payload = json.loads(raw) if raw.strip() else {}
         if not isinstance(payload, dict):

@@ -16,12 +16,13 @@ MAX_CONTEXT_CHARS = 9500
 
 
 class Config(namedtuple("Config", ["url", "token", "task_id", "budget_tokens",
-                                   "flush_seconds", "agent_id", "project_id"],
+                                   "flush_seconds", "agent_id", "project_id", "all_tools"],
                         defaults=[None, DEFAULT_BUDGET_TOKENS, DEFAULT_FLUSH_SECONDS,
-                                  "claude-code", None])):
+                                  "claude-code", None, False])):
     """url: str, token: str, task_id: str | None, budget_tokens: int, flush_seconds: float,
     agent_id: str, project_id: str | None (the repository's project, sent with every call;
-    None: a setup older than projects, whose calls go to the server's default). A named
+    None: a setup older than projects, whose calls go to the server's default), all_tools:
+    bool (the model was offered every tool, not the agent's /mcp/agent names). A named
     tuple, not a frozen dataclass: ``dataclasses`` imports
     ``inspect``, which costs every hook more than its work."""
 

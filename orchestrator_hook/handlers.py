@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import os
+import sys
 import time
 from pathlib import Path
 
@@ -28,6 +29,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+LAUNCHER = Path(__file__).resolve().with_name("launch.py")
 # The orchestrator no longer takes calls for this session: unknown, ended or crashed.
 SESSION_GONE = frozenset({"E1600", "E1602", "E1603"})
 TOOL_USES_PER_CALL = 200
@@ -58,6 +60,7 @@ def session_start(hook: Hook) -> dict[str, Any]:
     source = str(hook.payload.get("source") or "startup")
     hook.service.drain()
     flush_other_sessions(hook)
+    hook.state.prune_activity()
     entry = hook.state.mapped_session(hook.claude_session)
     if entry and not entry.get("ended"):
         if source == "compact":
@@ -66,15 +69,21 @@ def session_start(hook: Hook) -> dict[str, Any]:
             resumed = resume(hook, entry)
             if resumed is not None:
                 return resumed
-    return start(hook, source)
+    return start(hook, source, previous=entry)
 
 
-def start(hook: Hook, source: str) -> dict[str, Any]:
-    """Start an orchestrator session for this Claude session and build its context."""
+def start(hook: Hook, source: str, previous: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Start an orchestrator session for this Claude session and build its context.
+
+    ``previous``: this Claude session's earlier mapping (a resumed conversation whose
+    orchestrator session ended): its handoff note is the one to read, not the project's.
+    """
     session_id = new_session_id()
     arguments: dict[str, Any] = {
         "sessionId": session_id, "projectDir": str(hook.project_dir),
         "agentId": hook.config.agent_id, "contextBudgetTokens": hook.config.budget_tokens}
+    if previous and previous.get("sessionId") and source in ("resume", "fork", "restart"):
+        arguments["previousSessionId"] = previous["sessionId"]
     if hook.config.project_id:
         arguments["projectId"] = hook.config.project_id
     branch = git_branch(hook.project_dir)
@@ -89,12 +98,18 @@ def start(hook: Hook, source: str) -> dict[str, Any]:
     if hook.config.task_id:
         arguments["taskId"] = hook.config.task_id
     else:
+        # The task this branch worked on, else the branch's (or directory's) own task,
+        # made on first use: a session is tracked from its first edit with no flags.
         arguments["resolveTask"] = True
+        arguments["createTask"] = True
     # Map first: the hooks that follow need the id even if the start waits in the spool.
     hook.state.update_session(hook.claude_session, sessionId=session_id,
                               taskId=hook.config.task_id, source=source, ended=False,
-                              agentPid=pid, agentStarted=process_start_time(pid))
+                              agentPid=pid, agentStarted=process_start_time(pid),
+                              transcriptPath=hook.payload.get("transcript_path"))
     for claude_session in crashed_claude_sessions(hook, crashed):
+        # What it was doing when it died, before the crash makes its resume prompt.
+        report_dead_session(hook, claude_session)
         hook.state.update_session(claude_session, ended=True, crashed=True)
     hook.state.mark_flushed(hook.claude_session)
     try:
@@ -104,17 +119,19 @@ def start(hook: Hook, source: str) -> dict[str, Any]:
         if answer is None:
             return offline(hook, f"the orchestrator refused to start a session ({exc.code}); "
                                  "see .claude/orchestrator/hook.log")
+    start_watchdog(hook, session_id, (answer or {}).get("heartbeatIntervalMs"))
     if answer is None:
         return offline(hook, "the session orchestrator could not be reached")
     task_id = answer.get("taskId")
-    hook.state.update_session(hook.claude_session, taskId=task_id)
+    hook.state.update_session(hook.claude_session, taskId=task_id,
+                              heartbeatIntervalMs=answer.get("heartbeatIntervalMs"))
     bundle, handoff = answer.get("contextBundle"), answer.get("handoff")
     context.save_mirror(hook.project_dir, sessionId=session_id, taskId=task_id,
                         contextBundle=bundle, handoff=handoff)
     recovery = answer.get("recovery")
     text = context.compose([
         ("", session_header(session_id, task_id, answer.get("taskSource"),
-                            answer.get("projectId"))),
+                            answer.get("projectId"), hook.config.all_tools)),
         # The resume prompts and the bundle carry their own headings.
         ("", context.recovery_text(recovery, own_session=session_id)),
         ("Handoff note from the previous session", context.handoff_text(handoff)),
@@ -156,7 +173,10 @@ def resume(hook: Hook, entry: dict[str, Any]) -> dict[str, Any] | None:
         return offline(hook, "the session orchestrator could not be reached")
     pid = agent_process_id()  # a resumed session may run in a new Claude Code process
     hook.state.update_session(hook.claude_session, agentPid=pid,
-                              agentStarted=process_start_time(pid))
+                              agentStarted=process_start_time(pid),
+                              transcriptPath=hook.payload.get("transcript_path")
+                              or entry.get("transcriptPath"))
+    start_watchdog(hook, session_id, entry.get("heartbeatIntervalMs"))
     bundle = None
     if alive.get("taskId"):
         bundle = hook.service.send_quietly(
@@ -167,7 +187,7 @@ def resume(hook: Hook, entry: dict[str, Any]) -> dict[str, Any] | None:
                                 taskId=alive.get("taskId"), contextBundle=bundle)
     return additional_context(context.compose([
         ("", session_header(session_id, alive.get("taskId"), "resumed",
-                            hook.config.project_id)),
+                            hook.config.project_id, hook.config.all_tools)),
         ("", context.bundle_text(bundle))]))
 
 
@@ -205,6 +225,13 @@ def offline(hook: Hook, reason: str) -> dict[str, Any]:
     mirror = context.load_mirror(hook.project_dir) or {}
     note = (f"Session orchestrator offline: {reason}. Heartbeats and tool history are kept "
             "in .claude/orchestrator/spool and sent when it is back.")
+    spooled = hook.state.spooled()
+    oldest = hook.state.spooled_since()
+    if oldest is not None and time.time() - oldest > SPOOLING_LONG_SECONDS:
+        since = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(oldest))
+        note += (f" It has been out of reach since {since}: {len(spooled)} calls are "
+                 f"waiting ({hook.config.url}; `manage.py claude_setup --check` says "
+                 "more).")
     if mirror:
         note += f" The context below is the local copy saved at {mirror.get('savedAt')}."
     text = context.compose([
@@ -216,16 +243,22 @@ def offline(hook: Hook, reason: str) -> dict[str, Any]:
                                                     "local copy of the context.")
 
 
-def session_header(session_id: str, task_id: Any, how: Any, project_id: Any = None) -> str:
+def session_header(session_id: str, task_id: Any, how: Any, project_id: Any = None,
+                   all_tools: bool = False) -> str:
     chosen = {"argument": "set for this project", "branch": "from the git branch",
+              "branchTask": "this git branch's task",
+              "created": "created now for this git branch (or directory): rename it, or "
+                         "switch_task to another task",
               "active": "the project's active task", "resumed": "resumed"}.get(str(how), "")
     task = (f"works on task `{task_id}`" + (f" ({chosen})" if chosen else "")
             if task_id else "has no task yet")
     project = f" in project `{project_id}`" if project_id else ""
+    read, save = ("get_unified_context", "save_context_snapshot") if all_tools \
+        else ("get_task_context", "save_task_context")
     return (f"Session orchestrator: this Claude Code session is orchestrator session "
             f"`{session_id}`{project} and {task}. Heartbeats, tool history, compactions and a "
             "handoff note at the end are recorded by hooks; the orchestrator's MCP tools give the "
-            "full context (get_unified_context) and save it (save_context_snapshot).")
+            f"full context ({read}) and save it ({save}).")
 
 
 def mark_resumed_crashes(hook: Hook, recovery: Any, task_id: Any, session_id: str) -> None:
@@ -258,6 +291,38 @@ def stop(hook: Hook) -> None:
     flush_activity(hook, hook.claude_session, summary=conversation_summary(hook))
 
 
+def stop_failure(hook: Hook) -> None:
+    """A turn ended by an API error (rate limit, prompt too long, ...): recorded with the
+    heartbeat, not a crash; the session goes on with the next prompt."""
+    session_id = flush_activity(hook, hook.claude_session)
+    if session_id:
+        hook.service.send_quietly("append_session_event", {
+            "sessionId": session_id, "type": "system_event", "role": "system",
+            "content": "stop_failure",
+            "parts": {"error": str(hook.payload.get("error") or "unknown")[:200],
+                      "details": str(hook.payload.get("error_details") or "")[:2000]}})
+
+
+def subagent_event(hook: Hook) -> None:
+    """SubagentStart / SubagentStop: a subagent is not a session of its own. Its tool uses
+    arrive with the parent's session id (PostToolUse, ``agent_id`` set) and count for
+    the parent's session and task; here only that it ran, and what it answered."""
+    session_id = hook.mapped_session_id()
+    if not session_id:
+        return
+    parts: dict[str, Any] = {"agentId": str(hook.payload.get("agent_id") or ""),
+                             "agentType": str(hook.payload.get("agent_type") or "")}
+    if hook.event == "SubagentStop":
+        flush_activity(hook, hook.claude_session, heartbeat=False)
+        answer = hook.payload.get("last_assistant_message")
+        if isinstance(answer, str) and answer.strip():
+            parts["lastAnswer"] = lite.clip(answer, 2000)
+    hook.service.send_quietly("append_session_event", {
+        "sessionId": session_id, "type": "system_event", "role": "system",
+        "content": "subagent_start" if hook.event == "SubagentStart" else "subagent_stop",
+        "parts": parts})
+
+
 def pre_compact(hook: Hook) -> None:
     trigger = hook.payload.get("trigger") if hook.payload.get("trigger") in (
         "manual", "auto") else "auto"
@@ -287,15 +352,124 @@ def post_compact(hook: Hook) -> None:
 
 
 def session_end(hook: Hook) -> None:
+    # First: the session ends by intent, whatever happens below (a cut-off hook, a spooled
+    # call); the watchdog must not report it as a crash.
+    stop_watchdog(hook, hook.claude_session)
     session_id = flush_activity(hook, hook.claude_session, start_if_missing=False)
     if not session_id:
         return
     reason = str(hook.payload.get("reason") or "other")
-    summary = (f"Claude Code session ended ({reason}).\n"
-               + read_tail(hook.payload.get("transcript_path")).summary(6000))
+    summary = handoff_summary(read_tail(hook.payload.get("transcript_path")), reason)
     hook.service.send_quietly("end_session", {"sessionId": session_id,
                                               "summary": summary[:20000]})
     hook.state.update_session(hook.claude_session, ended=True)
+    hook.state.forget_activity(hook.claude_session)
+
+
+def handoff_summary(tail: Any, reason: str) -> str:
+    """The note the next session reads: readable lines, most useful first."""
+    lines = [f"Claude Code session ended ({reason})."]
+    if tail.user_prompts:
+        lines.append(f"Last request: {lite.clip(tail.user_prompts[-1], 600)}")
+    if tail.assistant_texts:
+        lines.append(f"Last answer: {lite.clip(tail.assistant_texts[-1], 1500)}")
+    if tail.tool_actions:
+        lines.append("Last actions:")
+        lines.extend(f"- {action}" for action in tail.tool_actions[-8:])
+    return "\n".join(lines)
+
+
+# -- liveness ----------------------------------------------------------------------------
+
+# The spool holding calls older than this is worth one line in the injected context.
+SPOOLING_LONG_SECONDS = 180
+WATCHDOG_OFF = frozenset({"0", "false", "off", "no"})
+DEFAULT_HEARTBEAT_MS = 60000
+
+
+def start_watchdog(hook: Hook, session_id: str, interval_ms: Any = None) -> None:
+    """Keep the session alive while its Claude Code process lives, and report it crashed
+    within seconds when the process dies without a SessionEnd (``watchdog``)."""
+    if os.environ.get("ORCHESTRATOR_WATCHDOG", "1").lower() in WATCHDOG_OFF:
+        return
+    entry = hook.state.mapped_session(hook.claude_session) or {}
+    if not entry.get("agentPid") or entry.get("agentStarted") is None:
+        return  # no process to follow: the next SessionStart notices a death instead
+    from orchestrator_hook import watchdog
+
+    interval = interval_ms if isinstance(interval_ms, int) and interval_ms > 0 \
+        else DEFAULT_HEARTBEAT_MS
+    key = lite.file_safe(hook.claude_session)
+    watchdog.configure(str(hook.state.root), key, {
+        "session": session_id, "claude": hook.claude_session, "pid": entry["agentPid"],
+        "started": entry["agentStarted"], "url": hook.config.url, "token": hook.config.token,
+        "project": hook.config.project_id or "", "interval": interval / 1000,
+        "address": ipv4_address(hook.config.url),
+        "python": sys.executable, "launcher": str(LAUNCHER),
+        "project_dir": str(hook.project_dir)})
+    if not watchdog.start(str(hook.state.root), key, sys.executable):
+        hook.state.log("the watchdog could not be started")
+
+
+def ipv4_address(url: str) -> str:
+    """The service's IPv4 address, looked up here for the watchdog ("" if none)."""
+    import socket
+    from urllib.parse import urlsplit
+
+    try:
+        host = urlsplit(url).hostname or ""
+        return socket.getaddrinfo(host, None, socket.AF_INET)[0][4][0] if host else ""
+    except (OSError, ValueError, IndexError):
+        return ""
+
+
+def stop_watchdog(hook: Hook, claude_session: str) -> None:
+    from orchestrator_hook import watchdog
+
+    watchdog.forget(str(hook.state.root), lite.file_safe(claude_session))
+
+
+def crashed(hook: Hook) -> None:
+    """``--crashed``: the watchdog saw this session's Claude Code process die without a
+    SessionEnd. Record what it was doing, then report the crash (resume prompt ready for
+    the next session), at once rather than after the crash threshold."""
+    from orchestrator_hook import watchdog
+
+    watchdog.cleanup(str(hook.state.root), lite.file_safe(hook.claude_session))
+    entry = hook.state.mapped_session(hook.claude_session)
+    if not entry or entry.get("ended") or not entry.get("sessionId"):
+        return
+    report_dead_session(hook, hook.claude_session)
+    hook.service.send_quietly("check_recovery", {"crashedSessionIds": [entry["sessionId"]]})
+    hook.state.update_session(hook.claude_session, ended=True, crashed=True)
+    hook.state.forget_activity(hook.claude_session)
+
+
+def report_dead_session(hook: Hook, claude_session: str) -> None:
+    """Send what a dead session left: its unsent tool uses, and from its transcript the
+    tool call that was running, the last request and the last answer."""
+    entry = hook.state.mapped_session(claude_session) or {}
+    session_id = flush_activity(hook, claude_session, heartbeat=False,
+                                start_if_missing=False)
+    if not session_id:
+        return
+    tail = read_tail(entry.get("transcriptPath"))
+    parts: dict[str, Any] = {"detectedBy": "watchdog" if hook.event == "Crashed"
+                             else "next SessionStart"}
+    # The PreToolUse notes know; the transcript may not have caught up when it died.
+    running = lite.tools_in_flight(hook.state.root, claude_session)
+    if running:
+        parts["toolInFlight"] = {"tool": running[-1]["tool"],
+                                 "summary": running[-1]["summary"]}
+    elif tail.tool_in_flight:
+        parts["toolInFlight"] = tail.tool_in_flight
+    if tail.user_prompts:
+        parts["lastRequest"] = lite.clip(tail.user_prompts[-1], 1000)
+    if tail.assistant_texts:
+        parts["lastAnswer"] = lite.clip(tail.assistant_texts[-1], 2000)
+    hook.service.send_quietly("append_session_event", {
+        "sessionId": session_id, "type": "system_event", "role": "system",
+        "content": "crash_report", "parts": parts})
 
 
 def flush_activity(hook: Hook, claude_session: str, *, summary: str | None = None,
@@ -312,6 +486,7 @@ def flush_activity(hook: Hook, claude_session: str, *, summary: str | None = Non
     session_id = entry["sessionId"]
     uses = hook.state.take_activity(claude_session)
     hook.state.mark_flushed(claude_session)
+    hook.state.compact_inflight(claude_session)
     batches = [uses[i:i + TOOL_USES_PER_CALL] for i in range(0, len(uses),
                                                                TOOL_USES_PER_CALL)] or [[]]
     for number, batch in enumerate(batches):
@@ -450,10 +625,14 @@ def agent_process_id() -> int | None:
 
 
 HANDLERS = {
+    "Crashed": crashed,
     "SessionStart": session_start,
     "PostToolUse": post_tool_use,
     "PostToolUseFailure": post_tool_use,
     "Stop": stop,
+    "StopFailure": stop_failure,
+    "SubagentStart": subagent_event,
+    "SubagentStop": subagent_event,
     "PreCompact": pre_compact,
     "PostCompact": post_compact,
     "SessionEnd": session_end,

@@ -21,7 +21,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from orchestrator_hook.context import MIRROR_FILE
 from orchestrator_hook.state import STATE_DIR, read_json
+
+MIRROR_DIR = MIRROR_FILE.parent
 
 HOOK_EXECUTABLE = "orchestrator-hook"
 LAUNCHER = Path(__file__).resolve().with_name("launch.py")
@@ -38,7 +41,20 @@ HOOK_EVENTS: dict[str, tuple[str | None, int]] = {
     "PreCompact": (None, 10),
     "PostCompact": (None, 10),
     "SessionEnd": (None, 3),
+    # A subagent's tool uses count for its parent's session (they carry its session id);
+    # these two only record that it ran. StopFailure: a turn ended by an API error.
+    "SubagentStart": (None, 5),
+    "SubagentStop": (None, 5),
+    "StopFailure": (None, 5),
+    # Notes the start of each tool call (lite.note_tool_start): what was running when
+    # Claude Code died. Asynchronous: it never delays the tool.
+    "PreToolUse": ("*", 5),
 }
+ASYNC_EVENTS = frozenset({"PreToolUse"})
+# Not registered: WorktreeCreate and WorktreeRemove *replace* Claude Code's own worktree
+# handling (the hook must create the worktree and print its path). A worktree gets the
+# hooks and the client's config through .worktreeinclude instead, and its sessions land
+# in the repository's project (orchestrator_hook.project).
 
 
 @dataclass(frozen=True)
@@ -90,6 +106,24 @@ def is_ours(group: Any) -> bool:
         isinstance(h, dict) and is_our_command(h.get("command")) for h in hooks)
 
 
+def without_our_hooks(settings: dict[str, Any]) -> dict[str, Any]:
+    """``settings`` with the hooks an older setup wrote there removed (they now live in
+    .claude/settings.local.json: their commands name this machine's paths)."""
+    cleaned = copy.deepcopy(settings)
+    hooks = cleaned.get("hooks")
+    if not isinstance(hooks, dict):
+        return cleaned
+    for event in list(hooks):
+        groups = hooks[event]
+        if isinstance(groups, list):
+            kept = [g for g in groups if not is_ours(g)]
+            if kept:
+                hooks[event] = kept
+            else:
+                del hooks[event]
+    return cleaned
+
+
 def merge_settings(settings: dict[str, Any], runner: str | Sequence[str]) -> dict[str, Any]:
     merged = copy.deepcopy(settings)
     hooks = merged.get("hooks")
@@ -98,9 +132,11 @@ def merge_settings(settings: dict[str, Any], runner: str | Sequence[str]) -> dic
     for event, (matcher, timeout) in HOOK_EVENTS.items():
         groups = hooks.get(event)
         groups = [g for g in groups if not is_ours(g)] if isinstance(groups, list) else []
-        group: dict[str, Any] = {"hooks": [{"type": "command",
-                                            "command": hook_command(runner, event),
-                                            "timeout": timeout}]}
+        handler: dict[str, Any] = {"type": "command", "command": hook_command(runner, event),
+                                   "timeout": timeout}
+        if event in ASYNC_EVENTS:
+            handler["async"] = True
+        group: dict[str, Any] = {"hooks": [handler]}
         if matcher:
             group = {"matcher": matcher, **group}
         hooks[event] = [*groups, group]
@@ -109,23 +145,41 @@ def merge_settings(settings: dict[str, Any], runner: str | Sequence[str]) -> dic
 
 # The header naming the project a client works in (the server's CLIENT_PROJECT_HEADER).
 PROJECT_HEADER = "X-Orchestrator-Project"
+# Secrets stay out of files git would commit: .mcp.json names these variables, whose
+# values live in .claude/settings.local.json ("env"), which Claude Code applies to the
+# session and expands in .mcp.json (PROTOCOL.md 6), and which setup git-ignores.
+TOKEN_VARIABLE = "ORCHESTRATOR_TOKEN"
+STDIO_VARIABLE_PREFIX = "ORCHESTRATOR_STDIO_"
+# The MCP endpoint with the tools a model should call itself; /mcp lists every tool.
+AGENT_MCP_PATH = "/mcp/agent"
+FULL_MCP_PATH = "/mcp"
+# What the client writes that holds state or secrets, ignored by git (.claude/.gitignore
+# is merged, never replaced; the state folders carry their own "*").
+CLAUDE_IGNORED = ("settings.local.json", "worktrees/")
+# A worktree Claude Code makes (`claude --worktree`, isolated subagents) is a fresh
+# checkout: these git-ignored files are copied into it (.worktreeinclude), so its sessions
+# run the hooks and reach the same project.
+WORKTREE_INCLUDED = (".claude/settings.local.json", ".claude/orchestrator/config.json")
+SECRET_WORDS = ("token", "secret", "password", "passwd", "key", "authorization", "cookie")
 
 
-def mcp_entry(url: str, token: str, transport: str, stdio_command: list[str] | None,
-              stdio_env: dict[str, str] | None, project_id: str | None = None
-              ) -> dict[str, Any]:
+def mcp_entry(url: str, transport: str, stdio_command: list[str] | None,
+              stdio_env: dict[str, str] | None, project_id: str | None = None, *,
+              all_tools: bool = False) -> dict[str, Any]:
+    """Our MCP server entry: no secret in it, only ``${VARIABLE}`` references."""
     if transport == "stdio":
         if not stdio_command:
             raise ValueError("stdio transport needs the server command")
-        entry: dict[str, Any] = {"type": "stdio", "command": stdio_command[0],
-                                 "args": stdio_command[1:]}
+        args = list(stdio_command[1:]) + ([] if all_tools else ["--agent-tools"])
+        entry: dict[str, Any] = {"type": "stdio", "command": stdio_command[0], "args": args}
         if stdio_env:
-            entry["env"] = stdio_env
+            entry["env"] = {name: f"${{{STDIO_VARIABLE_PREFIX}{name}}}" for name in stdio_env}
         return entry
-    headers = {"Authorization": f"Bearer {token}"}
+    headers = {"Authorization": f"Bearer ${{{TOKEN_VARIABLE}}}"}
     if project_id:
         headers[PROJECT_HEADER] = project_id
-    return {"type": "http", "url": f"{url.rstrip('/')}/mcp", "headers": headers}
+    path = FULL_MCP_PATH if all_tools else AGENT_MCP_PATH
+    return {"type": "http", "url": f"{url.rstrip('/')}{path}", "headers": headers}
 
 
 def merge_mcp(config: dict[str, Any], entry: dict[str, Any]) -> dict[str, Any]:
@@ -135,6 +189,49 @@ def merge_mcp(config: dict[str, Any], entry: dict[str, Any]) -> dict[str, Any]:
         servers = merged["mcpServers"] = {}
     servers[MCP_SERVER_NAME] = entry
     return merged
+
+
+def merge_local_settings(settings: dict[str, Any], variables: dict[str, str]
+                         ) -> dict[str, Any]:
+    """``.claude/settings.local.json`` with our variables in its ``env`` (the rest kept)."""
+    merged = copy.deepcopy(settings)
+    env = merged.get("env")
+    if not isinstance(env, dict):
+        env = merged["env"] = {}
+    env.update(variables)
+    return merged
+
+
+def merge_ignore(text: str | None, names: Sequence[str],
+                 why: str = "local state and secrets") -> str:
+    """A .gitignore-style list with ``names`` in it (lines already there are kept)."""
+    lines = (text or "").splitlines()
+    missing = [name for name in names if name not in {line.strip() for line in lines}]
+    if not missing:
+        return text if text is not None else ""
+    header = [] if lines else [f"# Written by manage.py claude_setup: {why}."]
+    return "\n".join([*lines, *header, *missing]) + "\n"
+
+
+def literal_secrets(config: dict[str, Any]) -> list[str]:
+    """Where an .mcp.json holds a secret in plain text (a header or env value that looks
+    like one and is not a ``${VARIABLE}``): ``server: headers.Authorization`` entries."""
+    found = []
+    servers = config.get("mcpServers") if isinstance(config, dict) else None
+    for name, entry in (servers or {}).items() if isinstance(servers, dict) else []:
+        if not isinstance(entry, dict):
+            continue
+        for section in ("headers", "env"):
+            values = entry.get(section)
+            for key, value in (values or {}).items() if isinstance(values, dict) else []:
+                if not isinstance(value, str) or not value.strip() or "${" in value:
+                    continue
+                lowered = key.lower()
+                if any(word in lowered for word in SECRET_WORDS) or (
+                        lowered.endswith("_url") and "@" in value and ":" in
+                        value.split("@", 1)[0].split("//", 1)[-1]):
+                    found.append(f"{name}: {section}.{key}")
+    return found
 
 
 def _text(data: Any) -> str:
@@ -153,37 +250,68 @@ def _existing(path: Path) -> tuple[str | None, dict[str, Any]]:
     return text, data
 
 
+def _read_text(path: Path) -> str | None:
+    return path.read_text(encoding="utf-8") if path.exists() else None
+
+
 def plan(project_dir: Path, *, url: str, token: str, runner: str | Sequence[str],
          task_id: str | None = None, project_id: str | None = None,
-         mcp_transport: str = "http",
+         mcp_transport: str = "http", all_tools: bool = False,
          stdio_command: list[str] | None = None,
          stdio_env: dict[str, str] | None = None) -> list[FileChange]:
     """The file changes that set ``project_dir`` up; nothing is written. ``runner``: see
     ``hook_command``."""
     settings_path = project_dir / ".claude" / "settings.json"
+    local_path = project_dir / ".claude" / "settings.local.json"
+    claude_ignore_path = project_dir / ".claude" / ".gitignore"
+    worktree_include_path = project_dir / ".worktreeinclude"
     mcp_path = project_dir / ".mcp.json"
     config_path = project_dir / STATE_DIR / "config.json"
     ignore_path = project_dir / STATE_DIR / ".gitignore"
+    mirror_ignore_path = project_dir / MIRROR_DIR / ".gitignore"
 
     settings_before, settings = _existing(settings_path)
+    local_before, local = _existing(local_path)
     mcp_before, mcp = _existing(mcp_path)
     config_before, config = _existing(config_path)
     config = {**config, "url": url, "token": token}
+    config.pop("allTools", None)
+    if all_tools:
+        config["allTools"] = True
     if project_id:
         config["projectId"] = project_id
     if task_id:
         config["taskId"] = task_id
-    ignore_before = ignore_path.read_text() if ignore_path.exists() else None
+    variables = {TOKEN_VARIABLE: token}
+    if mcp_transport == "stdio":
+        variables.update({f"{STDIO_VARIABLE_PREFIX}{name}": value
+                          for name, value in (stdio_env or {}).items()})
+    claude_ignore_before = _read_text(claude_ignore_path)
+    include_before = _read_text(worktree_include_path)
+    # The hooks' commands and the token are this machine's: both go in the personal,
+    # git-ignored settings file; the shared one only loses what an older setup put there.
+    local = merge_settings(merge_local_settings(local, variables), runner)
+    changes = []
+    if settings_before is not None:
+        changes.append(FileChange(settings_path, settings_before,
+                                  settings_before if without_our_hooks(settings) == settings
+                                  else _text(without_our_hooks(settings))))
     return [
-        FileChange(settings_path, settings_before,
-                   _text(merge_settings(settings, runner))),
+        *changes,
+        FileChange(local_path, local_before, _text(local), secret=True),
+        FileChange(claude_ignore_path, claude_ignore_before,
+                   merge_ignore(claude_ignore_before, CLAUDE_IGNORED)),
+        FileChange(worktree_include_path, include_before,
+                   merge_ignore(include_before, WORKTREE_INCLUDED,
+                                "copied into the worktrees Claude Code makes")),
         FileChange(mcp_path, mcp_before, _text(merge_mcp(
-            mcp, mcp_entry(url, token, mcp_transport, stdio_command, stdio_env,
-                           project_id))),
-            secret=True),
+            mcp, mcp_entry(url, mcp_transport, stdio_command, stdio_env, project_id,
+                           all_tools=all_tools)))),
         FileChange(config_path, config_before, _text(config), secret=True),
         # The client's state holds the token and the spool: never committed.
-        FileChange(ignore_path, ignore_before, "*\n"),
+        FileChange(ignore_path, _read_text(ignore_path), "*\n"),
+        # The local copy of the last context injected (context.MIRROR_FILE): state.
+        FileChange(mirror_ignore_path, _read_text(mirror_ignore_path), "*\n"),
     ]
 
 

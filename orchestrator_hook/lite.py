@@ -138,6 +138,7 @@ def config_fields(project_dir: str | os.PathLike[str]) -> dict[str, object]:
                                 DEFAULT_FLUSH_SECONDS),
         "agent_id": str(data.get("agentId") or "claude-code"),
         "project_id": env.get("ORCHESTRATOR_PROJECT") or data.get("projectId") or None,
+        "all_tools": bool(data.get("allTools")),
     }
 
 
@@ -151,6 +152,9 @@ def tool_use_entry(payload: dict[str, object], project_dir: str | os.PathLike[st
     summary = describe_tool_use(name, tool_input)
     if not success and payload.get("error"):
         summary += f" failed: {str(payload.get('error'))[:200]}"
+    if payload.get("agent_id"):  # a subagent's: it counts for its parent's session
+        summary = f"(subagent {str(payload.get('agent_type') or payload['agent_id'])[:40]}) " \
+            + summary
     entry: dict[str, object] = {"tool": name, "success": success, "timestamp": iso_now(),
                                 "summary": summary[:500]}
     if name in EDITING_TOOLS:
@@ -205,8 +209,11 @@ def buffer_tool_use(event: str, payload: dict[str, object]) -> bool:
     This is ``handlers.post_tool_use`` with its two checks made before the append rather
     than after: when both say "nothing to send", appending is all that handler does.
     """
+    if event == "PreToolUse":
+        return note_tool_start(payload)
     if event not in TOOL_EVENTS:
         return False
+    note_tool_done(payload)
     project_dir = project_dir_of(payload)
     if not isinstance(project_dir, str):
         return False
@@ -222,3 +229,63 @@ def buffer_tool_use(event: str, payload: dict[str, object]) -> bool:
     entry = tool_use_entry(payload, project_dir, success=event == "PostToolUse")
     append_activity(root, claude_session, entry)
     return True
+
+
+# -- the tool call in flight ---------------------------------------------------------------
+# PreToolUse runs asynchronously (install.ASYNC_EVENTS: it never delays a tool) and notes
+# each call's start; PostToolUse / PostToolUseFailure note its end. Both only append a
+# line to ``activity/<session>.inflight``: their order is not guaranteed, so a call is in
+# flight when its start is there and its end is not. What Claude Code was running when
+# it died is then known even though its transcript had not caught up yet.
+
+def _inflight_line(payload: dict[str, object], record: dict[str, object]) -> bool:
+    project_dir = project_dir_of(payload)
+    tool_use_id = payload.get("tool_use_id")
+    if not isinstance(project_dir, str) or not isinstance(tool_use_id, str):
+        return False
+    root = state_root(project_dir)
+    if not os.path.isdir(root):
+        return False  # not set up
+    path = activity_file(root, claude_session_of(payload), ".inflight")
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "a", encoding="utf-8") as handle:
+        handle.write(json.dumps({"id": tool_use_id, **record}, ensure_ascii=False) + "\n")
+    return True
+
+
+def note_tool_start(payload: dict[str, object]) -> bool:
+    name = str(payload.get("tool_name") or "unknown")[:100]
+    return _inflight_line(payload, {"tool": name, "summary": describe_tool_use(
+        name, payload.get("tool_input"))[:500], "at": time.time()})
+
+
+def note_tool_done(payload: dict[str, object]) -> None:
+    try:  # noqa: SIM105 - contextlib costs the fast path more than this whole call
+        _inflight_line(payload, {"done": True})
+    except OSError:
+        pass  # the buffer below matters more
+
+
+def tools_in_flight(root: str | os.PathLike[str], claude_session_id: str
+                    ) -> list[dict[str, object]]:
+    """Started tool calls with no end noted, oldest first."""
+    try:
+        with open(activity_file(root, claude_session_id, ".inflight"), encoding="utf-8") as h:
+            lines = h.readlines()
+    except OSError:
+        return []
+    started: dict[str, dict[str, object]] = {}
+    done: set[str] = set()
+    for line in lines:
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(record, dict) or not isinstance(record.get("id"), str):
+            continue
+        if record.get("done"):
+            done.add(record["id"])
+        else:
+            started[record["id"]] = record
+    return [r for key, r in started.items() if key not in done]
+

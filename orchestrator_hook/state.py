@@ -119,6 +119,53 @@ class ProjectState:
         folder = self.root / "activity"
         return sorted(p.stem for p in folder.glob("*.jsonl")) if folder.is_dir() else []
 
+    def forget_activity(self, claude_session_id: str) -> None:
+        """A session that ended: its buffer markers (``.flushed``, ``.lock``) go, and its
+        buffer when empty. No hook of that session runs any more."""
+        for suffix in (".flushed", ".lock", ".inflight"):
+            with contextlib.suppress(OSError):
+                self._activity_path(claude_session_id, suffix).unlink()
+        path = self._activity_path(claude_session_id)
+        with contextlib.suppress(OSError):
+            if path.stat().st_size == 0:
+                path.unlink()
+
+    def prune_activity(self, older_than: float = 3600.0) -> None:
+        """Markers of sessions that are over (ended, crashed, or unmapped and untouched for
+        ``older_than`` seconds) and have nothing left to send: they must not pile up."""
+        folder = self.root / "activity"
+        if not folder.is_dir():
+            return
+        sessions = read_json(self.sessions_path, {}) or {}
+        by_key = {lite.file_safe(k): v for k, v in sessions.items() if isinstance(v, dict)} \
+            if isinstance(sessions, dict) else {}
+        now = time.time()
+        for marker in folder.glob("*.flushed"):
+            key = marker.stem
+            if (folder / f"{key}.jsonl").exists():
+                continue  # unsent tool uses: flush_other_sessions sends them first
+            entry = by_key.get(key)
+            with contextlib.suppress(OSError):
+                over = (entry.get("ended") if entry
+                        else now - marker.stat().st_mtime > older_than)
+                if over:
+                    marker.unlink()
+                    (folder / f"{key}.lock").unlink(missing_ok=True)
+                    (folder / f"{key}.inflight").unlink(missing_ok=True)
+
+    def compact_inflight(self, claude_session_id: str) -> None:
+        """Keep only the tool calls still running in the session's ``.inflight`` notes
+        (started and ended calls go), so the file stays a few lines long."""
+        running = lite.tools_in_flight(self.root, claude_session_id)
+        path = self._activity_path(claude_session_id, ".inflight")
+        if not path.exists():
+            return
+        temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        with contextlib.suppress(OSError):
+            temp.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n"
+                                    for r in running[-20:]), encoding="utf-8")
+            os.replace(temp, path)
+
     def last_flush(self, claude_session_id: str) -> float:
         return lite.last_flush(self.root, claude_session_id)
 
@@ -142,6 +189,14 @@ class ProjectState:
 
     def spooled(self) -> list[Path]:
         return [self.spool_dir / name for name in lite.spooled_names(self.root)]
+
+    def spooled_since(self) -> float | None:
+        """When the oldest call waiting in the spool was made (its name says: ns)."""
+        stamps = []
+        for path in self.spooled():
+            with contextlib.suppress(ValueError):
+                stamps.append(int(path.name.split("-", 1)[0]) / 1e9)
+        return min(stamps) if stamps else None
 
     def reject_spooled(self, path: Path, reason: str) -> None:
         """Keep a refused call for a person to look at, out of the replay queue."""

@@ -29,6 +29,17 @@ class TranscriptTail:
         self.user_prompts: list[str] = []
         self.assistant_texts: list[str] = []
         self.tool_actions: list[str] = []
+        # tool_use id -> (tool name, what it did) of calls with no result yet: the one
+        # left when Claude Code died was running.
+        self.pending: dict[str, tuple[str, str]] = {}
+
+    @property
+    def tool_in_flight(self) -> dict[str, str] | None:
+        """The last tool call the transcript shows no result for, if any."""
+        if not self.pending:
+            return None
+        name, action = list(self.pending.values())[-1]
+        return {"tool": name, "summary": action}
 
     def summary(self, limit: int = 4000) -> str:
         parts = []
@@ -83,5 +94,9 @@ def _take(line: dict[str, Any], tail: TranscriptTail) -> None:
             elif role == "assistant":
                 tail.assistant_texts.append(text)
         elif kind == "tool_use" and role == "assistant":
-            tail.tool_actions.append(describe_tool_use(str(block.get("name")),
-                                                       block.get("input")))
+            action = describe_tool_use(str(block.get("name")), block.get("input"))
+            tail.tool_actions.append(action)
+            if isinstance(block.get("id"), str):
+                tail.pending[block["id"]] = (str(block.get("name")), action)
+        elif kind == "tool_result" and isinstance(block.get("tool_use_id"), str):
+            tail.pending.pop(block["tool_use_id"], None)

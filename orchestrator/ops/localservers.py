@@ -10,9 +10,12 @@ them up (`.data/metrics`), so a job run from cron is counted like one run by bea
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
+# Written by `make run` (orchestrator.ops.serve) while it serves: {"url", "pid"}.
+SERVICE_FILE = "service.json"
 SERVER_VARIABLES = ("DATABASE_URL", "REDIS_URL", "NEO4J_URI", "NEO4J_USER", "NEO4J_PASSWORD",
                     "NEOMODEL_DATABASE_URL")
 
@@ -44,3 +47,14 @@ def adopt_running_launcher(data_dir: Path) -> list[str]:
         os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(metrics_dir)
         adopted.append("PROMETHEUS_MULTIPROC_DIR")
     return adopted
+
+
+def running_service(data_dir: Path) -> str | None:
+    """The URL a running `make run` of this checkout serves on, or None."""
+    try:
+        recorded = json.loads((data_dir / SERVICE_FILE).read_text())
+        os.kill(int(recorded["pid"]), 0)
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    url = recorded.get("url")
+    return url if isinstance(url, str) and url.startswith("http") else None

@@ -8,6 +8,8 @@ Stops all three on SIGINT/SIGTERM or as soon as one of them exits.
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import signal
 import subprocess
@@ -17,6 +19,8 @@ import time
 import urllib.error
 import urllib.request
 from pathlib import Path
+
+from orchestrator.ops.localservers import SERVICE_FILE
 
 STOP_GRACE = 10.0
 HEALTH_TIMEOUT = 120.0
@@ -54,6 +58,17 @@ def fresh_metrics_dir(data_dir: Path) -> Path:
     for stale in directory.glob("*.db"):
         stale.unlink()
     return directory
+
+
+def record_service(data_dir: Path, url: str) -> None:
+    """Where this service answers, for ``claude_setup`` in another terminal
+    (orchestrator.ops.localservers.running_service)."""
+    (data_dir / SERVICE_FILE).write_text(json.dumps({"url": url, "pid": os.getpid()}) + "\n")
+
+
+def forget_service(data_dir: Path) -> None:
+    with contextlib.suppress(OSError):
+        (data_dir / SERVICE_FILE).unlink()
 
 
 class Serve:
@@ -112,6 +127,7 @@ class Serve:
         while not self.stopping and (dead := self.first_exit()) is None:
             if not announced and answers(f"{base}/healthz"):
                 announced = True
+                record_service(data_dir, base)
                 print(BANNER.format(base=base), file=sys.stderr, flush=True)
             elif not announced and time.monotonic() > deadline:
                 say(f"{base}/healthz did not answer within {HEALTH_TIMEOUT:.0f}s")
@@ -119,6 +135,7 @@ class Serve:
                 break
             time.sleep(0.5 if announced else 0.2)
 
+        forget_service(data_dir)
         if self.stopping:
             say(f"stopping (signal {signal.Signals(self.stopping).name})")
         else:

@@ -67,7 +67,10 @@ def project(tmp_path) -> Path:
 def orchestrator_process(django_db_setup, django_db_blocker, tmp_path_factory,
                          ) -> Iterator[OrchestratorServer]:
     """One web server process per module (starting one costs seconds on a busy machine)."""
-    server = OrchestratorServer(free_port(), tmp_path_factory.mktemp("service"))
+    # A heartbeat interval of one second (what start_session tells the watchdog): the
+    # tests set the crash threshold to a few seconds instead of five minutes.
+    server = OrchestratorServer(free_port(), tmp_path_factory.mktemp("service"),
+                                extra_env={"HEARTBEAT_INTERVAL_MS": "1000"})
     with django_db_blocker.unblock():
         server.start()
     try:

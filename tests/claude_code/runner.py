@@ -56,29 +56,34 @@ class ClaudeCode:
             **(extra or {}),
         }
 
-    def argv(self, prompt: str, tools: tuple[str, ...], resume: str | None) -> list[str]:
+    def argv(self, prompt: str, tools: tuple[str, ...], resume: str | None,
+             extra: tuple[str, ...] = ()) -> list[str]:
         argv = [str(self.binary), "-p", prompt, "--output-format", "json",
-                "--allowedTools", ",".join(tools)]
+                "--allowedTools", ",".join(tools), *extra]
         if resume:
             argv += ["--resume", resume]
         return argv
 
     def start(self, project: Path, prompt: str, model_url: str, *,
               tools: tuple[str, ...] = DEFAULT_TOOLS, resume: str | None = None,
-              env: dict[str, str] | None = None) -> subprocess.Popen:
+              env: dict[str, str] | None = None, extra: tuple[str, ...] = ()
+              ) -> subprocess.Popen:
         """Claude Code as a background process (to kill it, or to run two at once).
 
         ``env`` adds to the environment; hooks inherit it (e.g. ORCHESTRATOR_FLUSH_SECONDS).
+        ``extra``: more command-line options (e.g. ``--worktree NAME``).
         """
-        return subprocess.Popen(self.argv(prompt, tools, resume), cwd=project,
+        return subprocess.Popen(self.argv(prompt, tools, resume, extra), cwd=project,
                                 env=self.env(model_url, env), stdin=subprocess.DEVNULL,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
     def run(self, project: Path, prompt: str, model_url: str, *,
             tools: tuple[str, ...] = DEFAULT_TOOLS, resume: str | None = None,
-            env: dict[str, str] | None = None, timeout: float = RUN_TIMEOUT) -> RunResult:
+            env: dict[str, str] | None = None, timeout: float = RUN_TIMEOUT,
+            extra: tuple[str, ...] = ()) -> RunResult:
         started = time.monotonic()
-        process = self.start(project, prompt, model_url, tools=tools, resume=resume, env=env)
+        process = self.start(project, prompt, model_url, tools=tools, resume=resume, env=env,
+                             extra=extra)
         return finish(process, started, timeout)
 
 

@@ -7,12 +7,17 @@ from __future__ import annotations
 import contextlib
 import itertools
 import json
+import os
 import shlex
+import signal
+import subprocess
 import threading
 import time
 import urllib.error
+from io import StringIO
 
 import pytest
+from django.core.management import call_command
 
 from contexts.models import TaskContext
 from orchestrator_hook import install
@@ -25,7 +30,7 @@ from sessions.models import (
 )
 from sessions.services.recovery import detect_crashed_sessions
 from tests.claude_code.conftest import clone_project, make_project
-from tests.claude_code.model_standin import ModelStandIn, Step, call, say
+from tests.claude_code.model_standin import ModelStandIn, call, say
 from tests.claude_code.orchestrated import (
     call_tool,
     claude_setup,
@@ -65,9 +70,10 @@ def hook_tools(session_id: str) -> list[str]:
 
 def test_a_run_is_recorded_and_its_context_reaches_the_model(
         claude, project, orchestrator, api_token_live):
-    create_task(orchestrator, api_token_live, project, "greeting", "MARKER-GREETING-7 personal greetings")
+    create_task(orchestrator, api_token_live, project, "greeting",
+                "MARKER-GREETING-7 personal greetings")
     output = claude_setup(project, orchestrator, api_token_live, "greeting")
-    settings = json.loads((project / ".claude" / "settings.json").read_text())
+    settings = json.loads((project / ".claude" / "settings.local.json").read_text())
     for event in HOOK_EVENTS:
         commands = [h["command"] for group in settings["hooks"][event] for h in group["hooks"]]
         # The launcher under this Python without site (-S), as claude_setup writes it.
@@ -83,11 +89,20 @@ def test_a_run_is_recorded_and_its_context_reaches_the_model(
     steps = [call("Edit", file_path=str(app), old_string="'hello'", new_string="'hello you'"),
              call("Write", file_path=str(added), content="NAME = 'you'\n"),
              call("Bash", command="exit 4", description="fails on purpose"),
-             call("mcp__orchestrator__get_unified_context", taskId="greeting"),
+             call("mcp__orchestrator__get_task_context", taskId="greeting"),
              say("Greeting done.")]
     with ModelStandIn(steps) as model:
-        run = claude.run(project, "personalise the greeting", model.url, env=NO_TIME_FLUSH)
+        run = claude.run(project, "personalise the greeting", model.url,
+                         env={**NO_TIME_FLUSH, "ENABLE_TOOL_SEARCH": "false"})
     assert run.result["result"] == "Greeting done."
+    # The lean tool list: what the model request carries of ours, with tool search off.
+    ours = [t for t in model.scripted_requests[0].body["tools"]
+            if t["name"].startswith("mcp__orchestrator__")]
+    assert {t["name"] for t in ours} >= {"mcp__orchestrator__get_task_context",
+                                        "mcp__orchestrator__save_task_context"}
+    assert not {"mcp__orchestrator__heartbeat", "mcp__orchestrator__end_session"} & {
+        t["name"] for t in ours}
+    assert len(json.dumps(ours, separators=(",", ":"))) <= 8192
     session_id = our_session_id(project, run.session_id)
 
     session = ActiveSession.objects.get(session_id=session_id)
@@ -95,7 +110,7 @@ def test_a_run_is_recorded_and_its_context_reaches_the_model(
             session.project_id) == ("greeting", str(project), "main", "ended", key)
     assert session.last_heartbeat > session.started_at
     assert hook_tools(session_id) == ["Edit", "Write", "Bash",
-                                      "mcp__orchestrator__get_unified_context"]
+                                      "mcp__orchestrator__get_task_context"]
     failed = ToolInvocation.objects.get(session_id=session_id, transport="hook", tool="Bash")
     assert failed.success is False
     # Four tool uses, one Stop, one SessionEnd: the tool uses travel in one batch.
@@ -135,48 +150,173 @@ def test_a_compaction_is_recorded_and_its_context_reaches_the_model_after_it(
     assert "MARKER-COMPACT-8" in seen and "The user had us count to three." in seen
 
 
-@pytest.mark.parametrize("noticed_by", ["beat sweep", "next SessionStart"])
+BUILD = "import time; time.sleep({seconds})  # MARKER-BUILD"
+
+
+def processes_running(marker: str) -> list[int]:
+    """Pids of processes whose command line holds ``marker``."""
+    found = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            with contextlib.suppress(OSError), open(f"/proc/{name}/cmdline", "rb") as handle:
+                if marker.encode() in handle.read():
+                    found.append(int(name))
+    return found
+
+
+@pytest.mark.parametrize("noticed_by", ["watchdog", "beat sweep", "next SessionStart"])
 def test_after_a_kill_9_the_next_run_gets_the_recovery_prompt(
         noticed_by, claude, project, orchestrator, api_token_live, settings):
+    """Claude Code killed during a long build. With the watchdog (the default) the crash is
+    reported within 30 s with no later SessionStart and no sweep; without it (the two
+    other cases) the beat sweep or the next SessionStart notices it."""
     create_task(orchestrator, api_token_live, project, "crashy", "MARKER-CRASHY-3 the parser")
     claude_setup(project, orchestrator, api_token_live, "crashy")
-    release = threading.Event()
+    command = f"python3 -c '{BUILD.format(seconds=120)}'"
     steps = [call("Edit", file_path=str(project / "app.py"), old_string="'hello'",
                   new_string="'half done'"),
-             Step(text="never delivered", before=lambda: release.wait(60))]
+             call("Bash", command=command, description="build"), say("never reached")]
+    env = {} if noticed_by == "watchdog" else {"ORCHESTRATOR_WATCHDOG": "0"}
     with ModelStandIn(steps) as model:
         started = time.monotonic()
-        process = claude.start(project, "rewrite the greeting", model.url)
+        process = claude.start(project, "rewrite the greeting", model.url, env=env)
         try:
-            assert wait_for(lambda: len(model.scripted_requests) == 2, timeout=60), (
+            assert wait_for(lambda: processes_running("MARKER-BUILD"), timeout=60), (
                 finish(process, started))
             process.kill()  # SIGKILL: no SessionEnd, no goodbye
             process.wait(timeout=10)
+            killed = time.monotonic()
         finally:
-            release.set()
+            for pid in processes_running("MARKER-BUILD"):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
     mapping = json.loads((project / ".claude" / "orchestrator" / "sessions.json").read_text())
     (crashed_id,) = [entry["sessionId"] for entry in mapping.values()]
-    assert ActiveSession.objects.get(session_id=crashed_id).status == "active"
 
-    if noticed_by == "beat sweep":
-        # The beat job's sweep with a short threshold, instead of waiting five minutes.
-        settings.CRASH_THRESHOLD_MINUTES = 0.02
-        assert wait_for(lambda: crashed_id in detect_crashed_sessions(), timeout=15,
-                        interval=0.3)
-    # Else the next SessionStart finds the recorded Claude Code process gone without a
-    # SessionEnd and reports the crash itself (the pid the hook recorded was the real one).
+    def status() -> str:
+        return ActiveSession.objects.get(session_id=crashed_id).status
+
+    if noticed_by == "watchdog":
+        assert wait_for(lambda: status() == "crashed", timeout=30, interval=0.5)
+        assert time.monotonic() - killed < 30
+    else:
+        time.sleep(3)
+        assert status() == "active"  # nothing watched it
+        if noticed_by == "beat sweep":
+            # The beat job's sweep with a short threshold, instead of waiting five minutes.
+            settings.CRASH_THRESHOLD_MINUTES = 0.02
+            assert wait_for(lambda: crashed_id in detect_crashed_sessions(), timeout=15,
+                            interval=0.3)
+        # Else the next SessionStart finds the recorded Claude Code process gone without a
+        # SessionEnd and reports the crash itself (the pid the hook recorded was the real
+        # one).
 
     with ModelStandIn([say("Recovered.")]) as model:
         run = claude.run(project, "carry on", model.url)
     assert run.result["result"] == "Recovered."
     seen = model.scripted_requests[0].text()
     assert "Recovery Required: crash" in seen and crashed_id in seen
-    # The killed run's last tool use, sent by the next run's first hook, is in the prompt.
+    # What was running when it died, from the transcript (the watchdog's report, or the
+    # next SessionStart's when there was none), and no "(not set)" fields.
+    assert "### When It Stopped" in seen and "MARKER-BUILD" in seen
+    assert "(interrupted)" in seen
+    assert "(not set)" not in seen and "(no summary recorded)" not in seen
+    # The killed run's last tool uses, sent after it died, are in the prompt.
     assert "`Edit`" in seen
     assert hook_tools(crashed_id) == ["Edit"]
     assert our_session_id(project, run.session_id) != crashed_id
     # The new session took the crashed one's task over.
     assert ActiveSession.objects.get(session_id=crashed_id).status == "recovered"
+
+
+def test_a_tool_call_longer_than_the_crash_threshold_is_no_crash(
+        claude, project, orchestrator, api_token_live, settings):
+    """Claude Code sends nothing while a tool runs; the watchdog keeps the session alive
+    while its process lives (the server here tells it to beat every second)."""
+    create_task(orchestrator, api_token_live, project, "building", "the build")
+    claude_setup(project, orchestrator, api_token_live, "building")
+    settings.CRASH_THRESHOLD_MINUTES = 0.05  # 3 s without a heartbeat would be a crash
+    command = f"python3 -c '{BUILD.format(seconds=12)}'"
+    steps = [call("Bash", command=command, description="a long build"), say("Built.")]
+    swept: list[str] = []
+    with ModelStandIn(steps) as model:
+        started = time.monotonic()
+        process = claude.start(project, "build it", model.url)
+        while process.poll() is None and time.monotonic() - started < 90:
+            swept += detect_crashed_sessions()  # the beat job, every half second
+            time.sleep(0.5)
+        run = finish(process, started)
+    assert run.result["result"] == "Built." and run.seconds > 12
+    session_id = our_session_id(project, run.session_id)
+    assert session_id not in swept
+    assert ActiveSession.objects.get(session_id=session_id).status == "ended"
+    assert not ActiveSession.objects.filter(status="crashed").exists()
+
+
+def test_a_newcomer_is_tracked_from_the_first_edit_and_commits_no_secret(
+        claude, tmp_path, orchestrator, api_token_live):
+    """claude_setup with no flag but the URL (a newcomer's; the suite's server is not
+    `make run`, whose URL setup would find itself), no task anywhere: the first session
+    makes its branch's task, its edit lands there, and git sees no secret."""
+    project = make_project(tmp_path / "shop", "https://github.com/acme/shop.git")
+    claude_setup(project, orchestrator, None)
+    steps = [call("Edit", file_path=str(project / "app.py"), old_string="'hello'",
+                  new_string="'hello newcomer'"), say("Edited.")]
+    with ModelStandIn(steps) as model:
+        run = claude.run(project, "greet newcomers", model.url)
+    session = ActiveSession.objects.get(session_id=our_session_id(project, run.session_id))
+    assert session.task_id == "shop-main" and session.project_id == "github.com:acme:shop"
+    task = TaskContext.objects.get(task_id="shop-main")
+    assert task.name == "main" and task.key_files == ["app.py"]
+    assert "works on task `shop-main` (created now for this git branch" in \
+        model.scripted_requests[0].text()
+
+    config = json.loads((project / ".claude" / "orchestrator" / "config.json").read_text())
+    status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"],
+                            cwd=project, capture_output=True, text=True, check=True).stdout
+    listed = {line[3:] for line in status.splitlines()}  # "?? .mcp.json" -> ".mcp.json"
+    assert listed == {"app.py", ".mcp.json", ".claude/.gitignore", ".worktreeinclude"}, status
+    for path in listed:
+        assert config["token"] not in (project / path).read_text(), path
+    for private in (".claude/settings.local.json", ".claude/orchestrator/config.json",
+                    ".claude/orchestrator/sessions.json",
+                    ".claude/contexts/_session_context.json"):
+        assert (project / private).exists(), private
+        assert subprocess.run(["git", "check-ignore", "-q", private], cwd=project).returncode \
+            == 0, private
+    check = StringIO()
+    call_command("claude_setup", "--project-dir", str(project), "--check", stdout=check)
+    assert "no secret in a file git would commit" in check.getvalue()
+
+
+def test_a_worktree_claude_makes_is_the_same_project_with_its_own_task(
+        claude, tmp_path, orchestrator, api_token_live):
+    """`claude --worktree feat`: a fresh checkout under .claude/worktrees/ gets the hooks
+    and config through .worktreeinclude; its session is in the repository's project on a
+    task of its own branch, so its edit of app.py conflicts with the main checkout's."""
+    project = make_project(tmp_path / "shop", "https://github.com/acme/shop.git")
+    claude_setup(project, orchestrator, None)
+    with ModelStandIn([call("Edit", file_path=str(project / "app.py"),
+                            old_string="'hello'", new_string="'hello main'"),
+                       say("main edited")]) as model:
+        claude.run(project, "edit in main", model.url)
+    worktree = project / ".claude" / "worktrees" / "feat"
+    with ModelStandIn([call("Edit", file_path=str(worktree / "app.py"),
+                            old_string="'hello'", new_string="'hello feat'"),
+                       say("feat edited")]) as model:
+        run = claude.run(project, "edit in a worktree", model.url,
+                         extra=("--worktree", "feat"))
+    assert run.result["result"] == "feat edited"
+    session = ActiveSession.objects.get(session_id=our_session_id(worktree, run.session_id))
+    assert (session.project_id, session.task_id) == ("github.com:acme:shop",
+                                                    "shop-worktree-feat")
+    assert TaskContext.objects.get(task_id="shop-worktree-feat").key_files == ["app.py"]
+    token = json.loads((project / ".claude" / "orchestrator" / "config.json").read_text())[
+        "token"]
+    answer = call_tool(orchestrator, token, "detect_conflicts",
+                       {"conflictTypes": ["file_conflict"]})
+    pairs = [{c["taskAId"], c["taskBId"]} for c in answer["detected"] + answer["existing"]]
+    assert {"shop-main", "shop-worktree-feat"} in pairs
 
 
 def test_the_service_down_mid_run_costs_the_agent_nothing_and_the_spool_arrives_later(

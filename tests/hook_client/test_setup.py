@@ -7,6 +7,7 @@ import shlex
 import stat
 import subprocess
 import sys
+import time
 from io import StringIO
 
 import pytest
@@ -39,9 +40,16 @@ def project(tmp_path):
 
 def test_writes_hooks_mcp_and_config_with_an_issued_token(project):
     out = setup(project, "--url", "http://127.0.0.1:8123", "--task", "feature-x")
-    settings = read(project / ".claude" / "settings.json")
+    # The hooks name this machine's paths: they go in the personal, git-ignored settings
+    # (no shared settings.json is created).
+    assert not (project / ".claude" / "settings.json").exists()
+    settings = read(project / ".claude" / "settings.local.json")
     assert set(settings["hooks"]) == {"SessionStart", "PostToolUse", "PostToolUseFailure",
-                                      "Stop", "PreCompact", "PostCompact", "SessionEnd"}
+                                      "Stop", "PreCompact", "PostCompact", "SessionEnd",
+                                      "SubagentStart", "SubagentStop", "StopFailure",
+                                      "PreToolUse"}
+    # PreToolUse only notes what is running: asynchronous, it never delays a tool.
+    assert settings["hooks"]["PreToolUse"][0]["hooks"][0]["async"] is True
     command = settings["hooks"]["PostToolUse"][0]["hooks"][0]["command"]
     assert shlex.split(command) == [sys.executable, "-S", str(install.LAUNCHER), "PostToolUse"]
     assert settings["hooks"]["PostToolUse"][0]["matcher"] == "*"
@@ -52,14 +60,24 @@ def test_writes_hooks_mcp_and_config_with_an_issued_token(project):
     assert config["projectId"] == key and Project.objects.filter(pk=key).exists()
     token = ApiToken.objects.get(token_hash=hash_token(config["token"]))
     assert token.name == f"claude-code:{project}" and token.projects == [key]
+    # .mcp.json holds no secret: it names a variable Claude Code expands from the
+    # git-ignored .claude/settings.local.json; the model gets the agent's tools.
     server = read(project / ".mcp.json")["mcpServers"]["orchestrator"]
-    assert server == {"type": "http", "url": "http://127.0.0.1:8123/mcp",
-                      "headers": {"Authorization": f"Bearer {config['token']}",
+    assert server == {"type": "http", "url": "http://127.0.0.1:8123/mcp/agent",
+                      "headers": {"Authorization": "Bearer ${ORCHESTRATOR_TOKEN}",
                                   "X-Orchestrator-Project": key}}
+    assert config["token"] not in (project / ".mcp.json").read_text()
+    assert settings["env"] == {"ORCHESTRATOR_TOKEN": config["token"]}
     # Files holding the token are readable by their owner only, and never committed.
-    mode = (project / ".claude" / "orchestrator" / "config.json").stat().st_mode
-    assert not mode & (stat.S_IRGRP | stat.S_IROTH)
+    for secret in (project / ".claude" / "orchestrator" / "config.json",
+                   project / ".claude" / "settings.local.json"):
+        assert not secret.stat().st_mode & (stat.S_IRGRP | stat.S_IROTH)
     assert (project / ".claude" / "orchestrator" / ".gitignore").read_text() == "*\n"
+    assert (project / ".claude" / "contexts" / ".gitignore").read_text() == "*\n"
+    assert "settings.local.json" in (project / ".claude" / ".gitignore").read_text()
+    # A worktree Claude Code makes gets the hooks and the client's config.
+    assert (project / ".worktreeinclude").read_text().splitlines()[1:] == [
+        ".claude/settings.local.json", ".claude/orchestrator/config.json"]
     assert "created" in out and "warning" not in out
 
 
@@ -71,18 +89,16 @@ def test_keeps_everything_else_and_is_idempotent(project):
     (project / ".mcp.json").write_text(json.dumps(
         {"mcpServers": {"other": {"type": "stdio", "command": "x"}}}))
     setup(project, "--token", "tok-1")
-    settings = read(project / ".claude" / "settings.json")
-    assert settings["model"] == "opus"
-    assert settings["hooks"]["Notification"] == theirs["hooks"]["Notification"]
-    assert settings["hooks"]["PostToolUse"][0] == theirs["hooks"]["PostToolUse"][0]
-    assert len(settings["hooks"]["PostToolUse"]) == 2
+    assert read(project / ".claude" / "settings.json") == theirs  # ours are not added there
+    local = read(project / ".claude" / "settings.local.json")
+    assert len(local["hooks"]["PostToolUse"]) == 1
     assert set(read(project / ".mcp.json")["mcpServers"]) == {"other", "orchestrator"}
 
     before = {p: p.read_text() for p in project.rglob("*") if p.is_file()}
     out = setup(project)  # no token given: the configured one is reused, nothing issued
     after = {p: p.read_text() for p in project.rglob("*") if p.is_file()}
     assert before == after
-    assert "issued" not in out and out.count("unchanged") == 4
+    assert "issued" not in out and out.count("unchanged") == 8
 
 
 def test_dry_run_prints_a_diff_and_writes_nothing(project):
@@ -99,7 +115,11 @@ def test_stdio_transport_runs_the_management_command(project):
     setup(project, "--token", "t", "--mcp-transport", "stdio")
     server = read(project / ".mcp.json")["mcpServers"]["orchestrator"]
     key = read(project / ".claude" / "orchestrator" / "config.json")["projectId"]
-    assert server["type"] == "stdio" and server["args"][-3:] == ["mcp_stdio", "--project", key]
+    assert server["type"] == "stdio"
+    assert server["args"][-4:] == ["mcp_stdio", "--project", key, "--agent-tools"]
+    # The database credentials the stdio server needs live in settings.local.json too.
+    assert all(value.startswith("${ORCHESTRATOR_STDIO_") for value in server.get("env", {})
+               .values())
 
 
 def test_a_settings_file_that_is_not_an_object_is_refused(project):
@@ -127,7 +147,7 @@ def our_commands(settings: dict, event: str) -> list[str]:
 
 def test_the_command_it_writes_runs_the_hook_without_site(project):
     setup(project, "--url", "http://127.0.0.1:9", "--token", "t")
-    command = our_commands(read(project / ".claude" / "settings.json"), "PostToolUse")[0]
+    command = our_commands(read(project / ".claude" / "settings.local.json"), "PostToolUse")[0]
     # Inside the flush interval, nothing spooled: the tool use is only buffered.
     session = "11111111-1111-4111-8111-111111111111"
     activity = project / ".claude" / "orchestrator" / "activity"
@@ -153,20 +173,23 @@ def test_an_older_setup_is_replaced_not_duplicated(project):
     old["hooks"]["Stop"].append({"hooks": [{"type": "command", "command": "notify-send done"}]})
     (project / ".claude" / "settings.json").write_text(json.dumps(old))
     setup(project, "--token", "t")
-    settings = read(project / ".claude" / "settings.json")
+    # The older setup's entries leave the shared settings (theirs stay); ours are in the
+    # personal settings, once each.
+    assert read(project / ".claude" / "settings.json") == {"hooks": {"Stop": [
+        {"hooks": [{"type": "command", "command": "notify-send done"}]}]}}
+    settings = read(project / ".claude" / "settings.local.json")
     for event in install.HOOK_EVENTS:
         (command,) = our_commands(settings, event)
         assert shlex.split(command)[1:] == ["-S", str(install.LAUNCHER), event]
-    assert settings["hooks"]["Stop"][0]["hooks"][0]["command"] == "notify-send done"
-    assert len(settings["hooks"]["Stop"]) == 2
 
 
 def test_hook_command_still_chooses_an_executable(project):
     setup(project, "--token", "t", "--hook-command", HOOK)
-    settings = read(project / ".claude" / "settings.json")
+    settings = read(project / ".claude" / "settings.local.json")
     assert our_commands(settings, "SessionEnd") == [shlex.join([HOOK, "SessionEnd"])]
     setup(project)  # back to the launcher: replaced, not added
-    (command,) = our_commands(read(project / ".claude" / "settings.json"), "SessionEnd")
+    (command,) = our_commands(read(project / ".claude" / "settings.local.json"),
+                              "SessionEnd")
     assert str(install.LAUNCHER) in command
 
 
@@ -185,3 +208,70 @@ def test_commands_are_quoted_for_the_shell(tmp_path):
     done = subprocess.run(["sh", "-c", install.hook_command(runner, "--version")],
                           capture_output=True, text=True, timeout=30)
     assert done.stdout == f"orchestrator-hook {__version__}\n", done.stderr
+
+
+def test_setup_finds_the_service_make_run_recorded(project, tmp_path, monkeypatch):
+    import os
+
+    from orchestrator.ops.serve import forget_service, record_service
+
+    data = tmp_path / "data"
+    data.mkdir()
+    monkeypatch.setenv("ORCHESTRATOR_DATA_DIR", str(data))
+    monkeypatch.delenv("PORT", raising=False)
+    record_service(data, "http://127.0.0.1:8765")  # this process stands in for make run
+    assert json.loads((data / "service.json").read_text())["pid"] == os.getpid()
+    out = setup(project, "--token", "t")
+    assert read(project / ".claude" / "orchestrator" / "config.json")["url"] == \
+        "http://127.0.0.1:8765"
+    assert "where `make run` serves" in out
+    forget_service(data)
+    monkeypatch.setenv("PORT", "8123")
+    setup(project, "--token", "t")
+    assert read(project / ".claude" / "orchestrator" / "config.json")["url"] == \
+        "http://127.0.0.1:8123"
+
+
+def test_a_literal_token_in_an_existing_mcp_json_is_warned_about(project):
+    (project / ".mcp.json").write_text(json.dumps({"mcpServers": {
+        "orchestrator": {"type": "http", "url": "http://x/mcp",
+                         "headers": {"Authorization": "Bearer orch_leaked"}},
+        "db": {"type": "stdio", "command": "x",
+               "env": {"DATABASE_URL": "postgresql://me:secret@db/app"}},
+        "fine": {"type": "http", "url": "http://y", "headers": {"Authorization":
+                                                                "Bearer ${TOKEN}"}}}}))
+    err = StringIO()
+    call_command("claude_setup", "--project-dir", str(project), "--token", "t",
+                 stdout=StringIO(), stderr=err)
+    warning = err.getvalue()
+    assert "orchestrator: headers.Authorization" in warning
+    assert "db: env.DATABASE_URL" in warning and "fine" not in warning
+    assert "rewritten without its token" in warning
+    assert "orch_leaked" not in (project / ".mcp.json").read_text()  # ours is rewritten
+
+
+def test_check_reports_the_service_token_spool_and_secrets(project, live_api):
+    url, token = live_api
+    setup(project, "--url", url, "--token", token)
+    out = StringIO()
+    call_command("claude_setup", "--project-dir", str(project), "--check", stdout=out)
+    report = out.getvalue()
+    assert "ok       service" in report and "ok       token: accepted" in report
+    assert "ok       spool: empty" in report and "all good" in report
+    spool = project / ".claude" / "orchestrator" / "spool"
+    spool.mkdir()
+    old = time.time_ns() - 20 * 60 * 10**9
+    (spool / f"{old:020d}-0000001-heartbeat.json").write_text("{}")
+    import os
+
+    os.utime(spool / f"{old:020d}-0000001-heartbeat.json", (old / 1e9, old / 1e9))
+    with pytest.raises(CommandError, match="1 problem"):
+        call_command("claude_setup", "--project-dir", str(project), "--check",
+                     stdout=(out := StringIO()))
+    assert "PROBLEM  spool: 1 call(s) waiting, the oldest 20 min old" in out.getvalue()
+
+
+def test_check_of_a_directory_not_set_up(tmp_path):
+    with pytest.raises(CommandError, match="problem"):
+        call_command("claude_setup", "--project-dir", str(tmp_path), "--check",
+                     stdout=StringIO())

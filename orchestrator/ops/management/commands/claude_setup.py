@@ -2,12 +2,16 @@
 
     manage.py claude_setup --project-dir DIR [--project KEY] [--url URL]
                            [--token T | --token-name NAME] [--task TASK_ID]
-                           [--mcp-transport http|stdio] [--dry-run]
+                           [--mcp-transport http|stdio] [--all-tools] [--dry-run]
+    manage.py claude_setup --project-dir DIR --check
 
 The file merging lives in ``orchestrator_hook.install`` (the client owns its format) and
 so does finding the directory's project (``orchestrator_hook.project``: the git remote,
 else the root commit, else the directory); this command adds what needs the server:
-registering the project, issuing a token limited to it, checking the task exists.
+registering the project, issuing a token limited to it, checking the task exists, and
+finding the service: ``--url``, else the URL a running ``make run`` of this checkout
+recorded, else ``$PORT``, else port 8000. ``--check`` reports on a directory already set
+up (``orchestrator.ops.claude_check``).
 """
 
 from __future__ import annotations
@@ -27,6 +31,8 @@ from orchestrator.core.errors import OrchestratorError
 from orchestrator.core.models import ApiToken, Project
 from orchestrator.core.projects import check_project_id
 from orchestrator.core.tools import ToolContext, call_tool
+from orchestrator.ops import claude_check
+from orchestrator.ops.localservers import running_service
 from orchestrator_hook import install
 from orchestrator_hook.project import ProjectIdentity, identify
 
@@ -34,6 +40,19 @@ from orchestrator_hook.project import ProjectIdentity, identify
 STDIO_ENV = ("DATABASE_URL", "REDIS_URL", "NEO4J_URI", "NEO4J_USER", "NEO4J_PASSWORD",
              "NEOMODEL_DATABASE_URL", "ENABLE_NEO4J", "MCP_SCHEMA", "ORCHESTRATOR_CONFIG",
              "DJANGO_SECRET_KEY", "ORCHESTRATOR_DATA_DIR")
+
+
+def service_url(url: str | None) -> tuple[str, str]:
+    """(the orchestrator's base URL, where it came from)."""
+    if url:
+        return url.rstrip("/"), "from --url"
+    data_dir = Path(os.environ.get("ORCHESTRATOR_DATA_DIR") or Path(settings.BASE_DIR) / ".data")
+    running = running_service(data_dir)
+    if running:
+        return running.rstrip("/"), "where `make run` serves"
+    if os.environ.get("PORT"):
+        return f"http://127.0.0.1:{os.environ['PORT']}", "from $PORT"
+    return "http://127.0.0.1:8000", "the default"
 
 
 class Command(BaseCommand):
@@ -48,8 +67,9 @@ class Command(BaseCommand):
                                  "from the git remote, else the root commit, else the "
                                  "directory; registered if new)")
         parser.add_argument("--url", default=None,
-                            help="The orchestrator's base URL (default http://127.0.0.1:$PORT, "
-                                 "PORT defaulting to 8000)")
+                            help="The orchestrator's base URL, e.g. a remote server's (default: "
+                                 "where a running `make run` of this checkout serves, else "
+                                 "http://127.0.0.1:$PORT, PORT defaulting to 8000)")
         token = parser.add_mutually_exclusive_group()
         token.add_argument("--token", help="An existing API token")
         token.add_argument("--token-name",
@@ -67,17 +87,27 @@ class Command(BaseCommand):
                                  "argument, e.g. the orchestrator-hook script (default: this "
                                  "Python with -S running orchestrator_hook/launch.py, which "
                                  "starts faster)")
+        parser.add_argument("--all-tools", action="store_true",
+                            help="Offer the model every tool (/mcp) instead of the ones a model "
+                                 "calls itself (/mcp/agent); the hooks' tools included")
         parser.add_argument("--dry-run", action="store_true",
                             help="Print the changes as a diff and write nothing")
+        parser.add_argument("--check", action="store_true",
+                            help="Report on a directory already set up: the service, the "
+                                 "token, the project, the spool, the watchdogs, the secrets; "
+                                 "exit 1 on a problem")
 
     def handle(self, *args, project_dir: Path, project_key: str | None, url: str | None,
                token: str | None, token_name: str | None, task_id: str | None,
-               mcp_transport: str, hook_command: str | None, dry_run: bool, **options):
+               mcp_transport: str, hook_command: str | None, dry_run: bool, all_tools: bool,
+               check: bool, **options):
         project_dir = project_dir.expanduser().resolve()
         if not project_dir.is_dir():
             raise CommandError(f"--project-dir {project_dir}: not a directory")
+        if check:
+            return self._check(project_dir)
         project = self._project(project_dir, project_key)
-        url = (url or f"http://127.0.0.1:{os.environ.get('PORT') or 8000}").rstrip("/")
+        url, url_source = service_url(url)
         runner = [hook_command] if hook_command else install.launcher_runner(sys.executable)
         missing = [path for path in (runner[0], runner[-1]) if not Path(path).exists()]
         if missing:
@@ -94,10 +124,11 @@ class Command(BaseCommand):
                                "or another task")
         registered = self._register(project, dry_run)
         token, issued = self._token(project_dir, project.key, token, token_name, dry_run)
+        self._warn_literal_secrets(project_dir)
         try:
             changes = install.plan(
                 project_dir, url=url, token=token, runner=runner, task_id=task_id,
-                project_id=project.key, mcp_transport=mcp_transport,
+                project_id=project.key, mcp_transport=mcp_transport, all_tools=all_tools,
                 stdio_command=[sys.executable, str(Path(settings.BASE_DIR) / "manage.py"),
                                "mcp_stdio", "--project", project.key],
                 stdio_env={k: os.environ[k] for k in STDIO_ENV if os.environ.get(k)})
@@ -120,10 +151,13 @@ class Command(BaseCommand):
         self.stdout.write(f"project {project.key} ({self._how(project)}; {registered})")
         if issued:
             self.stdout.write(f"issued API token {issued!r} for project {project.key} (stored "
-                              "in the directory's .mcp.json and .claude/orchestrator/"
-                              "config.json)")
-        self.stdout.write(f"hooks run {install.hook_command(runner, 'EVENT')}; the service "
-                          f"is {url} ({self._reachable(url)})")
+                              "in .claude/settings.local.json and .claude/orchestrator/"
+                              "config.json, both git-ignored; .mcp.json names "
+                              f"${{{install.TOKEN_VARIABLE}}})")
+        tools = "every tool (/mcp)" if all_tools else "the agent's tools (/mcp/agent)"
+        self.stdout.write(f"hooks run {install.hook_command(runner, 'EVENT')}; the model is "
+                          f"offered {tools}; the service is {url}, {url_source} "
+                          f"({self._reachable(url)})")
         self.stdout.write("Done: start Claude Code in the project as usual.")
 
     @staticmethod
@@ -191,6 +225,30 @@ class Command(BaseCommand):
                                f"{project_key}: pass --token-name to issue one for this "
                                "project")
         return True
+
+    def _warn_literal_secrets(self, project_dir: Path) -> None:
+        """An .mcp.json that holds a token or password in plain text: it is committed with
+        the file (our own entry is rewritten without it; others are not ours to change)."""
+        path = project_dir / ".mcp.json"
+        config = install.read_json(path, {})
+        found = install.literal_secrets(config if isinstance(config, dict) else {})
+        if not found:
+            return
+        tracked = claude_check.tracked_by_git(project_dir, path)
+        self.stderr.write(
+            f"warning: {path} holds secrets in plain text ({'; '.join(found)})"
+            + (": the file is tracked by git, so they are in its history; revoke them"
+               if tracked else ": keep it out of git or move them to ${VARIABLE}s")
+            + (f" (the {install.MCP_SERVER_NAME} entry is rewritten without its token)"
+               if any(f.startswith(f"{install.MCP_SERVER_NAME}:") for f in found) else ""))
+
+    def _check(self, project_dir: Path) -> None:
+        report = claude_check.check(project_dir)
+        for line in report.lines:
+            self.stdout.write(line)
+        if report.problems:
+            raise CommandError(f"{report.problems} problem(s); see above")
+        self.stdout.write(self.style.SUCCESS("all good"))
 
     @staticmethod
     def _reachable(url: str) -> str:
