@@ -342,7 +342,10 @@ GLOBAL_FIELDS = {
     "techStack": string_list("Technologies of the project", max_items=200, max_length=200),
     "keyPaths": {**STRING_MAP, "description": "{name: path}"},
     "services": {**STRING_MAP, "description": "{service: host:port}"},
-    "orchestratorContext": {"type": "object", "description": "Free-form orchestrator state"},
+    "orchestratorContext": {"type": "object", "description": (
+        "Free-form orchestrator state. Its fileClaims key is the project's edit policy: "
+        "{policy: warn|block, ignore: [glob, ...]} (what an agent about to edit a file "
+        "another task's live session holds is told, or whether the edit is refused)")},
 }
 
 register(Tool(

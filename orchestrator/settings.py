@@ -64,6 +64,7 @@ INSTALLED_APPS = [
     "contexts.apps.ContextsConfig",
     "sessions.apps.AgentSessionsConfig",
     "conflicts.apps.ConflictsConfig",
+    "claims.apps.ClaimsConfig",
     "graph.apps.GraphConfig",
     "console.apps.ConsoleConfig",
 ]
@@ -242,6 +243,10 @@ RECOVERY_DIR = ORCH.recovery_dir
 CRASH_THRESHOLD_MINUTES = ORCH.crash_threshold_minutes
 STALE_SESSION_HOURS = ORCH.stale_session_hours
 HEARTBEAT_INTERVAL_MS = ORCH.heartbeat_interval_ms
+# File claims (claims/): a claim lapses this long after the session last edited the path,
+# and a lapsed claim of a live session still warns ("recently held") this long after.
+FILE_CLAIM_TTL_SECONDS = int(os.environ.get("FILE_CLAIM_TTL_SECONDS", "1800"))
+FILE_CLAIM_RECENT_SECONDS = int(os.environ.get("FILE_CLAIM_RECENT_SECONDS", "600"))
 MAX_VERSIONS_DEFAULT = ORCH.max_versions_default
 MAX_VERSIONS_LIMIT = ORCH.max_versions_limit
 HOT_SYNC_INTERVAL_SECONDS = ORCH.hot_sync_interval_seconds

@@ -166,3 +166,24 @@ class SessionWork(models.Model):
 
     def __str__(self) -> str:
         return f"{self.session_id} -> {self.task_id}"
+
+
+class SessionNotice(models.Model):
+    """Something to tell a session's agent in its next hook answer that can carry context
+    (another session began editing a file this one holds, a conflict was recorded):
+    written by any app, taken once (``delivered_at``) by the session's next flush."""
+
+    session_id = models.CharField(max_length=255)
+    project_id = models.CharField(max_length=255, default=default_project)
+    kind = models.CharField(max_length=50)
+    text = models.TextField()
+    created_at = models.DateTimeField(db_default=Now())
+    delivered_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["id"]
+        indexes = [models.Index(fields=["session_id"], name="session_notice_pending",
+                                condition=models.Q(delivered_at__isnull=True))]
+
+    def __str__(self) -> str:
+        return f"{self.session_id}: {self.kind}"

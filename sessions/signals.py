@@ -15,6 +15,9 @@ ask for a drain once it committed (graph.receivers).
   session to another task (its work on it is recorded).
 - ``sessions_removed(sender, session_ids: list[str], task_ids: list[str])``: the
   stale-session sweep deleted these sessions and their work records on these tasks.
+- ``files_edited(sender, session_id: str, task_id: str | None, paths: list[str])``: a
+  live session's record_activity stored edits of these paths (as the client sent them).
+  Sent before its notices are taken: a receiver may add notices for the same session.
 """
 
 from django.dispatch import Signal
@@ -24,3 +27,4 @@ session_ended = Signal()
 sessions_ended = Signal()
 session_task_changed = Signal()
 sessions_removed = Signal()
+files_edited = Signal()

@@ -355,7 +355,7 @@ def _record_activity(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
     return activity.record_activity(
         args["sessionId"], task_id=args.get("taskId"), tool_uses=args.get("toolUses"),
         conversation_summary=args.get("conversationSummary"),
-        heartbeat=args.get("heartbeat", True))
+        heartbeat=args.get("heartbeat", True), notices=args.get("notices", False))
 
 
 HOOK_TOOL_USE = obj({
@@ -378,15 +378,22 @@ register(Tool(
         "resume prompts) and the paths of Edit/Write/MultiEdit/NotebookEdit merged into the "
         "session task's keyFiles (relative to the session's projectDir when under it; a new "
         "context version only when a path is new), so detect_conflicts finds file conflicts "
-        "between parallel agents."
+        "between parallel agents. Edited paths also renew the session's file claims "
+        "(claim_files), and a claim another task's live session holds is a file_conflict "
+        "at once. notices true takes the session's pending notices (notices)."
     ),
     input_schema=obj({"sessionId": SESSION_ID, "taskId": TASK_ID,
                       "toolUses": array(HOOK_TOOL_USE, max_items=200),
                       "conversationSummary": string(max_length=50000),
-                      "heartbeat": boolean(default=True)}, ["sessionId"]),
+                      "heartbeat": boolean(default=True),
+                      "notices": boolean("Also take the session's pending notices (for a "
+                                         "client that shows them to its model)",
+                                         default=False)}, ["sessionId"]),
     output_schema=obj({"success": boolean(), "sessionId": string(),
                        "taskId": string(nullable=True), "recorded": integer(),
-                       "keyFilesAdded": string_list(), "lastHeartbeat": string(nullable=True)},
+                       "keyFilesAdded": string_list(), "lastHeartbeat": string(nullable=True),
+                       "notices": string_list("Pending notices, oldest first, now "
+                                              "delivered (with notices true)")},
                       ["success", "sessionId", "taskId", "recorded", "keyFilesAdded",
                        "lastHeartbeat"]),
     handler=_record_activity,

@@ -18,7 +18,7 @@ from django.conf import settings
 from django.db import transaction
 
 from contexts.models import GlobalContext, GlobalContextVersion
-from contexts.services import representation
+from contexts.services import edit_policy, representation
 from contexts.services.sync import write_project_constants
 from orchestrator.core.db import set_change_context
 from orchestrator.core.errors import OrchestratorError
@@ -108,6 +108,9 @@ def validate_global_changes(changes: Any) -> dict[str, Any]:
                 raise _fail(field, "must be an object")
             if len(json.dumps(value)) > MAX_ORCHESTRATOR_CONTEXT_BYTES:
                 raise _fail(field, f"is over {MAX_ORCHESTRATOR_CONTEXT_BYTES} bytes of JSON")
+            if edit_policy.POLICY_KEY in value:  # the project's edit policy (live claims)
+                value = {**value, edit_policy.POLICY_KEY: edit_policy.validate_policy(
+                    value[edit_policy.POLICY_KEY])}
             values[column] = value
     return values
 

@@ -35,6 +35,11 @@ conflicts_detected_total = Counter(
     P + "conflicts_detected_total", "Conflicts detected", ["type", "severity"])
 conflicts_resolved_total = Counter(
     P + "conflicts_resolved_total", "Conflicts resolved", ["action"])
+file_claim_checks_total = Counter(
+    P + "file_claim_checks_total",
+    "Claims asked for before an edit or by a tool, by outcome: clear, warned (another "
+    "task's live session holds the file; the edit goes on), blocked (policy block)",
+    ["outcome"])
 task_switches_total = Counter(P + "task_switches_total", "Task switches")
 task_switch_duration_seconds = Histogram(
     P + "task_switch_duration_seconds", "Task switch duration")

@@ -10,7 +10,10 @@ cost few round trips:
    session's task does not list in ``keyFiles`` yet (paths under the session's
    projectDir are stored relative to it, so parallel worktrees of one repository match);
 3. only when a path is new: the task locked, the paths appended (one new context
-   version) and published, so detect_conflicts sees two agents editing one file.
+   version) and published, so detect_conflicts sees two agents editing one file;
+4. with edited paths, ``signals.files_edited`` (the claims app renews the session's live
+   claims on them, and records a file conflict at once when another task's session
+   holds one), and when asked, the session's pending notices (``notices``), taken.
 """
 
 from __future__ import annotations
@@ -20,26 +23,25 @@ from typing import Any
 
 from django.db import connection
 
-from contexts.models import TaskContext
+from contexts.services.key_files import append_key_files
 from contexts.services.tasks import require_task
-from contexts.services.validation import LIST_LIMITS
-from contexts.services.write import write_task
 from orchestrator.core.errors import OrchestratorError
 from orchestrator.core.stamps import iso
+from sessions import signals
+from sessions.models import ActiveSession
 from sessions.services import lifecycle
 from sessions.services.common import (
     HISTORY_TABLE,
     LIVE_STATUSES,
-    logger,
     refuse_for_status,
     session_status,
     sessions_table,
     tasks_table,
 )
+from sessions.services.notices import take_notices
 
 # Claude Code tools whose file paths are edits (Read, Grep and Bash touch nothing named).
 EDIT_TOOLS = frozenset({"Edit", "Write", "MultiEdit", "NotebookEdit"})
-MAX_KEY_FILES = LIST_LIMITS["keyFiles"][0]
 
 _RECORD_SQL = """
 WITH commit_mode AS (SELECT {commit}),
@@ -124,35 +126,12 @@ def _record(session_id: str, task_id: str | None, tool_uses: list[dict[str, Any]
     return row[0], list(row[1]) if task_id else []
 
 
-def _add_key_files(task_id: str, session_id: str, paths: list[str]) -> list[str]:
-    """Append new paths to the task's keyFiles (one version); [] when a lock forbids it."""
-    added: list[str] = []
-
-    def appended(task: TaskContext) -> dict[str, Any] | None:
-        current = list(task.key_files or [])
-        added[:] = [p for p in paths if p not in current][:max(0, MAX_KEY_FILES - len(current))]
-        return {"keyFiles": current + added} if added else None
-
-    try:
-        write_task(task_id, appended, change_type="auto_save",
-                   summary="keyFiles from edits: " + ", ".join(paths)[:500],
-                   session_id=session_id, actor=session_id)
-    except OrchestratorError as exc:
-        if exc.code != "E1613":
-            raise
-        # Another session holds the task's lock: the edits are in the tool history; the
-        # lock holder decides what the task lists.
-        logger.info("keyFiles not merged: task locked", extra={"taskId": task_id,
-                                                                "sessionId": session_id})
-        return []
-    return added
-
-
 def record_activity(session_id: str, *, task_id: str | None = None,
                     tool_uses: list[dict[str, Any]] | None = None,
                     conversation_summary: str | None = None,
-                    heartbeat: bool = True) -> dict[str, Any]:
-    """Heartbeat + tool history + keyFiles for one batch of hook events."""
+                    heartbeat: bool = True, notices: bool = False) -> dict[str, Any]:
+    """Heartbeat + tool history + keyFiles for one batch of hook events; with ``notices``,
+    the session's pending notices too (a hook that can show them to the model asks)."""
     tool_uses = tool_uses or []
     for index, use in enumerate(tool_uses):  # before anything is written
         _check_stamp(use["timestamp"], index)
@@ -171,6 +150,13 @@ def record_activity(session_id: str, *, task_id: str | None = None,
     if tool_uses:
         recorded, new_paths = _record(session_id, task_id, tool_uses, paths)
         if new_paths:
-            added = _add_key_files(task_id, session_id, new_paths)
-    return {"success": True, "sessionId": session_id, "taskId": task_id, "recorded": recorded,
-            "keyFilesAdded": added, "lastHeartbeat": last_heartbeat}
+            added = append_key_files(task_id, new_paths, session_id=session_id)
+    answer = {"success": True, "sessionId": session_id, "taskId": task_id,
+              "recorded": recorded, "keyFilesAdded": added, "lastHeartbeat": last_heartbeat}
+    if heartbeat:  # a live session: a late batch of a dead one claims nothing
+        if paths:
+            signals.files_edited.send(sender=ActiveSession, session_id=session_id,
+                                      task_id=task_id, paths=list(dict.fromkeys(paths)))
+        if notices:
+            answer["notices"] = take_notices(session_id)
+    return answer

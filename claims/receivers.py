@@ -1,0 +1,15 @@
+"""Edits a live session's activity reported renew its claims (claims.services)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.dispatch import receiver
+
+from claims.services import renew_from_activity
+from sessions.signals import files_edited
+
+
+@receiver(files_edited, dispatch_uid="claims.renew_from_activity")
+def claim_edited_files(sender: Any, session_id: str, paths: list[str], **kwargs: Any) -> None:
+    renew_from_activity(session_id, paths)

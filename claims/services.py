@@ -1,0 +1,572 @@
+"""Live file claims: who is editing which file of a project now.
+
+A session claims a path when it is about to edit it (the Claude Code hook's check before
+Edit/Write/MultiEdit/NotebookEdit), when its activity reports an edit, or by calling
+``claim_files``. Paths are relative to the repository's root, so two clones or worktrees
+of one repository name a file the same way. A claim is *held* while its session is live
+(status active or compacted and a heartbeat younger than CRASH_THRESHOLD_MINUTES: the
+watchdog keeps a working Claude Code session beating), it is not released, and its TTL
+since the session last touched the path has not run out; an expired claim of a live
+session is *recently held* for FILE_CLAIM_RECENT_SECONDS more. A session that ends or
+crashes holds nothing from that moment: every query joins the session's row.
+
+Claiming a path that another live session on another task holds or recently held:
+
+- policy ``warn`` (the project's, ``claims.policy``): the claim is made and the answer
+  carries a warning (who, which task, how long ago, what that task is doing) for the
+  claimant's model; said once per other session and path;
+- policy ``block``: nothing is claimed and the answer is ``blocked`` with the reason;
+- a *held* claim of another task is a file_conflict at once: both tasks list the path in
+  keyFiles and the detector's own query stores what it finds for the pair (its rules,
+  severity and de-duplication), and the other session gets a notice for its next hook
+  answer (``sessions.services.notices``).
+
+Sessions of the same task, and a session's own claims, never warn. Every warning, notice
+and block is an event in the session's log and counts in file_claim_checks_total.
+
+Two agents claiming one path at the same moment are serialised by a transaction-level
+advisory lock per (project, path), so one of them always sees the other.
+"""
+
+from __future__ import annotations
+
+import logging
+import posixpath
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from django.conf import settings
+from django.db import connection, transaction
+
+from claims.models import FileClaim
+from conflicts.models import ContextConflict
+from conflicts.services.detection import Scope, detect_file_conflicts
+from conflicts.services.store import OPEN_STATUSES, store_candidates
+from contexts.services.edit_policy import EditPolicy, policy_from
+from contexts.services.key_files import append_key_files
+from orchestrator.core.db import qualified
+from orchestrator.core.errors import OrchestratorError, session_not_found, task_not_found
+from orchestrator.core.stamps import iso, now_iso
+from orchestrator.observability import metrics
+from sessions.models import SessionDetail
+from sessions.services.common import LIVE_STATUSES, refuse_for_status
+from sessions.services.events import append_event
+from sessions.services.notices import add_notices, take_notices
+
+logger = logging.getLogger("orchestrator.claims")
+
+CLAIMS_TABLE = FileClaim._meta.db_table
+MAX_PATHS = 100
+MAX_PATH_LENGTH = 1000
+MIN_TTL_SECONDS, MAX_TTL_SECONDS = 30, 86400
+SOURCES = ("edit", "activity", "tool")
+
+
+def ttl_default() -> int:
+    return settings.FILE_CLAIM_TTL_SECONDS
+
+
+def _live_seconds() -> float:
+    return float(settings.CRASH_THRESHOLD_MINUTES) * 60
+
+
+# -- who is claiming ------------------------------------------------------------------------
+
+@dataclass
+class Claimant:
+    session_id: str
+    project_id: str
+    task_id: str | None
+    root: str
+    agent_id: str | None
+    policy: EditPolicy
+
+
+def claimant(session_id: str) -> Claimant:
+    """The session with its project's policy; E1600 unknown, E1602 / E1603 not live."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT s.status, s.project_id, s.task_id, s.project_dir, d.agent_id, "
+            "g.orchestrator_context "
+            f"FROM {qualified('active_sessions')} s "
+            f"LEFT JOIN {SessionDetail._meta.db_table} d ON d.session_id = s.session_id "
+            f"LEFT JOIN {qualified('global_context')} g ON g.project_id = s.project_id "
+            "WHERE s.session_id = %s", [session_id])
+        row = cursor.fetchone()
+    if row is None:
+        raise session_not_found(session_id)
+    status = row[0] or "active"
+    if status not in LIVE_STATUSES:
+        raise refuse_for_status(session_id, status, action="claiming files")
+    return Claimant(session_id, row[1], row[2], (row[3] or "").rstrip("/"), row[4],
+                    policy_from(_json(row[5])))
+
+
+def _json(value: Any) -> Any:
+    if isinstance(value, str):
+        import json
+
+        try:
+            return json.loads(value)
+        except ValueError:
+            return None
+    return value
+
+
+def repository_path(path: str, root: str, *, field_name: str = "paths") -> str:
+    """``path`` relative to the session's repository root when it is under it, normalised
+    (``./a/../b`` is ``b``); E1612 for a relative path that leaves the repository."""
+    text = path.strip().replace("\\", "/")
+    if "\x00" in text:
+        raise OrchestratorError("E1612", f"{field_name}: a path must not hold a NUL character",
+                                {"field": field_name})
+    if not text:
+        raise OrchestratorError("E1612", f"{field_name}: a path must not be empty",
+                                {"field": field_name})
+    if text.startswith("/"):
+        if root and (text == root or text.startswith(root + "/")):
+            text = text[len(root) + 1:] or "."
+        else:
+            return posixpath.normpath(text)
+    normal = posixpath.normpath(text)
+    if normal == ".." or normal.startswith("../"):
+        raise OrchestratorError("E1612", f"{field_name}: {path!r} leaves the repository",
+                                {"field": field_name, "value": path[:200]})
+    if normal == ".":
+        raise OrchestratorError("E1612", f"{field_name}: {path!r} names the repository "
+                                "itself, not a file", {"field": field_name,
+                                                       "value": path[:200]})
+    return normal
+
+
+# -- who else holds a path ------------------------------------------------------------------
+
+@dataclass
+class Holder:
+    path: str
+    session_id: str
+    task_id: str | None
+    agent_id: str | None
+    task_name: str | None
+    task_status: str | None
+    doing: str | None
+    claimed_at: datetime
+    touched_at: datetime
+    expires_at: datetime
+    held: bool
+    seconds_ago: float
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"path": self.path, "sessionId": self.session_id, "taskId": self.task_id,
+                "taskName": self.task_name, "taskStatus": self.task_status,
+                "agentId": self.agent_id, "doing": self.doing,
+                "state": "held" if self.held else "recent",
+                "claimedAt": iso(self.claimed_at), "lastEditAt": iso(self.touched_at),
+                "expiresAt": iso(self.expires_at),
+                "secondsSinceEdit": round(self.seconds_ago, 1)}
+
+
+# Live claims with what a reader shows of their session and task. {where} narrows them.
+_HOLDERS = """
+SELECT c.path, c.session_id, c.task_id, d.agent_id, t.name, t.status,
+       COALESCE(NULLIF(t.immediate_context->>'workingOn', ''), t.current_phase),
+       c.claimed_at, c.touched_at, c.expires_at, c.expires_at > now() AS held,
+       extract(epoch FROM now() - c.touched_at)
+FROM {claims} c
+JOIN {sessions} s ON s.session_id = c.session_id
+LEFT JOIN {details} d ON d.session_id = c.session_id
+LEFT JOIN {tasks} t ON t.task_id = c.task_id
+WHERE c.released_at IS NULL
+  AND c.expires_at > now() - make_interval(secs => %(recent)s)
+  AND s.status IN ('active', 'compacted')
+  AND s.last_heartbeat > now() - make_interval(secs => %(live)s)
+  AND {where}
+ORDER BY c.path, c.touched_at DESC
+"""
+
+
+def _holders(where: str, params: dict[str, Any]) -> list[Holder]:
+    sql = _HOLDERS.format(claims=CLAIMS_TABLE, sessions=qualified("active_sessions"),
+                          details=SessionDetail._meta.db_table,
+                          tasks=qualified("task_contexts"), where=where)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, {"recent": settings.FILE_CLAIM_RECENT_SECONDS,
+                             "live": _live_seconds(), **params})
+        return [Holder(*row[:10], bool(row[10]), float(row[11] or 0))
+                for row in cursor.fetchall()]
+
+
+def _others(who: Claimant, paths: list[str]) -> list[Holder]:
+    """Claims on ``paths`` that concern ``who``: other sessions, other tasks."""
+    return _holders(
+        "c.project_id = %(project)s AND c.path = ANY(%(paths)s) "
+        "AND c.session_id <> %(me)s "
+        "AND (%(task)s::text IS NULL OR c.task_id IS DISTINCT FROM %(task)s::text)",
+        {"project": who.project_id, "paths": paths, "me": who.session_id,
+         "task": who.task_id})
+
+
+# -- claiming -------------------------------------------------------------------------------
+
+@dataclass
+class Outcome:
+    claimed: list[str] = field(default_factory=list)
+    warnings: list[Holder] = field(default_factory=list)
+    conflicts: list[dict[str, Any]] = field(default_factory=list)
+
+
+def _lock_paths(project_id: str, paths: list[str]) -> None:
+    """One advisory lock per (project, path), taken in path order (no deadlock between
+    two claimants of overlapping sets)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(pg_advisory_xact_lock(hashtextextended(%s || '|' || p, 7))) "
+            "FROM unnest(%s::text[]) AS p", [project_id, sorted(paths)])
+
+
+def _known(session_id: str, paths: list[str]) -> dict[str, set[str]]:
+    """path -> sessions this session was already told about, for its claims that still
+    count (held or recently held); a claim that lapsed starts knowing no one again."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT path, known_sessions FROM {CLAIMS_TABLE} WHERE session_id = %s "
+            "AND path = ANY(%s) AND released_at IS NULL "
+            "AND expires_at > now() - make_interval(secs => %s)",
+            [session_id, paths, settings.FILE_CLAIM_RECENT_SECONDS])
+        return {path: set(known or ()) for path, known in cursor.fetchall()}
+
+
+_UPSERT = f"""
+INSERT INTO {CLAIMS_TABLE} AS c (project_id, path, session_id, task_id, source, claimed_at,
+                                 touched_at, expires_at, known_sessions)
+SELECT %(project)s, p.path, %(me)s, %(task)s, %(source)s, now(), now(),
+       now() + make_interval(secs => %(ttl)s), p.known
+FROM jsonb_to_recordset(%(rows)s::jsonb) AS p(path text, known text[])
+ON CONFLICT (session_id, path) DO UPDATE SET
+  task_id = EXCLUDED.task_id, source = EXCLUDED.source, touched_at = now(),
+  claimed_at = CASE WHEN c.released_at IS NOT NULL OR c.expires_at <= now()
+                    THEN now() ELSE c.claimed_at END,
+  expires_at = GREATEST(EXCLUDED.expires_at,
+                        CASE WHEN c.released_at IS NULL THEN c.expires_at END),
+  released_at = NULL,
+  known_sessions = EXCLUDED.known_sessions
+"""
+
+
+def _upsert(who: Claimant, known: dict[str, set[str]], ttl: int, source: str) -> None:
+    import json
+
+    rows = [{"path": path, "known": sorted(sessions)} for path, sessions in known.items()]
+    with connection.cursor() as cursor:
+        cursor.execute(_UPSERT, {"project": who.project_id, "me": who.session_id,
+                                 "task": who.task_id, "source": source, "ttl": ttl,
+                                 "rows": json.dumps(rows)})
+
+
+def _mark_known(session_ids_by_path: dict[tuple[str, str], None], claimant_id: str) -> None:
+    """The holders' claims now know ``claimant_id`` (their notice is on its way)."""
+    if not session_ids_by_path:
+        return
+    holders = [s for s, _ in session_ids_by_path]
+    paths = [p for _, p in session_ids_by_path]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {CLAIMS_TABLE} c SET known_sessions = "
+            "array_append(array_remove(c.known_sessions, %s), %s) "
+            "FROM unnest(%s::text[], %s::text[]) AS h(session_id, path) "
+            "WHERE c.session_id = h.session_id AND c.path = h.path",
+            [claimant_id, claimant_id, holders, paths])
+
+
+def claim(session_id: str, paths: list[str], *, ttl_seconds: int | None = None,
+          source: str = "tool") -> dict[str, Any]:
+    """Claim ``paths`` for ``session_id``'s task; the answer says who else holds them,
+    whether the policy blocked the claim, and what was recorded (module docstring)."""
+    ttl = ttl_seconds or ttl_default()
+    who = claimant(session_id)
+    wanted = list(dict.fromkeys(repository_path(p, who.root) for p in paths))
+    ignored = [p for p in wanted if who.policy.ignores(p)]
+    counted = [p for p in wanted if p not in ignored]
+    outcome = Outcome()
+    blocked_by: list[Holder] = []
+    with transaction.atomic():
+        if counted:
+            _lock_paths(who.project_id, counted)
+        others = _others(who, counted) if counted else []
+        known = _known(session_id, counted)
+        if others and who.policy.mode == "block" and source != "activity":
+            blocked_by = others
+        else:
+            outcome = _claim_locked(who, counted, others, known, ttl, source)
+        if blocked_by:
+            _record_event(who.session_id, "edit_blocked", {
+                "paths": sorted({h.path for h in blocked_by}),
+                "holders": [h.as_dict() for h in blocked_by]})
+        # A flush takes its notices itself (record_activity's notices argument).
+        notices = take_notices(session_id) if source != "activity" else []
+    _count(blocked_by, outcome, bool(counted))
+    answer: dict[str, Any] = {
+        "success": True, "sessionId": session_id, "taskId": who.task_id,
+        "projectId": who.project_id, "policy": who.policy.mode,
+        "blocked": bool(blocked_by), "claimed": outcome.claimed, "ignored": ignored,
+        "holders": [h.as_dict() for h in (blocked_by or others)],
+        "warnings": [h.as_dict() for h in outcome.warnings],
+        "conflicts": outcome.conflicts, "notices": notices,
+        "expiresInSeconds": ttl, "timestamp": now_iso()}
+    message = (blocked_text(blocked_by) if blocked_by
+               else warning_text(outcome.warnings, outcome.conflicts))
+    answer["message"] = message
+    return answer
+
+
+def _claim_locked(who: Claimant, paths: list[str], others: list[Holder],
+                  known: dict[str, set[str]], ttl: int, source: str) -> Outcome:
+    outcome = Outcome(claimed=list(paths))
+    if not paths:
+        return outcome
+    fresh = [h for h in others if h.session_id not in known.get(h.path, set())]
+    told = {path: set(sessions) for path, sessions in known.items()}
+    for path in paths:
+        told.setdefault(path, set())
+    for holder in fresh:
+        told[holder.path].add(holder.session_id)
+    _upsert(who, told, ttl, source)
+    if not fresh:
+        return outcome
+    outcome.warnings = fresh
+    # A held claim of another task and this one: a file conflict now, and its holder told.
+    contested = [h for h in fresh if h.held and h.task_id and who.task_id]
+    if contested:
+        outcome.conflicts = _record_conflicts(who, contested)
+        _notify_holders(who, contested, outcome.conflicts)
+        _mark_known({(h.session_id, h.path): None for h in contested}, who.session_id)
+    parts = {"paths": sorted({h.path for h in fresh}),
+             "holders": [h.as_dict() for h in fresh], "source": source}
+    if source == "activity":
+        # No answer reaches the model from a flush of past edits: its next hook says it.
+        add_notices([(who.session_id, who.project_id, "claim_warning",
+                      warning_text(fresh, outcome.conflicts))])
+    _record_event(who.session_id, "edit_warning", parts)
+    return outcome
+
+
+def _record_conflicts(who: Claimant, contested: list[Holder]) -> list[dict[str, Any]]:
+    """Both tasks list the contested paths, then the detector's own query decides and
+    stores (its rules, severity and de-duplication) for this task and those tasks."""
+    mine = sorted({h.path for h in contested})
+    append_key_files(who.task_id, mine, session_id=who.session_id,
+                     summary="keyFiles from a claim")
+    by_task: dict[str, list[str]] = {}
+    for holder in contested:
+        by_task.setdefault(holder.task_id, []).append(holder.path)
+    for task_id, paths in by_task.items():
+        append_key_files(task_id, paths, session_id=None, summary="keyFiles from a claim")
+    pairs = {tuple(sorted((who.task_id, t))) for t in by_task}
+    candidates = [c for c in detect_file_conflicts(Scope([who.task_id], [who.project_id]))
+                  if (c.task_a_id, c.task_b_id) in pairs]
+    created = store_candidates(candidates, detected_by=f"claims:{who.session_id}")
+    new_ids = {c.pk for c in created}
+    rows = list(ContextConflict.objects.filter(
+        project_id=who.project_id, conflict_type="file_conflict",
+        resolution_status__in=OPEN_STATUSES, task_a_id__in=[p[0] for p in pairs],
+        task_b_id__in=[p[1] for p in pairs]).order_by("-detected_at"))
+    seen: set[tuple[str, str]] = set()
+    found = []
+    for row in rows:
+        pair = (row.task_a_id, row.task_b_id)
+        if pair not in pairs or pair in seen:
+            continue
+        seen.add(pair)
+        found.append({"conflictId": str(row.id), "taskAId": row.task_a_id,
+                      "taskBId": row.task_b_id, "severity": row.severity,
+                      "description": row.description, "new": row.pk in new_ids})
+    return found
+
+
+def _notify_holders(who: Claimant, contested: list[Holder],
+                    conflicts: list[dict[str, Any]]) -> None:
+    notices = []
+    for holder in contested:
+        conflict = next((c for c in conflicts if holder.task_id in (c["taskAId"],
+                                                                     c["taskBId"])), None)
+        text = holder_notice(who, holder.path, conflict)
+        notices.append((holder.session_id, who.project_id, "claim_overlap", text))
+        _record_event(holder.session_id, "claim_overlap", {
+            "path": holder.path, "bySessionId": who.session_id, "byTaskId": who.task_id,
+            "conflictId": conflict["conflictId"] if conflict else None})
+    add_notices(notices)
+
+
+def _record_event(session_id: str, content: str, parts: dict[str, Any]) -> None:
+    try:
+        with transaction.atomic():
+            append_event(session_id, "system_event", "system", content, parts)
+    except OrchestratorError as exc:  # the session closed meanwhile: nothing to tell it
+        logger.info("claim event not recorded", extra={"sessionId": session_id,
+                                                       "reason": exc.code})
+
+
+def _count(blocked: list[Holder], outcome: Outcome, asked: bool) -> None:
+    if not asked:
+        return
+    outcome_label = "blocked" if blocked else ("warned" if outcome.warnings else "clear")
+    metrics.file_claim_checks_total.labels(outcome_label).inc()
+    if blocked or outcome.warnings:
+        logger.warning("file claim %s", outcome_label, extra={
+            "paths": sorted({h.path for h in (blocked or outcome.warnings)})})
+
+
+# -- what the agents are told ---------------------------------------------------------------
+
+def ago(seconds: float) -> str:
+    if seconds < 90:
+        return f"{max(0, int(seconds))} s ago"
+    if seconds < 5400:
+        return f"{int(seconds // 60)} min ago"
+    return f"{seconds / 3600:.1f} h ago"
+
+
+def _who(holder: Holder) -> str:
+    task = f"task `{holder.task_id}`" if holder.task_id else "no task"
+    if holder.task_name and holder.task_name != holder.task_id:
+        task += f" ({holder.task_name})"
+    doing = f", working on: {holder.doing[:160]}" if holder.doing else ""
+    agent = f"{holder.agent_id} " if holder.agent_id else ""
+    state = "last edit" if holder.held else "held it until its claim lapsed, last edit"
+    return (f"{agent}session `{holder.session_id}` on {task}{doing}; {state} "
+            f"{ago(holder.seconds_ago)}")
+
+
+def warning_text(holders: list[Holder], conflicts: list[dict[str, Any]]) -> str | None:
+    if not holders:
+        return None
+    lines = ["Session orchestrator: another agent is editing the same file."]
+    for holder in holders:
+        lines.append(f"- `{holder.path}`: {_who(holder)}.")
+    for conflict in conflicts:
+        lines.append(f"Recorded as file_conflict {conflict['conflictId']} "
+                     f"({conflict['severity']}) between `{conflict['taskAId']}` and "
+                     f"`{conflict['taskBId']}`.")
+    lines.append("Keep your change to it small and say so in your context "
+                 "(save_task_context), or leave the file to that task.")
+    return "\n".join(lines)
+
+
+def blocked_text(holders: list[Holder]) -> str:
+    lines = ["Edit refused by the project's file policy (block): another agent's session "
+             "holds this file."]
+    for holder in holders:
+        lines.append(f"- `{holder.path}`: {_who(holder)}.")
+    lines.append("Work on other files, or wait until that session ends or releases it.")
+    return "\n".join(lines)
+
+
+def holder_notice(who: Claimant, path: str, conflict: dict[str, Any] | None) -> str:
+    agent = f"{who.agent_id} " if who.agent_id else ""
+    task = f"task `{who.task_id}`" if who.task_id else "no task"
+    text = (f"Session orchestrator: another agent began editing `{path}`, which this "
+            f"session is editing: {agent}session `{who.session_id}` on {task}.")
+    if conflict:
+        text += (f" Recorded as file_conflict {conflict['conflictId']} "
+                 f"({conflict['severity']}).")
+    return text + " Coordinate before changing it further."
+
+
+# -- releasing and reading ------------------------------------------------------------------
+
+def release(session_id: str, paths: list[str] | None = None) -> dict[str, Any]:
+    """End the session's claims on ``paths`` (None: all of them); they warn no one."""
+    who = claimant_any(session_id)
+    wanted = None if paths is None else list(dict.fromkeys(
+        repository_path(p, who[1]) for p in paths))
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {CLAIMS_TABLE} SET released_at = now() WHERE session_id = %s "
+            "AND released_at IS NULL AND (%s::text[] IS NULL OR path = ANY(%s::text[])) "
+            "RETURNING path", [session_id, wanted, wanted])
+        released = sorted(row[0] for row in cursor.fetchall())
+    return {"success": True, "sessionId": session_id, "released": released,
+            "timestamp": now_iso()}
+
+
+def claimant_any(session_id: str) -> tuple[str, str]:
+    """(project, root) of a session in any status (releasing is allowed after its end)."""
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT project_id, project_dir FROM {qualified('active_sessions')} "
+                       "WHERE session_id = %s", [session_id])
+        row = cursor.fetchone()
+    if row is None:
+        raise session_not_found(session_id)
+    return row[0], (row[1] or "").rstrip("/")
+
+
+def file_claims(project_ids: list[str] | None, *, paths: list[str] | None = None,
+                task_id: str | None = None, session_id: str | None = None,
+                include_recent: bool = True) -> dict[str, Any]:
+    """Who is editing what now, contested paths first (more than one task holds them)."""
+    clauses, params = ["TRUE"], {}
+    if project_ids is not None:
+        clauses.append("c.project_id = ANY(%(projects)s)")
+        params["projects"] = project_ids
+    task_project = None
+    if task_id is not None:
+        with connection.cursor() as cursor:
+            cursor.execute(f"SELECT project_id FROM {qualified('task_contexts')} "
+                           "WHERE task_id = %s", [task_id])
+            row = cursor.fetchone()
+        if row is None:
+            raise task_not_found(task_id)
+        task_project = row[0]
+        clauses.append("c.task_id = %(task)s")
+        params["task"] = task_id
+    if session_id is not None:
+        clauses.append("c.session_id = %(session)s")
+        params["session"] = session_id
+    if paths is not None:
+        clauses.append("c.path = ANY(%(paths)s)")
+        params["paths"] = [repository_path(p, "") for p in paths]
+    if not include_recent:
+        clauses.append("c.expires_at > now()")
+    holders = _holders(" AND ".join(clauses), params)
+    if task_project is not None:
+        # The other tasks' claims on the task's paths: who it contends with.
+        mine = sorted({h.path for h in holders})
+        if mine:
+            holders += _holders(
+                "c.project_id = %(project)s AND c.path = ANY(%(mine)s) "
+                "AND c.task_id IS DISTINCT FROM %(task)s" + (
+                    "" if include_recent else " AND c.expires_at > now()"),
+                {"project": task_project, "mine": mine, "task": task_id})
+    return listing(holders)
+
+
+def listing(holders: list[Holder]) -> dict[str, Any]:
+    tasks_by_path: dict[str, set[str | None]] = {}
+    for holder in holders:
+        if holder.held:
+            tasks_by_path.setdefault(holder.path, set()).add(holder.task_id or holder.session_id)
+    contested = sorted(p for p, tasks in tasks_by_path.items() if len(tasks) > 1)
+    ordered = sorted(holders, key=lambda h: (h.path not in contested, h.path,
+                                             not h.held, h.seconds_ago))
+    return {"success": True,
+            "claims": [{**h.as_dict(), "contested": h.path in contested} for h in ordered],
+            "contested": contested, "total": len(ordered), "timestamp": now_iso()}
+
+
+def live_claim_counts(project_ids: list[str] | None) -> dict[str, int]:
+    """For the overview: held claims, files held, and files contested by two tasks."""
+    listed = file_claims(project_ids, include_recent=False)
+    return {"claims": listed["total"],
+            "files": len({c["path"] for c in listed["claims"]}),
+            "contested": len(listed["contested"])}
+
+
+def renew_from_activity(session_id: str, paths: list[str]) -> None:
+    """Edits a flush reported: the session holds those paths (claimed before the edit by
+    the hook's check, or now if that check did not reach the service)."""
+    try:
+        claim(session_id, paths, source="activity")
+    except OrchestratorError as exc:
+        logger.info("claims not renewed", extra={"sessionId": session_id,
+                                                  "reason": exc.code})

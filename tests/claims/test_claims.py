@@ -1,0 +1,198 @@
+"""Live file claims (claims.services): who holds what, the warning before an edit, the
+block policy, conflicts recorded at once, notices to the holder, liveness, TTL, same
+task, ignored paths, worktrees and the tools' errors."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+
+from conflicts.models import ContextConflict
+from contexts.models import TaskContext
+from sessions.models import SessionEvent
+from tests.sessions.helpers import backdate, conforms
+
+
+def start(tools, session: str, task: str | None, project_dir: str = "/repo") -> None:
+    body = {"sessionId": session, "projectDir": project_dir}
+    if task:
+        body["taskId"] = task
+    tools.ok("start_session", body)
+
+
+def expire(session: str, path: str, seconds_ago: float) -> None:
+    with connection.cursor() as cursor:
+        cursor.execute("UPDATE file_claims SET expires_at = now() - make_interval(secs => %s) "
+                       "WHERE session_id = %s AND path = %s", [seconds_ago, session, path])
+
+
+def set_policy(tools, policy: str, ignore: list[str] | None = None) -> None:
+    tools.ok("update_global_context", {"orchestratorContext": {
+        "fileClaims": {"policy": policy, "ignore": ignore or []}}})
+
+
+@pytest.fixture
+def two_agents(tools, make_task):
+    make_task("shop-main", name="Checkout")
+    make_task("shop-feat", name="Coupons")
+    start(tools, "s-main", "shop-main", "/work/shop")
+    start(tools, "s-feat", "shop-feat", "/work/shop-feat")  # a worktree of the same repo
+    return tools
+
+
+@pytest.mark.django_db
+def test_first_claim_is_clear_and_a_second_task_is_warned_with_who_and_what(two_agents):
+    tools = two_agents
+    first = conforms("claim_files", tools.ok("claim_files", {
+        "sessionId": "s-main", "paths": ["/work/shop/src/shared.py"]}))
+    assert first["claimed"] == ["src/shared.py"] and first["holders"] == []
+    assert first["message"] is None and first["blocked"] is False
+    # The worktree names the file by its own absolute path: the same repository path.
+    second = conforms("claim_files", tools.ok("claim_files", {
+        "sessionId": "s-feat", "paths": ["/work/shop-feat/src/shared.py"]}))
+    assert second["claimed"] == ["src/shared.py"]
+    [holder] = second["warnings"]
+    assert holder["sessionId"] == "s-main" and holder["taskId"] == "shop-main"
+    assert holder["taskName"] == "Checkout" and holder["state"] == "held"
+    assert "src/shared.py" in second["message"] and "shop-main" in second["message"]
+    # A file_conflict exists at once, by the detector's rules; both tasks list the file.
+    [conflict] = second["conflicts"]
+    assert conflict["new"] is True and conflict["severity"] == "medium"
+    stored = ContextConflict.objects.get(id=conflict["conflictId"])
+    assert stored.conflict_type == "file_conflict"
+    assert {stored.task_a_id, stored.task_b_id} == {"shop-main", "shop-feat"}
+    for task in ("shop-main", "shop-feat"):
+        assert "src/shared.py" in TaskContext.objects.get(task_id=task).key_files
+    # The holder is told on its next answer, once.
+    notices = tools.ok("record_activity", {"sessionId": "s-main", "notices": True})["notices"]
+    assert len(notices) == 1 and "s-feat" in notices[0] and conflict["conflictId"] in notices[0]
+    assert tools.ok("record_activity", {"sessionId": "s-main", "notices": True})["notices"] == []
+    # Said once: the same overlap warns neither again; detect_conflicts finds nothing new.
+    again = tools.ok("claim_files", {"sessionId": "s-feat", "paths": ["src/shared.py"]})
+    assert again["warnings"] == [] and [h["sessionId"] for h in again["holders"]] == ["s-main"]
+    assert tools.ok("detect_conflicts", {"conflictTypes": ["file_conflict"]})[
+        "summary"]["newConflicts"] == 0
+    events = list(SessionEvent.objects.filter(content__in=("edit_warning", "claim_overlap"))
+                  .values_list("session_id", "content"))
+    assert sorted(events) == [("s-feat", "edit_warning"), ("s-main", "claim_overlap")]
+
+
+@pytest.mark.django_db
+def test_same_task_and_own_claims_never_warn(tools, make_task):
+    make_task("t1")
+    start(tools, "a", "t1")
+    start(tools, "b", "t1")
+    tools.ok("claim_files", {"sessionId": "a", "paths": ["x.py"]})
+    assert tools.ok("claim_files", {"sessionId": "a", "paths": ["x.py"]})["holders"] == []
+    assert tools.ok("claim_files", {"sessionId": "b", "paths": ["x.py"]})["holders"] == []
+    assert not ContextConflict.objects.exists()
+
+
+@pytest.mark.django_db
+def test_ended_crashed_or_silent_sessions_hold_nothing(two_agents):
+    tools = two_agents
+    tools.ok("claim_files", {"sessionId": "s-main", "paths": ["a.py", "b.py", "c.py"]})
+    backdate("s-main", 60)  # silent past the crash threshold: not live any more
+    assert tools.ok("claim_files", {"sessionId": "s-feat", "paths": ["a.py"]})["holders"] == []
+    tools.ok("heartbeat", {"sessionId": "s-main"})
+    assert tools.ok("claim_files", {"sessionId": "s-feat", "paths": ["b.py"]})["holders"]
+    tools.ok("end_session", {"sessionId": "s-main"})
+    assert tools.ok("claim_files", {"sessionId": "s-feat", "paths": ["c.py"]})["holders"] == []
+    assert tools.ok("get_file_claims", {"sessionId": "s-main"})["claims"] == []
+    # An ended session cannot claim.
+    refused = tools.call("claim_files", {"sessionId": "s-main", "paths": ["d.py"]})
+    assert (refused.status, refused.error_code) == (400, "E1602") or refused.error_code == "E1602"
+
+
+@pytest.mark.django_db
+def test_ttl_then_recently_held_then_nothing(two_agents, settings):
+    tools = two_agents
+    tools.ok("claim_files", {"sessionId": "s-main", "paths": ["a.py"], "ttlSeconds": 60})
+    expire("s-main", "a.py", 30)  # lapsed 30 s ago: recently held
+    [holder] = tools.ok("claim_files", {"sessionId": "s-feat", "paths": ["a.py"]})["warnings"]
+    assert holder["state"] == "recent"
+    assert not ContextConflict.objects.exists()  # only a held claim is a conflict
+    expire("s-main", "a.py", settings.FILE_CLAIM_RECENT_SECONDS + 5)
+    tools.ok("release_files", {"sessionId": "s-feat"})
+    assert tools.ok("claim_files", {"sessionId": "s-feat", "paths": ["a.py"]})["holders"] == []
+
+
+@pytest.mark.django_db
+def test_released_claims_warn_no_one(two_agents):
+    tools = two_agents
+    tools.ok("claim_files", {"sessionId": "s-main", "paths": ["a.py", "b.py"]})
+    released = tools.ok("release_files", {"sessionId": "s-main", "paths": ["a.py"]})
+    assert released["released"] == ["a.py"]
+    assert tools.ok("claim_files", {"sessionId": "s-feat", "paths": ["a.py"]})["holders"] == []
+    assert tools.ok("claim_files", {"sessionId": "s-feat", "paths": ["b.py"]})["holders"]
+
+
+@pytest.mark.django_db
+def test_block_policy_refuses_and_claims_nothing(two_agents):
+    tools = two_agents
+    set_policy(tools, "block")
+    tools.ok("claim_files", {"sessionId": "s-main", "paths": ["src/app.py"]})
+    body = tools.ok("claim_files", {"sessionId": "s-feat", "paths": ["src/app.py", "new.py"]})
+    assert body["blocked"] is True and body["claimed"] == []
+    assert "refused" in body["message"] and "shop-main" in body["message"]
+    assert tools.ok("get_file_claims", {"sessionId": "s-feat"})["claims"] == []
+    assert not ContextConflict.objects.exists()
+    assert SessionEvent.objects.filter(session_id="s-feat", content="edit_blocked").count() == 1
+
+
+@pytest.mark.django_db
+def test_ignored_paths_are_listed_never_claimed(two_agents):
+    tools = two_agents
+    set_policy(tools, "block", ["*.lock", "dist/*"])
+    tools.ok("claim_files", {"sessionId": "s-main", "paths": ["poetry.lock", "dist/app.js"]})
+    body = tools.ok("claim_files", {"sessionId": "s-feat",
+                                    "paths": ["sub/poetry.lock", "dist/app.js", "poetry.lock"]})
+    assert body["blocked"] is False and body["claimed"] == []
+    assert body["ignored"] == ["sub/poetry.lock", "dist/app.js", "poetry.lock"]
+
+
+@pytest.mark.django_db
+def test_policy_is_validated(tools):
+    bad = tools.call("update_global_context", {"orchestratorContext": {
+        "fileClaims": {"policy": "explode"}}})
+    assert bad.error_code == "E1612" and "fileClaims" in bad.body["error"]["message"]
+
+
+@pytest.mark.django_db
+def test_paths_errors_and_unknown_sessions(two_agents):
+    tools = two_agents
+    assert tools.call("claim_files", {"sessionId": "s-main", "paths": ["../x.py"]}).error_code == "E1612"
+    assert tools.call("claim_files", {"sessionId": "s-main", "paths": []}).error_code == "E1612"
+    assert tools.call("claim_files", {"sessionId": "nope", "paths": ["a"]}).error_code == "E1600"
+    assert tools.call("get_file_claims", {"taskId": "nope"}).error_code == "E1610"
+
+
+@pytest.mark.django_db
+def test_activity_claims_too_and_the_flusher_is_told(two_agents):
+    """An edit the check before it missed (service down for a moment) is claimed when the
+    flush reports it; the second task's session learns it from its notices."""
+    tools = two_agents
+    tools.ok("record_activity", {"sessionId": "s-main", "toolUses": [
+        {"tool": "Edit", "success": True, "timestamp": "2026-11-25T08:00:00Z",
+         "filePaths": ["src/shared.py"]}]})
+    body = tools.ok("record_activity", {"sessionId": "s-feat", "notices": True, "toolUses": [
+        {"tool": "Write", "success": True, "timestamp": "2026-11-25T08:00:01Z",
+         "filePaths": ["/work/shop-feat/src/shared.py"]}]})
+    assert len(body["notices"]) == 1 and "s-main" in body["notices"][0]
+    assert ContextConflict.objects.filter(conflict_type="file_conflict").count() == 1
+    listing = tools.ok("get_file_claims", {})
+    assert listing["contested"] == ["src/shared.py"]
+    assert {c["sessionId"] for c in listing["claims"]} == {"s-main", "s-feat"}
+    by_task = tools.ok("get_file_claims", {"taskId": "shop-main"})
+    assert {c["taskId"] for c in by_task["claims"]} == {"shop-main", "shop-feat"}
+
+
+@pytest.mark.django_db
+def test_claims_stay_inside_their_project(tools, make_task):
+    tools.ok("create_project", {"projectId": "other", "name": "Other"})
+    make_task("t1")
+    tools.ok("create_task", {"taskId": "t2", "name": "t2", "projectId": "other"})
+    start(tools, "a", "t1")
+    start(tools, "b", "t2")
+    tools.ok("claim_files", {"sessionId": "a", "paths": ["src/app.py"]})
+    assert tools.ok("claim_files", {"sessionId": "b", "paths": ["src/app.py"]})["holders"] == []
