@@ -30,6 +30,9 @@ BUDGET_SECONDS = {
     "SessionEnd": 1.0,
     "StopFailure": 2.0,
     "PreToolUse": 1.0,
+    # The check before an edit (edit_check): it waits for the service at most 0.2 s.
+    "PreEdit": 1.0,
+    "UserPromptSubmit": 1.5,
     "SubagentStart": 1.0,
     "SubagentStop": 2.0,
     # Not a Claude Code event: the watchdog's report of a process that died without a
@@ -90,6 +93,12 @@ def main(argv: list[str] | None = None) -> int:
         if not isinstance(payload, dict):
             payload = {}
         event = event_name(argv[0] if argv else str(payload.get("hook_event_name") or ""))
+        if event == "PreEdit":
+            from orchestrator_hook.edit_check import main_output
+
+            sys.stdout.write(main_output(payload))
+            sys.stdout.flush()
+            return 0
         if buffered(event, payload):
             return 0
         output = run(event, payload, started)

@@ -3,7 +3,10 @@
     SessionStart  startup/clear/fork: start an orchestrator session, inject its context;
                   resume: keep the mapped session alive and re-inject; compact: record the
                   compaction and re-inject (the full bundle on every second one)
-    PostToolUse   tool history + heartbeat, batched: one round trip per few seconds
+    PostToolUse   tool history + heartbeat, batched: one round trip per few seconds;
+                  says the session's notices (another agent began editing its file)
+    UserPromptSubmit  heartbeat, and the session's notices next to the prompt
+    PreToolUse    (edits, synchronous, ``edit_check``) claim the file: warn or refuse
     Stop          heartbeat with a conversation summary (every turn)
     PreCompact    save what the transcript holds before the context is lost
     PostCompact   record compaction_complete with Claude's own summary
@@ -44,6 +47,9 @@ class Hook:
                  state: ProjectState, config: Config, service: Service) -> None:
         self.event, self.payload, self.project_dir = event, payload, project_dir
         self.state, self.config, self.service = state, config, service
+        # Notices the service handed this hook (another agent began editing a file of this
+        # session): said in this hook's answer when its event can carry context.
+        self.notices: list[str] = []
 
     @property
     def claude_session(self) -> str:
@@ -275,7 +281,7 @@ def mark_resumed_crashes(hook: Hook, recovery: Any, task_id: Any, session_id: st
 
 # -- tool uses, turns, compaction, end ----------------------------------------------------
 
-def post_tool_use(hook: Hook) -> None:
+def post_tool_use(hook: Hook) -> dict[str, Any] | None:
     # lite.buffer_tool_use is this handler's fast path (no flush due, nothing spooled):
     # a change here belongs there too.
     hook.state.append_activity(hook.claude_session,
@@ -284,7 +290,22 @@ def post_tool_use(hook: Hook) -> None:
     # Calls wait in the spool and the service may be back: send now, behind them.
     backlog = hook.state.spooled() and not hook.state.service_down()
     if due or backlog:
-        flush_activity(hook, hook.claude_session)
+        flush_activity(hook, hook.claude_session, notices=True)
+    return notices_output(hook, "PostToolUse")
+
+
+def user_prompt_submit(hook: Hook) -> dict[str, Any] | None:
+    """A new request: the session is alive (heartbeat, unsent tool uses), and what other
+    agents did to its files meanwhile goes next to the prompt."""
+    flush_activity(hook, hook.claude_session, notices=True)
+    return notices_output(hook, "UserPromptSubmit")
+
+
+def notices_output(hook: Hook, event: str) -> dict[str, Any] | None:
+    if not hook.notices:
+        return None
+    return {"hookSpecificOutput": {"hookEventName": event,
+                                   "additionalContext": "\n\n".join(hook.notices)[:9000]}}
 
 
 def stop(hook: Hook) -> None:
@@ -473,8 +494,11 @@ def report_dead_session(hook: Hook, claude_session: str) -> None:
 
 
 def flush_activity(hook: Hook, claude_session: str, *, summary: str | None = None,
-                   heartbeat: bool = True, start_if_missing: bool = True) -> str | None:
-    """Send the session's unsent tool uses with a heartbeat; returns the session id used."""
+                   heartbeat: bool = True, start_if_missing: bool = True,
+                   notices: bool = False) -> str | None:
+    """Send the session's unsent tool uses with a heartbeat; returns the session id used.
+    ``notices``: also take the session's pending notices into ``hook.notices`` (for a
+    hook whose answer reaches the model)."""
     entry = hook.state.mapped_session(claude_session)
     if (not entry or entry.get("ended")) and claude_session == hook.claude_session:
         if not start_if_missing:
@@ -492,10 +516,15 @@ def flush_activity(hook: Hook, claude_session: str, *, summary: str | None = Non
     for number, batch in enumerate(batches):
         arguments: dict[str, Any] = {"sessionId": session_id, "toolUses": batch,
                                      "heartbeat": heartbeat}
-        if summary and number == len(batches) - 1:
+        last = number == len(batches) - 1
+        if summary and last:
             arguments["conversationSummary"] = summary[:50000]
+        if notices and last and heartbeat and claude_session == hook.claude_session:
+            arguments["notices"] = True
         try:
-            hook.service.send("record_activity", arguments)
+            answer = hook.service.send("record_activity", arguments)
+            if answer and isinstance(answer.get("notices"), list):
+                hook.notices.extend(n for n in answer["notices"] if isinstance(n, str))
         except ToolRefused as exc:
             if exc.code in SESSION_GONE and heartbeat and claude_session == hook.claude_session:
                 # Our orchestrator session was ended or marked crashed (a machine that
@@ -629,6 +658,7 @@ HANDLERS = {
     "SessionStart": session_start,
     "PostToolUse": post_tool_use,
     "PostToolUseFailure": post_tool_use,
+    "UserPromptSubmit": user_prompt_submit,
     "Stop": stop,
     "StopFailure": stop_failure,
     "SubagentStart": subagent_event,

@@ -49,8 +49,16 @@ HOOK_EVENTS: dict[str, tuple[str | None, int]] = {
     # Notes the start of each tool call (lite.note_tool_start): what was running when
     # Claude Code died. Asynchronous: it never delays the tool.
     "PreToolUse": ("*", 5),
+    # Heartbeat and the session's notices (another agent began editing one of its
+    # files), put next to the prompt.
+    "UserPromptSubmit": (None, 5),
 }
 ASYNC_EVENTS = frozenset({"PreToolUse"})
+# A second, synchronous group: the check before an edit (edit_check), which claims the
+# file and may warn the model or refuse the edit. Its command names its own event word.
+EDIT_CHECK_EVENT = "PreEdit"
+EDIT_CHECK_GROUPS: dict[str, tuple[str, int]] = {
+    "PreToolUse": ("Edit|Write|MultiEdit|NotebookEdit", 5)}
 # Not registered: WorktreeCreate and WorktreeRemove *replace* Claude Code's own worktree
 # handling (the hook must create the worktree and print its path). A worktree gets the
 # hooks and the client's config through .worktreeinclude instead, and its sessions land
@@ -139,7 +147,13 @@ def merge_settings(settings: dict[str, Any], runner: str | Sequence[str]) -> dic
         group: dict[str, Any] = {"hooks": [handler]}
         if matcher:
             group = {"matcher": matcher, **group}
-        hooks[event] = [*groups, group]
+        extra = []
+        if event in EDIT_CHECK_GROUPS:
+            edit_matcher, edit_timeout = EDIT_CHECK_GROUPS[event]
+            extra.append({"matcher": edit_matcher, "hooks": [{
+                "type": "command", "command": hook_command(runner, EDIT_CHECK_EVENT),
+                "timeout": edit_timeout}]})
+        hooks[event] = [*groups, group, *extra]
     return merged
 
 

@@ -158,7 +158,7 @@ def tool_use_entry(payload: dict[str, object], project_dir: str | os.PathLike[st
     entry: dict[str, object] = {"tool": name, "success": success, "timestamp": iso_now(),
                                 "summary": summary[:500]}
     if name in EDITING_TOOLS:
-        paths = [project_relative(tool_input[key], project_dir)
+        paths = [repository_relative(tool_input[key], project_dir)
                  for key in ("file_path", "notebook_path")
                  if isinstance(tool_input.get(key), str) and tool_input[key]]
         if paths:
@@ -197,6 +197,34 @@ def project_relative(path: str, project_dir: str | os.PathLike[str]) -> str:
     return path if relative.startswith("..") else relative
 
 
+def repository_root(directory: str, limit: int = 40) -> str | None:
+    """The nearest folder at or above ``directory`` holding ``.git`` (a folder in a clone,
+    a file in a worktree or submodule), or None."""
+    for _ in range(limit):
+        if os.path.exists(os.path.join(directory, ".git")):
+            return directory
+        parent = os.path.dirname(directory)
+        if parent == directory:
+            return None
+        directory = parent
+    return None
+
+
+def repository_relative(path: str, project_dir: str | os.PathLike[str]) -> str:
+    """An edited file as claims and keyFiles name it: relative to the root of the
+    repository holding it, so that clones and worktrees of one repository, and sessions
+    started in a subfolder, name a file the same way; outside any repository, relative
+    to the project directory (``project_relative``)."""
+    project_dir = os.fspath(project_dir)
+    absolute = path if os.path.isabs(path) else os.path.join(project_dir, path)
+    absolute = os.path.normpath(absolute)
+    root = repository_root(os.path.dirname(absolute))
+    if root is None:
+        return project_relative(path, project_dir)
+    relative = os.path.relpath(absolute, root)
+    return path if relative.startswith("..") else relative
+
+
 # -- the fast path -----------------------------------------------------------------------
 
 def buffer_tool_use(event: str, payload: dict[str, object]) -> bool:
@@ -210,7 +238,8 @@ def buffer_tool_use(event: str, payload: dict[str, object]) -> bool:
     than after: when both say "nothing to send", appending is all that handler does.
     """
     if event == "PreToolUse":
-        return note_tool_start(payload)
+        # The edit check (PreEdit, synchronous) notes an edit's start itself.
+        return payload.get("tool_name") in EDITING_TOOLS or note_tool_start(payload)
     if event not in TOOL_EVENTS:
         return False
     note_tool_done(payload)

@@ -51,14 +51,16 @@ class Service:
 
         A refusal (ToolRefused) is raised: the caller may know a better call to make.
         """
+        # Notices taken by a replayed call would reach no model: a spooled call leaves them.
+        later = {k: v for k, v in arguments.items() if k != "notices"}
         if self.state.spooled():
-            self.state.spool(tool, arguments)
+            self.state.spool(tool, later)
             self.drain()
             return None
         try:
             return self.call_now(tool, arguments)
         except ServiceUnavailable:
-            self.state.spool(tool, arguments)
+            self.state.spool(tool, later)
             return None
 
     def send_quietly(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any] | None:

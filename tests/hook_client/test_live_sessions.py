@@ -6,11 +6,8 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import time
 from pathlib import Path
-
-import pytest
 
 from contexts.models import TaskContext
 from sessions.models import ActiveSession, SessionEvent, SessionHandoff, ToolInvocation
@@ -24,48 +21,6 @@ OTHER = "22222222-2222-4222-8222-222222222222"
 
 def our_fixture(name: str, **overrides) -> dict:
     return {**json.loads((OURS / f"{name}.json").read_text()), **overrides}
-
-
-def git_repository(path: Path, branch: str) -> Path:
-    path.mkdir(parents=True)
-    env = {"PATH": "/usr/bin:/bin", "HOME": "/nonexistent", "GIT_AUTHOR_NAME": "t",
-           "GIT_AUTHOR_EMAIL": "t@e", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@e"}
-    for argv in (["init", "-q", "-b", branch], ["commit", "-q", "--allow-empty", "-m", "x"]):
-        subprocess.run(["git", *argv], cwd=path, check=True, env=env, capture_output=True)
-    return path
-
-
-@pytest.fixture
-def shop(live_api, tmp_path, tools_live):
-    """A project `shop` (registered, as claude_setup does) and its token; no task set."""
-    url, token = live_api
-    tools_live("create_project", {"projectId": "github.com:acme:shop", "name": "shop"})
-
-    def make(name: str, branch: str | None = "feature/login") -> Project:
-        root = git_repository(tmp_path / name, branch) if branch else tmp_path / name
-        root.mkdir(parents=True, exist_ok=True)
-        project = Project(root, url, token)
-        config = json.loads((project.state / "config.json").read_text())
-        (project.state / "config.json").write_text(json.dumps(
-            {**config, "projectId": "github.com:acme:shop"}))
-        return project
-
-    return make
-
-
-@pytest.fixture
-def tools_live(live_api):
-    import httpx
-
-    url, token = live_api
-
-    def call(tool, payload):
-        response = httpx.post(f"{url}/api/v1/tools/{tool}/", json=payload,
-                              headers={"Authorization": f"Bearer {token}"}, timeout=30)
-        assert response.status_code == 200, response.text
-        return response.json()
-
-    return call
 
 
 def start(project: Project, claude: str = CLAUDE):
