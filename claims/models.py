@@ -20,12 +20,17 @@ class FileClaim(models.Model):
     path = models.CharField(max_length=1000)
     session_id = models.CharField(max_length=255)
     task_id = models.CharField(max_length=255, null=True, blank=True)
-    source = models.CharField(max_length=20)  # edit (hook, before), activity, tool
+    # tool: claim_files (the hook's check before an edit, or an agent); activity: a flush's edits
+    source = models.CharField(max_length=20)
     claimed_at = models.DateTimeField(db_default=Now())
     touched_at = models.DateTimeField(db_default=Now())
     expires_at = models.DateTimeField()
     released_at = models.DateTimeField(null=True, blank=True)
     known_sessions = ArrayField(models.CharField(max_length=255), default=list)
+    # Other sessions whose held claim on this path this claim overlaps, whose file
+    # conflict and notice are still to be recorded (just after the claim's answer, off
+    # its path: claims.services.record_overlaps).
+    overlaps_pending = ArrayField(models.CharField(max_length=255), default=list)
 
     class Meta:
         db_table = "file_claims"

@@ -45,7 +45,8 @@ from conflicts.services.detection import Scope, detect_file_conflicts
 from conflicts.services.store import OPEN_STATUSES, store_candidates
 from contexts.services.edit_policy import EditPolicy, policy_from
 from contexts.services.key_files import append_key_files
-from orchestrator.core.db import qualified
+from orchestrator.backends.coalesce import CoalescingWriter
+from orchestrator.core.db import in_callers_transaction, qualified
 from orchestrator.core.errors import OrchestratorError, session_not_found, task_not_found
 from orchestrator.core.stamps import iso, now_iso
 from orchestrator.observability import metrics
@@ -60,7 +61,6 @@ CLAIMS_TABLE = FileClaim._meta.db_table
 MAX_PATHS = 100
 MAX_PATH_LENGTH = 1000
 MIN_TTL_SECONDS, MAX_TTL_SECONDS = 30, 86400
-SOURCES = ("edit", "activity", "tool")
 
 
 def ttl_default() -> int:
@@ -144,6 +144,7 @@ def repository_path(path: str, root: str, *, field_name: str = "paths") -> str:
 
 @dataclass
 class Holder:
+    project_id: str
     path: str
     session_id: str
     task_id: str | None
@@ -158,7 +159,8 @@ class Holder:
     seconds_ago: float
 
     def as_dict(self) -> dict[str, Any]:
-        return {"path": self.path, "sessionId": self.session_id, "taskId": self.task_id,
+        return {"projectId": self.project_id, "path": self.path,
+                "sessionId": self.session_id, "taskId": self.task_id,
                 "taskName": self.task_name, "taskStatus": self.task_status,
                 "agentId": self.agent_id, "doing": self.doing,
                 "state": "held" if self.held else "recent",
@@ -169,7 +171,7 @@ class Holder:
 
 # Live claims with what a reader shows of their session and task. {where} narrows them.
 _HOLDERS = """
-SELECT c.path, c.session_id, c.task_id, d.agent_id, t.name, t.status,
+SELECT c.project_id, c.path, c.session_id, c.task_id, d.agent_id, t.name, t.status,
        COALESCE(NULLIF(t.immediate_context->>'workingOn', ''), t.current_phase),
        c.claimed_at, c.touched_at, c.expires_at, c.expires_at > now() AS held,
        extract(epoch FROM now() - c.touched_at)
@@ -193,7 +195,7 @@ def _holders(where: str, params: dict[str, Any]) -> list[Holder]:
     with connection.cursor() as cursor:
         cursor.execute(sql, {"recent": settings.FILE_CLAIM_RECENT_SECONDS,
                              "live": _live_seconds(), **params})
-        return [Holder(*row[:10], bool(row[10]), float(row[11] or 0))
+        return [Holder(*row[:11], bool(row[11]), float(row[12] or 0))
                 for row in cursor.fetchall()]
 
 
@@ -213,6 +215,8 @@ def _others(who: Claimant, paths: list[str]) -> list[Holder]:
 class Outcome:
     claimed: list[str] = field(default_factory=list)
     warnings: list[Holder] = field(default_factory=list)
+    # Held claims of other tasks this claim overlaps: file conflicts being recorded.
+    recording: list[Holder] = field(default_factory=list)
     conflicts: list[dict[str, Any]] = field(default_factory=list)
 
 
@@ -239,11 +243,13 @@ def _known(session_id: str, paths: list[str]) -> dict[str, set[str]]:
 
 _UPSERT = f"""
 INSERT INTO {CLAIMS_TABLE} AS c (project_id, path, session_id, task_id, source, claimed_at,
-                                 touched_at, expires_at, known_sessions)
+                                 touched_at, expires_at, known_sessions, overlaps_pending)
 SELECT %(project)s, p.path, %(me)s, %(task)s, %(source)s, now(), now(),
-       now() + make_interval(secs => %(ttl)s), p.known
-FROM jsonb_to_recordset(%(rows)s::jsonb) AS p(path text, known text[])
+       now() + make_interval(secs => %(ttl)s), p.known, p.pending
+FROM jsonb_to_recordset(%(rows)s::jsonb) AS p(path text, known text[], pending text[])
 ON CONFLICT (session_id, path) DO UPDATE SET
+  overlaps_pending = ARRAY(SELECT DISTINCT unnest(c.overlaps_pending
+                                                  || EXCLUDED.overlaps_pending)),
   task_id = EXCLUDED.task_id, source = EXCLUDED.source, touched_at = now(),
   claimed_at = CASE WHEN c.released_at IS NOT NULL OR c.expires_at <= now()
                     THEN now() ELSE c.claimed_at END,
@@ -254,10 +260,12 @@ ON CONFLICT (session_id, path) DO UPDATE SET
 """
 
 
-def _upsert(who: Claimant, known: dict[str, set[str]], ttl: int, source: str) -> None:
+def _upsert(who: Claimant, known: dict[str, set[str]], ttl: int, source: str,
+            pending: dict[str, set[str]]) -> None:
     import json
 
-    rows = [{"path": path, "known": sorted(sessions)} for path, sessions in known.items()]
+    rows = [{"path": path, "known": sorted(sessions),
+             "pending": sorted(pending.get(path, ()))} for path, sessions in known.items()]
     with connection.cursor() as cursor:
         cursor.execute(_UPSERT, {"project": who.project_id, "me": who.session_id,
                                  "task": who.task_id, "source": source, "ttl": ttl,
@@ -305,6 +313,8 @@ def claim(session_id: str, paths: list[str], *, ttl_seconds: int | None = None,
                 "holders": [h.as_dict() for h in blocked_by]})
         # A flush takes its notices itself (record_activity's notices argument).
         notices = take_notices(session_id) if source != "activity" else []
+    if outcome.recording:
+        outcome.conflicts = _after_claim(session_id)
     _count(blocked_by, outcome, bool(counted))
     answer: dict[str, Any] = {
         "success": True, "sessionId": session_id, "taskId": who.task_id,
@@ -315,7 +325,7 @@ def claim(session_id: str, paths: list[str], *, ttl_seconds: int | None = None,
         "conflicts": outcome.conflicts, "notices": notices,
         "expiresInSeconds": ttl, "timestamp": now_iso()}
     message = (blocked_text(blocked_by) if blocked_by
-               else warning_text(outcome.warnings, outcome.conflicts))
+               else warning_text(outcome.warnings, outcome.conflicts, outcome.recording))
     answer["message"] = message
     return answer
 
@@ -331,24 +341,81 @@ def _claim_locked(who: Claimant, paths: list[str], others: list[Holder],
         told.setdefault(path, set())
     for holder in fresh:
         told[holder.path].add(holder.session_id)
-    _upsert(who, told, ttl, source)
+    # A held claim of another task and this one is a file conflict, its holder told:
+    # recorded just after this answer (record_overlaps), so the edit does not wait for it.
+    contested = [h for h in fresh if h.held and h.task_id and who.task_id]
+    pending: dict[str, set[str]] = {}
+    for holder in contested:
+        pending.setdefault(holder.path, set()).add(holder.session_id)
+    _upsert(who, told, ttl, source, pending)
     if not fresh:
         return outcome
-    outcome.warnings = fresh
-    # A held claim of another task and this one: a file conflict now, and its holder told.
-    contested = [h for h in fresh if h.held and h.task_id and who.task_id]
-    if contested:
-        outcome.conflicts = _record_conflicts(who, contested)
-        _notify_holders(who, contested, outcome.conflicts)
-        _mark_known({(h.session_id, h.path): None for h in contested}, who.session_id)
+    outcome.warnings, outcome.recording = fresh, contested
+    # Marked now, in this transaction: a claim racing this one does not tell them twice.
+    _mark_known({(h.session_id, h.path): None for h in contested}, who.session_id)
     parts = {"paths": sorted({h.path for h in fresh}),
              "holders": [h.as_dict() for h in fresh], "source": source}
     if source == "activity":
         # No answer reaches the model from a flush of past edits: its next hook says it.
         add_notices([(who.session_id, who.project_id, "claim_warning",
-                      warning_text(fresh, outcome.conflicts))])
+                      warning_text(fresh, [], contested))])
     _record_event(who.session_id, "edit_warning", parts)
     return outcome
+
+
+def _after_claim(session_id: str) -> list[dict[str, Any]]:
+    """Record the claim's overlaps now (FILE_CLAIM_OVERLAP_DELAY_MS 0: the tests) and
+    answer them, or ask the background writer to (answering none)."""
+    if settings.FILE_CLAIM_OVERLAP_DELAY_MS <= 0 and not in_callers_transaction():
+        return record_overlaps(session_id)
+    if in_callers_transaction():
+        transaction.on_commit(overlap_writer.request, robust=True)
+    else:
+        overlap_writer.request()
+    return []
+
+
+_PENDING = f"""
+SELECT c.id, c.project_id, c.path, c.session_id, c.task_id, c.overlaps_pending, d.agent_id
+FROM {CLAIMS_TABLE} c LEFT JOIN {SessionDetail._meta.db_table} d ON d.session_id = c.session_id
+WHERE cardinality(c.overlaps_pending) > 0 AND (%s::text IS NULL OR c.session_id = %s::text)
+ORDER BY c.id LIMIT 50 FOR UPDATE OF c SKIP LOCKED
+"""
+
+
+def record_overlaps(session_id: str | None = None) -> list[dict[str, Any]]:
+    """The file conflicts and holders' notices that claims left pending (of one claiming
+    session, or all): each overlap whose holder still holds the file is a file_conflict
+    by the detector's rules, and its holder gets a notice. Returns the conflicts."""
+    found: list[dict[str, Any]] = []
+    while True:
+        with transaction.atomic():
+            with connection.cursor() as cursor:
+                cursor.execute(_PENDING, [session_id, session_id])
+                rows = cursor.fetchall()
+            for claim_id, project_id, path, claimer, task_id, pending, agent_id in rows:
+                who = Claimant(claimer, project_id, task_id, "", agent_id, EditPolicy())
+                holders = [h for h in _others(who, [path])
+                           if h.held and h.task_id and h.session_id in pending]
+                if holders and task_id:
+                    conflicts = _record_conflicts(who, holders)
+                    _notify_holders(who, holders, conflicts)
+                    found += [c for c in conflicts if c not in found]
+                with connection.cursor() as cursor:
+                    cursor.execute(f"UPDATE {CLAIMS_TABLE} SET overlaps_pending = '{{}}' "
+                                   "WHERE id = %s", [claim_id])
+        if len(rows) < 50:
+            return found
+
+
+def _record_overlaps_in_background() -> bool:
+    record_overlaps()
+    return True
+
+
+# Overlaps are recorded off the claim's path, once per burst and process.
+overlap_writer = CoalescingWriter("claim-overlaps", _record_overlaps_in_background,
+                                  delay_setting="FILE_CLAIM_OVERLAP_DELAY_MS")
 
 
 def _record_conflicts(who: Claimant, contested: list[Holder]) -> list[dict[str, Any]]:
@@ -438,7 +505,8 @@ def _who(holder: Holder) -> str:
             f"{ago(holder.seconds_ago)}")
 
 
-def warning_text(holders: list[Holder], conflicts: list[dict[str, Any]]) -> str | None:
+def warning_text(holders: list[Holder], conflicts: list[dict[str, Any]],
+                 recording: list[Holder] | None = None) -> str | None:
     if not holders:
         return None
     lines = ["Session orchestrator: another agent is editing the same file."]
@@ -448,6 +516,9 @@ def warning_text(holders: list[Holder], conflicts: list[dict[str, Any]]) -> str 
         lines.append(f"Recorded as file_conflict {conflict['conflictId']} "
                      f"({conflict['severity']}) between `{conflict['taskAId']}` and "
                      f"`{conflict['taskBId']}`.")
+    if recording and not conflicts:
+        tasks = ", ".join(sorted({f"`{h.task_id}`" for h in recording}))
+        lines.append(f"Recorded as a file_conflict with {tasks}.")
     lines.append("Keep your change to it small and say so in your context "
                  "(save_task_context), or leave the file to that task.")
     return "\n".join(lines)
@@ -542,29 +613,59 @@ def file_claims(project_ids: list[str] | None, *, paths: list[str] | None = None
 
 
 def listing(holders: list[Holder]) -> dict[str, Any]:
-    tasks_by_path: dict[str, set[str | None]] = {}
+    """A file is one path of one project: the same path in two repositories is two files."""
+    tasks_by_file: dict[tuple[str, str], set[str | None]] = {}
     for holder in holders:
         if holder.held:
-            tasks_by_path.setdefault(holder.path, set()).add(holder.task_id or holder.session_id)
-    contested = sorted(p for p, tasks in tasks_by_path.items() if len(tasks) > 1)
-    ordered = sorted(holders, key=lambda h: (h.path not in contested, h.path,
-                                             not h.held, h.seconds_ago))
+            tasks_by_file.setdefault((holder.project_id, holder.path), set()).add(
+                holder.task_id or holder.session_id)
+    contested = {f for f, tasks in tasks_by_file.items() if len(tasks) > 1}
+    ordered = sorted(holders, key=lambda h: ((h.project_id, h.path) not in contested,
+                                             h.project_id, h.path, not h.held, h.seconds_ago))
     return {"success": True,
-            "claims": [{**h.as_dict(), "contested": h.path in contested} for h in ordered],
-            "contested": contested, "total": len(ordered), "timestamp": now_iso()}
+            "claims": [{**h.as_dict(), "contested": (h.project_id, h.path) in contested}
+                       for h in ordered],
+            "contested": sorted({path for _, path in contested}),
+            "total": len(ordered), "timestamp": now_iso()}
 
 
 def live_claim_counts(project_ids: list[str] | None) -> dict[str, int]:
     """For the overview: held claims, files held, and files contested by two tasks."""
     listed = file_claims(project_ids, include_recent=False)
     return {"claims": listed["total"],
-            "files": len({c["path"] for c in listed["claims"]}),
-            "contested": len(listed["contested"])}
+            "files": len({(c["projectId"], c["path"]) for c in listed["claims"]}),
+            "contested": len({(c["projectId"], c["path"]) for c in listed["claims"]
+                              if c["contested"]})}
+
+
+# The flush of edits the check before them claimed already: one statement renews them.
+_RENEW = f"""
+WITH s AS (SELECT session_id, task_id, rtrim(coalesce(project_dir, ''), '/') AS root
+           FROM {qualified('active_sessions')} WHERE session_id = %(me)s),
+wanted AS (SELECT DISTINCT CASE WHEN s.root <> '' AND starts_with(p, s.root || '/')
+                           THEN substr(p, length(s.root) + 2) ELSE p END AS path
+           FROM unnest(%(paths)s::text[]) AS p, s),
+renewed AS (
+  UPDATE {CLAIMS_TABLE} c SET touched_at = now(),
+         expires_at = GREATEST(c.expires_at, now() + make_interval(secs => %(ttl)s))
+  FROM s WHERE c.session_id = s.session_id AND c.task_id IS NOT DISTINCT FROM s.task_id
+    AND c.path IN (SELECT path FROM wanted) AND c.released_at IS NULL
+    AND c.expires_at > now()
+  RETURNING 1)
+SELECT (SELECT count(*) FROM wanted), (SELECT count(*) FROM renewed)
+"""
 
 
 def renew_from_activity(session_id: str, paths: list[str]) -> None:
-    """Edits a flush reported: the session holds those paths (claimed before the edit by
-    the hook's check, or now if that check did not reach the service)."""
+    """Edits a flush reported: the session holds those paths. Usually the check before
+    the edit claimed them and one statement renews them; a path it did not claim (the
+    check did not reach the service, or a client without it) is claimed now, with what
+    a claim does (warning as a notice, conflict, the holder's notice)."""
+    with connection.cursor() as cursor:
+        cursor.execute(_RENEW, {"me": session_id, "paths": paths, "ttl": ttl_default()})
+        wanted, renewed = cursor.fetchone()
+    if wanted == renewed:
+        return
     try:
         claim(session_id, paths, source="activity")
     except OrchestratorError as exc:

@@ -28,7 +28,7 @@ PATHS = string_list("Files, relative to the repository root (an absolute path un
                     "session's project directory is made relative)", max_items=services.MAX_PATHS,
                     max_length=services.MAX_PATH_LENGTH)
 HOLDER = obj({
-    "path": string(), "sessionId": string(), "taskId": string(nullable=True),
+    "projectId": string(), "path": string(), "sessionId": string(), "taskId": string(nullable=True),
     "taskName": string(nullable=True), "taskStatus": string(nullable=True),
     "agentId": string(nullable=True),
     "doing": string("The task's immediateContext.workingOn, else its currentPhase",
@@ -38,7 +38,7 @@ HOLDER = obj({
                     enum=("held", "recent")),
     "claimedAt": TIMESTAMP, "lastEditAt": TIMESTAMP, "expiresAt": TIMESTAMP,
     "secondsSinceEdit": number()},
-    ["path", "sessionId", "taskId", "agentId", "state", "claimedAt", "lastEditAt",
+    ["projectId", "path", "sessionId", "taskId", "agentId", "state", "claimedAt", "lastEditAt",
      "expiresAt", "secondsSinceEdit"])
 CONFLICT = obj({"conflictId": string(), "taskAId": string(), "taskBId": string(),
                 "severity": string(), "description": string(),
@@ -126,7 +126,8 @@ register(Tool(
         "claims": array({**HOLDER, "properties": {
             **HOLDER["properties"],
             "contested": boolean("Another task also holds this file")}}),
-        "contested": string_list("Files two tasks or more hold now"),
+        "contested": string_list("Files two tasks or more hold now (paths; each claim "
+                                 "says its project)"),
         "total": integer(), "timestamp": TIMESTAMP},
         ["success", "claims", "contested", "total", "timestamp"]),
     handler=_get,

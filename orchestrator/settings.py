@@ -247,6 +247,9 @@ HEARTBEAT_INTERVAL_MS = ORCH.heartbeat_interval_ms
 # and a lapsed claim of a live session still warns ("recently held") this long after.
 FILE_CLAIM_TTL_SECONDS = int(os.environ.get("FILE_CLAIM_TTL_SECONDS", "1800"))
 FILE_CLAIM_RECENT_SECONDS = int(os.environ.get("FILE_CLAIM_RECENT_SECONDS", "600"))
+# A claim's overlaps (file conflict, the holder's notice) are recorded off the claim's
+# path this long after it, once per burst and process; 0: by the claiming call itself.
+FILE_CLAIM_OVERLAP_DELAY_MS = int(os.environ.get("FILE_CLAIM_OVERLAP_DELAY_MS", "10"))
 MAX_VERSIONS_DEFAULT = ORCH.max_versions_default
 MAX_VERSIONS_LIMIT = ORCH.max_versions_limit
 HOT_SYNC_INTERVAL_SECONDS = ORCH.hot_sync_interval_seconds

@@ -101,7 +101,10 @@ class SessionEvent(models.Model):
         constraints = [models.UniqueConstraint(fields=["session_id", "sequence"],
                                                name="session_event_sequence_unique")]
         indexes = [models.Index(fields=["session_id", "event_type", "sequence"],
-                                name="session_event_type_seq")]
+                                name="session_event_type_seq"),
+                   # The overview counts the edits the file policy refused lately.
+                   models.Index(fields=["created_at"], name="session_event_edit_blocked",
+                                condition=models.Q(content="edit_blocked"))]
 
     def __str__(self) -> str:
         return f"{self.session_id}#{self.sequence} {self.event_type}"

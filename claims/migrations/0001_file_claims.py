@@ -29,6 +29,7 @@ class Migration(migrations.Migration):
                 ('expires_at', models.DateTimeField()),
                 ('released_at', models.DateTimeField(blank=True, null=True)),
                 ('known_sessions', django.contrib.postgres.fields.ArrayField(base_field=models.CharField(max_length=255), default=list, size=None)),
+                ('overlaps_pending', django.contrib.postgres.fields.ArrayField(base_field=models.CharField(max_length=255), default=list, size=None)),
             ],
             options={
                 'db_table': 'file_claims',

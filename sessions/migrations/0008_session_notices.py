@@ -1,4 +1,4 @@
-"""Notices for a session's agent, taken by its next hook answer (sessions.services.notices)."""
+"""Notices for a session's agent, taken by its next hook answer (sessions.services.notices); an index for the edits the file policy refused lately."""
 
 import django.db.models.functions.datetime
 from django.db import migrations, models
@@ -26,7 +26,14 @@ class Migration(migrations.Migration):
             ],
             options={
                 'ordering': ['id'],
-                'indexes': [models.Index(condition=models.Q(('delivered_at__isnull', True)), fields=['session_id'], name='session_notice_pending')],
             },
+        ),
+        migrations.AddIndex(
+            model_name='sessionevent',
+            index=models.Index(condition=models.Q(('content', 'edit_blocked')), fields=['created_at'], name='session_event_edit_blocked'),
+        ),
+        migrations.AddIndex(
+            model_name='sessionnotice',
+            index=models.Index(condition=models.Q(('delivered_at__isnull', True)), fields=['session_id'], name='session_notice_pending'),
         ),
     ]

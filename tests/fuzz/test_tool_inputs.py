@@ -83,7 +83,9 @@ def minimal_value(schema: dict[str, Any], name: str, anchors: dict[str, str]) ->
                 for key, sub in schema.get("properties", {}).items()
                 if key in schema.get("required", [])}
     if "array" in types:
-        return []
+        # As few items as the schema allows (claim_files needs a path).
+        return [minimal_value(schema.get("items", {}), name, anchors)
+                for _ in range(schema.get("minItems", 0))]
     if "string" in types:
         return TIMESTAMP if schema.get("format") == "date-time" else "fz-value"
     if "integer" in types or "number" in types:
