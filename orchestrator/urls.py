@@ -12,6 +12,7 @@ api_v1 = [
     path("", include("sessions.api.urls")),
     path("", include("conflicts.api.urls")),
     path("", include("graph.api.urls")),
+    path("", include("claims.api.urls")),
 ]
 
 urlpatterns = [

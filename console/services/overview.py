@@ -5,8 +5,8 @@ counter, so each web worker answers the same and a test can recompute it. The pa
 its JSON feed both call ``fleet_overview``.
 
 ``project_ids`` narrows every figure about the work (sessions, recovery, conflicts,
-orphaned tasks, activity) to those projects (None: every project); the periodic jobs and
-the cache serve the whole server and are always global.
+orphaned tasks, activity, file claims) to those projects (None: every project); the
+periodic jobs and the cache serve the whole server and are always global.
 """
 
 from __future__ import annotations
@@ -18,17 +18,20 @@ from django.db import connection
 from django.db.models import Count, Q, QuerySet
 from django.utils import timezone
 
+from claims.services import file_claims, live_claim_counts
 from conflicts.models import ContextConflict
 from orchestrator.backends import redis_store
 from orchestrator.core import jobruns
 from orchestrator.core.db import qualified
 from orchestrator.core.stamps import iso
-from sessions.models import ActiveSession, SessionDetail, ToolInvocation
+from sessions.models import ActiveSession, SessionDetail, SessionEvent, ToolInvocation
 
 SEVERITIES = ("critical", "high", "medium", "low")
 # Rows listed per table on the page; the counts above each table are always complete.
 LISTED_ROWS = 50
 ACTIVITY_MINUTES = 60
+# Blocked edits (the block policy refused a claim) are counted over this many hours.
+BLOCKED_HOURS = 24
 # A job is stale when its last run started longer ago than this many beat periods.
 STALE_PERIODS = 2
 
@@ -129,6 +132,61 @@ def activity(now: datetime, project_ids: list[str] | None = None) -> dict[str, A
     }
 
 
+BLOCKED_SQL = """
+SELECT count(*) FROM {events} e
+WHERE e.event_type = 'system_event' AND e.content = 'edit_blocked'
+  AND e.created_at >= %(since)s
+  AND (%(projects)s::text[] IS NULL OR e.session_id IN (
+       SELECT session_id FROM {sessions} WHERE project_id = ANY(%(projects)s::text[])))
+"""
+
+
+def blocked_edits(now: datetime, project_ids: list[str] | None = None) -> int:
+    """Edits the block policy refused in the last BLOCKED_HOURS (each an ``edit_blocked``
+    event in the refused session's log); an edit counts for its session's project."""
+    with connection.cursor() as cursor:
+        cursor.execute(BLOCKED_SQL.format(events=SessionEvent._meta.db_table,
+                                          sessions=qualified("active_sessions")),
+                       {"since": now - timedelta(hours=BLOCKED_HOURS),
+                        "projects": project_ids})
+        return cursor.fetchone()[0]
+
+
+def contested_files(project_ids: list[str] | None = None) -> list[dict[str, Any]]:
+    """Paths that more than one task claims: contested now (every one of those tasks holds
+    it: a live conflict) first, then overlaps where a claim lapsed lately; newest edit first
+    within each. Per path: its tasks, sessions, agents and the age of its last edit."""
+    by_path: dict[str, list[dict[str, Any]]] = {}
+    listed = file_claims(project_ids, include_recent=True)
+    for claim in listed["claims"]:
+        by_path.setdefault(claim["path"], []).append(claim)
+    rows = []
+    for path, claims in by_path.items():
+        tasks = list(dict.fromkeys(c["taskId"] or c["sessionId"] for c in claims))
+        if len(tasks) < 2:
+            continue
+        rows.append({
+            "path": path, "live": path in listed["contested"],
+            "tasks": [c for c in dict.fromkeys(c["taskId"] for c in claims) if c],
+            "sessions": list(dict.fromkeys(c["sessionId"] for c in claims)),
+            "agents": [a for a in dict.fromkeys(c["agentId"] for c in claims) if a],
+            "lastEditSecondsAgo": int(min(c["secondsSinceEdit"] for c in claims)),
+        })
+    rows.sort(key=lambda r: (not r["live"], r["lastEditSecondsAgo"], r["path"]))
+    return rows[:LISTED_ROWS]
+
+
+def file_claim_overview(now: datetime, project_ids: list[str] | None = None
+                        ) -> dict[str, Any]:
+    """Who is editing what now: live claims (held claims, files held, files contested by
+    two tasks), edits blocked in the last BLOCKED_HOURS, and the contested files."""
+    counts = live_claim_counts(project_ids)
+    return {"heldClaims": counts["claims"], "filesHeld": counts["files"],
+            "contestedFiles": counts["contested"],
+            "blockedLast24h": blocked_edits(now, project_ids),
+            "contested": contested_files(project_ids)}
+
+
 def cache_stats() -> dict[str, Any]:
     """Redis's keyspace hit rate since the server started (shared by every worker)."""
     try:
@@ -181,6 +239,7 @@ def fleet_overview(project_ids: list[str] | None = None) -> dict[str, Any]:
         "orphanedTasks": orphaned,
         "orphanedTaskCount": orphaned_count,
         "activity": activity(now, project_ids),
+        "fileClaims": file_claim_overview(now, project_ids),
         "cache": cache_stats(),
         "jobs": job_status(now),
     }
