@@ -264,6 +264,35 @@ def _existing(path: Path) -> tuple[str | None, dict[str, Any]]:
     return text, data
 
 
+# The same files ignored by the repository itself (<git common dir>/info/exclude, shared
+# by every worktree): a worktree checked out before .claude/.gitignore was committed
+# (`claude --worktree` right after setup) gets the token files through .worktreeinclude
+# but not that .gitignore, and `git add -A` there would commit them.
+REPOSITORY_EXCLUDED = ("**/.claude/settings.local.json", "**/.claude/orchestrator/",
+                       "**/.claude/contexts/", "**/.claude/worktrees/")
+
+
+def git_common_dir(project_dir: Path) -> Path | None:
+    """The repository's common git directory (``.git`` of the main checkout, also for a
+    worktree), or None outside git."""
+    from orchestrator_hook.lite import repository_root
+
+    root = repository_root(str(project_dir))
+    if root is None:
+        return None
+    dot_git = Path(root) / ".git"
+    if dot_git.is_dir():
+        return dot_git
+    try:
+        gitdir = Path(root) / dot_git.read_text(encoding="utf-8").strip().removeprefix(
+            "gitdir:").strip()
+        common = gitdir / "commondir"
+        return (gitdir / common.read_text(encoding="utf-8").strip()).resolve() \
+            if common.exists() else gitdir.resolve()
+    except OSError:
+        return None
+
+
 def _read_text(path: Path) -> str | None:
     return path.read_text(encoding="utf-8") if path.exists() else None
 
@@ -302,6 +331,14 @@ def plan(project_dir: Path, *, url: str, token: str, runner: str | Sequence[str]
                           for name, value in (stdio_env or {}).items()})
     claude_ignore_before = _read_text(claude_ignore_path)
     include_before = _read_text(worktree_include_path)
+    common = git_common_dir(project_dir)
+    exclude_changes = []
+    if common is not None and common.is_dir():
+        exclude_path = common / "info" / "exclude"
+        exclude_before = _read_text(exclude_path)
+        exclude_changes.append(FileChange(exclude_path, exclude_before, merge_ignore(
+            exclude_before, REPOSITORY_EXCLUDED,
+            "the session orchestrator client's state and secrets, in every worktree")))
     # The hooks' commands and the token are this machine's: both go in the personal,
     # git-ignored settings file; the shared one only loses what an older setup put there.
     local = merge_settings(merge_local_settings(local, variables), runner)
@@ -326,6 +363,7 @@ def plan(project_dir: Path, *, url: str, token: str, runner: str | Sequence[str]
         FileChange(ignore_path, _read_text(ignore_path), "*\n"),
         # The local copy of the last context injected (context.MIRROR_FILE): state.
         FileChange(mirror_ignore_path, _read_text(mirror_ignore_path), "*\n"),
+        *exclude_changes,
     ]
 
 

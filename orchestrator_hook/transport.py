@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import socket
+import time
 from urllib.parse import urlsplit
 
 # typing only for the annotations (never evaluated): importing it costs every hook.
@@ -85,6 +86,9 @@ class Client:
         raise ToolRefused(status, code, str(error.get("message") or answer.get("detail") or ""))
 
     def _exchange(self, request: bytes, timeout: float) -> tuple[int, bytes]:
+        # ``timeout`` bounds the whole exchange, not each read: a server trickling bytes
+        # must not hold a hook past its budget.
+        deadline = time.monotonic() + timeout
         sock = socket.create_connection((self.address, self.port),
                                         timeout=min(self.connect_timeout, timeout))
         try:
@@ -93,10 +97,14 @@ class Client:
 
                 sock = ssl.create_default_context().wrap_socket(sock,
                                                                 server_hostname=self.host)
-            sock.settimeout(timeout)
+            sock.settimeout(max(0.001, deadline - time.monotonic()))
             sock.sendall(request)
             chunks = []
             while True:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError("no complete answer in time")
+                sock.settimeout(left)
                 chunk = sock.recv(65536)
                 if not chunk:
                     break

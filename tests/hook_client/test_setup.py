@@ -47,9 +47,14 @@ def test_writes_hooks_mcp_and_config_with_an_issued_token(project):
     assert set(settings["hooks"]) == {"SessionStart", "PostToolUse", "PostToolUseFailure",
                                       "Stop", "PreCompact", "PostCompact", "SessionEnd",
                                       "SubagentStart", "SubagentStop", "StopFailure",
-                                      "PreToolUse"}
-    # PreToolUse only notes what is running: asynchronous, it never delays a tool.
-    assert settings["hooks"]["PreToolUse"][0]["hooks"][0]["async"] is True
+                                      "PreToolUse", "UserPromptSubmit"}
+    # PreToolUse notes what is running: asynchronous, it never delays a tool; edits get
+    # a second, synchronous group: the check before an edit (it may refuse it).
+    noting, checking = settings["hooks"]["PreToolUse"]
+    assert noting["hooks"][0]["async"] is True and noting["matcher"] == "*"
+    assert checking["matcher"] == "Edit|Write|MultiEdit|NotebookEdit"
+    assert "async" not in checking["hooks"][0]
+    assert shlex.split(checking["hooks"][0]["command"])[-1] == "PreEdit"
     command = settings["hooks"]["PostToolUse"][0]["hooks"][0]["command"]
     assert shlex.split(command) == [sys.executable, "-S", str(install.LAUNCHER), "PostToolUse"]
     assert settings["hooks"]["PostToolUse"][0]["matcher"] == "*"
@@ -179,8 +184,10 @@ def test_an_older_setup_is_replaced_not_duplicated(project):
         {"hooks": [{"type": "command", "command": "notify-send done"}]}]}}
     settings = read(project / ".claude" / "settings.local.json")
     for event in install.HOOK_EVENTS:
-        (command,) = our_commands(settings, event)
+        command, *edit_check = our_commands(settings, event)
         assert shlex.split(command)[1:] == ["-S", str(install.LAUNCHER), event]
+        assert [shlex.split(c)[-1] for c in edit_check] == (
+            ["PreEdit"] if event in install.EDIT_CHECK_GROUPS else [])
 
 
 def test_hook_command_still_chooses_an_executable(project):

@@ -72,3 +72,60 @@ def test_transcript_tail_keeps_prompts_answers_and_tool_actions(tmp_path):
 def test_a_missing_transcript_is_an_empty_tail(tmp_path):
     assert read_tail(str(tmp_path / "nope.jsonl")).summary() == ""
     assert read_tail(None).summary() == ""
+
+
+def test_edited_files_are_named_relative_to_their_repository(tmp_path):
+    """Claims and keyFiles name a file from its repository's root: a clone (.git folder),
+    a worktree (.git file), a session started in a subfolder; outside git, from the
+    project directory."""
+    from orchestrator_hook.lite import repository_relative
+
+    clone = tmp_path / "shop"
+    (clone / ".git").mkdir(parents=True)
+    (clone / "src").mkdir()
+    worktree = tmp_path / "shop-feat"
+    worktree.mkdir()
+    (worktree / ".git").write_text("gitdir: ../shop/.git/worktrees/shop-feat\n")
+    assert repository_relative(str(clone / "src" / "app.py"), clone) == "src/app.py"
+    assert repository_relative(str(worktree / "src" / "app.py"), worktree) == "src/app.py"
+    # Claude Code started in a subfolder: still the repository's path.
+    assert repository_relative(str(clone / "src" / "app.py"), clone / "src") == "src/app.py"
+    assert repository_relative("app.py", clone / "src") == "src/app.py"
+    # A file in no repository: relative to the project directory, or left absolute.
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    assert repository_relative(str(plain / "a.py"), plain) == "a.py"
+    assert repository_relative("/etc/hosts", plain) == "/etc/hosts"
+
+
+def test_a_trickling_server_cannot_hold_a_call_past_its_timeout():
+    """The call's timeout bounds the whole exchange, not each read."""
+    import socket
+    import threading
+    import time
+
+    from orchestrator_hook.transport import Client, ServiceUnavailable
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+    stop = threading.Event()
+
+    def trickle() -> None:
+        conn, _ = server.accept()
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n")
+        while not stop.wait(0.05):
+            try:
+                conn.sendall(b"x")
+            except OSError:
+                return
+        conn.close()
+
+    threading.Thread(target=trickle, daemon=True).start()
+    client = Client(f"http://127.0.0.1:{server.getsockname()[1]}", "t", 0.1)
+    started = time.monotonic()
+    with pytest.raises(ServiceUnavailable):
+        client.call("claim_files", {}, 0.3)
+    assert time.monotonic() - started < 1.0
+    stop.set()
+    server.close()
