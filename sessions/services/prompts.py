@@ -185,11 +185,14 @@ def recommended_actions(state: RecoveryState) -> list[str]:
         actions.append(f"Continue task {task.get('taskId')} with its next step: "
                        f"{context['nextStep']}")
     elif not context.get("nextStep"):
-        actions.append(f"Reload task {task.get('taskId')} (get_unified_context) and decide "
-                       "its next step; none was recorded.")
+        # Both names: an agent's tool list (/mcp/agent) has get_task_context, the full
+        # one (/mcp, REST) get_unified_context.
+        actions.append(f"Reload task {task.get('taskId')} (get_task_context, or "
+                       "get_unified_context) and decide its next step; none was recorded.")
     if not state.conversation_summary and not state.crash_report.get("lastRequest"):
         actions.append("No conversation summary was saved: rebuild it from the task's "
                        "technical decisions and recent versions.")
-    actions.append(f"Confirm with check_recovery {{\"markRecovered\": \"{state.session_id}\"}}"
-                   " once resumed.")
+    actions.append("Once resumed, the crash is marked recovered: by the Claude Code hooks when "
+                   "a session of this task starts, otherwise with check_recovery "
+                   f"{{\"markRecovered\": \"{state.session_id}\"}}.")
     return actions
