@@ -13,6 +13,17 @@ only appends to the local buffer; a flushing one also sends the batch with a hea
 (one round trip). The floor rows are Python's own start-up, with and without ``site``
 (the hooks run with ``-S``).
 
+PreEdit is the check before an edit (``edit_check``: the synchronous PreToolUse group for
+Edit|Write|MultiEdit|NotebookEdit, which calls claim_files), for one session started by
+the SessionStart hook and kept: service up with no other holder (clear); up with a file
+held by another live session of another task, the first edit of each (session, file)
+pair (it warns, records the file_conflict and the holder's notice) and the edits after
+(said once: silent); service down (nothing listening), the check that tries to connect
+(its ``down-until`` marker cleared before each) and the one after it (marker set); and
+service slow, a listener of the bench's own that accepts and never answers, the same
+two. Every PreEdit answer is checked (a warning exactly where one is due), counted on
+the ``PreEdit answers`` line.
+
 Then what our MCP tools cost the model: the real ``claude`` (tests/claude_code, the
 pinned version, ``npm ci`` on first use) runs once per endpoint, the lean /mcp/agent and
 the full /mcp, in a project whose .mcp.json points at it, with tool search off
@@ -31,9 +42,12 @@ import argparse
 import contextlib
 import io
 import json
+import shlex
+import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -41,7 +55,12 @@ from bench.common import ServerProcess, free_port, percentile, print_table, setu
 
 FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "claude-code" / "fixtures"
 TARGETS = {("PostToolUse (buffered)", "up"): "p50 <= 60", ("PostToolUse (flush)", "up"): "p50 <= 60",
-           ("SessionStart", "up"): "p50 <= 250", ("SessionEnd", "up"): "p99 < 1000"}
+           ("SessionStart", "up"): "p50 <= 250", ("SessionEnd", "up"): "p99 < 1000",
+           ("PreEdit (clear)", "up"): "p50 <= 60",
+           ("PreEdit (held, first warning)", "up"): "p50 <= 60",
+           ("PreEdit (held, warned before)", "up"): "p50 <= 60"}
+# The edit waits for a service that is down or does not answer at most this long.
+EDIT_DOWN_TARGET = "max <= 300"
 
 
 def parse_args() -> argparse.Namespace:
@@ -58,12 +77,19 @@ def payload(name: str, **overrides) -> dict:
 
 
 def run_hook(command: str, project: Path, data: dict, env: dict[str, str]) -> float:
+    return run_hook_output(command, project, data, env)[0]
+
+
+def run_hook_output(command: str, project: Path, data: dict, env: dict[str, str]
+                    ) -> tuple[float, str]:
+    """Seconds of one hook process, and what it printed (Claude Code's answer)."""
     data = {**data, "cwd": str(project)}
     started = time.perf_counter()
-    subprocess.run(["sh", "-c", command], input=json.dumps(data).encode(),
-                   capture_output=True, check=True, cwd=project,
-                   env={"PATH": "/usr/bin:/bin", "CLAUDE_PROJECT_DIR": str(project), **env})
-    return time.perf_counter() - started
+    done = subprocess.run(["sh", "-c", command], input=json.dumps(data).encode(),
+                          capture_output=True, check=True, cwd=project,
+                          env={"PATH": "/usr/bin:/bin", "CLAUDE_PROJECT_DIR": str(project),
+                               **env})
+    return time.perf_counter() - started, done.stdout.decode()
 
 
 def install_hooks(project: Path, url: str, token: str, task: str) -> dict[str, str]:
@@ -80,7 +106,10 @@ def install_hooks(project: Path, url: str, token: str, task: str) -> dict[str, s
     call_command("claude_setup", "--project-dir", str(project), "--url", url, "--token", token,
                  "--task", task, "--project", settings.MCP_PROJECT_ID, stdout=io.StringIO())
     settings = json.loads((project / ".claude" / "settings.local.json").read_text())
-    return {event: hook["command"] for event, groups in settings["hooks"].items()
+    # Keyed by the command's own event word: PreToolUse has two groups of ours, the
+    # asynchronous note (PreToolUse) and the check before an edit (PreEdit).
+    return {shlex.split(hook["command"])[-1]: hook["command"]
+            for groups in settings["hooks"].values()
             for group in groups for hook in group["hooks"]
             if install.is_our_command(hook.get("command"))}
 
@@ -126,6 +155,175 @@ def bench_events(project: Path, commands: dict[str, str], runs: int, service: st
     row("Stop", stops)
     row("SessionEnd", ends)
     return rows
+
+
+def edit_payload(project: Path, claude: str, path: str, n: int) -> dict:
+    """Claude Code's PreToolUse input for an Edit of ``path`` (relative to ``project``)."""
+    return payload("pre_tool_use_bash", session_id=claude, tool_name="Edit",
+                   tool_use_id=f"toolu_bench_{claude[-12:]}_{n}",
+                   tool_input={"file_path": str(project / path), "old_string": "a",
+                               "new_string": "b", "replace_all": False})
+
+
+def warned(output: str) -> bool:
+    """Whether a PreEdit answer warned the model (allowed, with additionalContext)."""
+    said = json.loads(output).get("hookSpecificOutput", {}) if output.strip() else {}
+    return bool(said.get("additionalContext")) and "permissionDecision" not in said
+
+
+class Answers:
+    """What the PreEdit answers were against what each row expects; with the service up,
+    the checks that gave up on it (no answer within CALL_SECONDS: the edit allowed
+    unchecked, the down-until marker written)."""
+
+    def __init__(self) -> None:
+        self.checked, self.wrong = 0, []
+        self.timed_out: dict[str, int] = {}
+
+    def expect(self, row: str, output: str, warning: bool) -> None:
+        self.checked += 1
+        if warned(output) != warning or (not warning and output.strip()):
+            self.wrong.append(f"{row}: {output.strip()[:200] or '(nothing)'}")
+
+    def gave_up(self, row: str, output: str) -> None:
+        self.checked += 1
+        self.timed_out[row] = self.timed_out.get(row, 0) + 1
+        if output.strip():
+            self.wrong.append(f"{row} (gave up): {output.strip()[:200]}")
+
+    def lines(self) -> list[str]:
+        lines = [f"PreEdit answers: {self.checked - len(self.wrong)} of {self.checked} as "
+                 "expected (a warning exactly where due)" if not self.wrong else
+                 f"PreEdit answers: {len(self.wrong)} of {self.checked} NOT as expected, "
+                 f"first: {self.wrong[0]}"]
+        if self.timed_out:
+            counts = ", ".join(f"{row} {n}" for row, n in self.timed_out.items())
+            lines.append(f"PreEdit checks that gave up on the live service (no answer within "
+                         f"the call limit; edit allowed unchecked, marker cleared before the "
+                         f"next run): {counts}")
+        return lines
+
+
+def timing_row(name: str, service: str, samples: list[float], target: str) -> list[str]:
+    ms = [s * 1000 for s in samples]
+    return [name, service, str(len(ms)), f"{percentile(ms, 0.5):.1f}",
+            f"{percentile(ms, 0.99):.1f}", f"{max(ms):.1f}", target]
+
+
+def start_edit_session(project: Path, commands: dict[str, str]) -> tuple[str, str]:
+    """A Claude Code session started by the SessionStart hook and kept live: (Claude's
+    session id, the orchestrator session it maps to in sessions.json)."""
+    claude = f"bench-edit-{time.time_ns()}"
+    run_hook(commands["SessionStart"], project,
+             payload("session_start_startup", session_id=claude),
+             {"ORCHESTRATOR_FLUSH_SECONDS": "3600"})
+    sessions = json.loads((project / ".claude" / "orchestrator" / "sessions.json").read_text())
+    return claude, sessions[claude]["sessionId"]
+
+
+def bench_edit_up(project: Path, commands: dict[str, str], runs: int, claude: str,
+                  session_id: str, answers: Answers) -> list[list[str]]:
+    """PreEdit with the service up: clear, then files another task's live session holds."""
+    from claims.services import claim
+    from contexts.services.tasks import create_task
+    from sessions.models import ActiveSession
+    from sessions.services.lifecycle import end_session, start_session
+
+    check, env = commands["PreEdit"], {"ORCHESTRATOR_FLUSH_SECONDS": "3600"}
+    marker = project / ".claude" / "orchestrator" / "down-until"
+
+    def attempt(row: str, path: str, n: int, warning: bool) -> float:
+        """One check; a check that gave up wrote the down-until marker, which is removed
+        so that the next run calls the service again."""
+        seconds, output = run_hook_output(check, project,
+                                          edit_payload(project, claude, path, n), env)
+        if marker.exists():
+            marker.unlink()
+            answers.gave_up(row, output)
+        else:
+            answers.expect(row, output, warning)
+        return seconds
+
+    clear = [attempt("PreEdit (clear)", f"src/clear{i % 5}.ts", i, False)
+             for i in range(runs)]
+    # Another live session, of another task, in the same project and directory, holding
+    # one file per run: the first edit of each is a new (holder, file) pair.
+    ours = ActiveSession.objects.get(session_id=session_id)
+    other_task = f"bench-hooks-other-{time.time_ns()}"
+    create_task(other_task, {"name": "Hook bench, the other task",
+                             "immediateContext": {"workingOn": "holding the files"}})
+    holder = f"bench-holder-{time.time_ns()}"
+    start_session(session_id=holder, task_id=other_task, project_id=ours.project_id,
+                  project_dir=ours.project_dir, agent_id="bench-holder")
+    held = [f"src/held{i}.ts" for i in range(runs)]
+    claim(holder, held, source="tool")
+    try:
+        first = [attempt("PreEdit (held, first warning)", path, runs + i, True)
+                 for i, path in enumerate(held)]
+        again = [attempt("PreEdit (held, warned before)", held[i % 5], 2 * runs + i, False)
+                 for i in range(runs)]
+    finally:
+        end_session(holder)
+    return [timing_row(name, "up", samples, TARGETS[(name, "up")]) for name, samples in (
+        ("PreEdit (clear)", clear), ("PreEdit (held, first warning)", first),
+        ("PreEdit (held, warned before)", again))]
+
+
+class SilentListener:
+    """A service that does not answer: a TCP listener that accepts every connection and
+    never reads or writes; the connections stay open until it stops."""
+
+    def __init__(self) -> None:
+        self.server = socket.socket()
+        self.server.bind(("127.0.0.1", 0))
+        self.server.listen(128)
+        self.server.settimeout(0.1)
+        self.url = f"http://127.0.0.1:{self.server.getsockname()[1]}"
+        self.accepted: list[socket.socket] = []
+        self.stopping = threading.Event()
+        self.thread = threading.Thread(target=self.serve, name="silent-listener", daemon=True)
+
+    def serve(self) -> None:
+        while not self.stopping.is_set():
+            try:
+                connection, _ = self.server.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            self.accepted.append(connection)
+
+    def __enter__(self) -> SilentListener:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stopping.set()
+        self.thread.join()
+        for connection in self.accepted:
+            connection.close()
+        self.server.close()
+
+
+def bench_edit_unreachable(project: Path, commands: dict[str, str], runs: int, claude: str,
+                           service: str, answers: Answers) -> list[list[str]]:
+    """PreEdit with a service that refuses (down) or does not answer (slow), as configured:
+    the check that tries (the down-until marker cleared first), then the one after it."""
+    check, env = commands["PreEdit"], {"ORCHESTRATOR_FLUSH_SECONDS": "3600"}
+    marker = project / ".claude" / "orchestrator" / "down-until"
+    tries, skips = [], []
+    for i in range(runs):
+        marker.unlink(missing_ok=True)
+        for samples, name in ((tries, "first check"), (skips, "down marker")):
+            seconds, output = run_hook_output(
+                check, project, edit_payload(project, claude, f"src/clear{i % 5}.ts", i), env)
+            answers.expect(f"PreEdit ({name}), {service}", output, warning=False)
+            samples.append(seconds)
+        if not marker.exists():
+            raise RuntimeError(f"PreEdit with the service {service} left no down-until marker")
+    marker.unlink(missing_ok=True)
+    return [timing_row("PreEdit (first check)", service, tries, EDIT_DOWN_TARGET),
+            timing_row("PreEdit (down marker)", service, skips, EDIT_DOWN_TARGET)]
 
 
 # What claude_setup names our MCP server in .mcp.json, hence Claude Code's tool prefix.
@@ -197,17 +395,38 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as temp:
         project = Path(temp) / "project"
         server = contextlib.nullcontext() if args.url else ServerProcess(free_port())
+        answers = Answers()
         with server as live:
             commands = install_hooks(project, args.url or live.url, token, task)
             configure(project, args.url or live.url, token, task)
             rows.extend(bench_events(project, commands, args.runs, "up"))
+            claude, session_id = start_edit_session(project, commands)
+            try:
+                edit_rows = bench_edit_up(project, commands, args.runs, claude, session_id,
+                                          answers)
+            finally:
+                # Ended on the service only: sessions.json still maps Claude's session,
+                # so the checks below reach the point where they call the service.
+                from sessions.services.lifecycle import end_session
+
+                end_session(session_id)
             definitions = [] if args.no_claude else \
                 bench_tool_definitions(args.url or live.url, token)
+        configure(project, f"http://127.0.0.1:{free_port()}", token, task)
+        edit_rows += bench_edit_unreachable(project, commands, args.runs, claude, "down",
+                                            answers)
+        with SilentListener() as silent:
+            configure(project, silent.url, token, task)
+            edit_rows += bench_edit_unreachable(project, commands, args.runs, claude, "slow",
+                                                answers)
+        rows.extend(edit_rows)
         configure(project, f"http://127.0.0.1:{free_port()}", token, task)
         rows.extend(bench_events(project, commands, args.runs, "down"))
         spooled = len(list((project / ".claude" / "orchestrator" / "spool").glob("*.json")))
     print_table(["hook", "service", "runs", "p50 ms", "p99 ms", "max ms", "target ms"], rows)
     print(f"calls spooled while the service was down: {spooled}")
+    for line in answers.lines():
+        print(line)
     print(f"hook command: {commands['PostToolUse']}")
     for line in definitions:
         print(line)
