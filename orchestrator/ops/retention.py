@@ -16,7 +16,10 @@ policy comes from the RETENTION_* settings. What is kept, always:
 - events of sessions that are still running or still need recovery.
 
 It also drops the ownership rows (orchestrator.core.models.SessionOwner) of sessions that no
-longer exist.
+longer exist, the file claims that count for no one any more (their session is over or
+gone, or they lapsed longer than FILE_CLAIM_RECENT_SECONDS ago, with nothing left to
+record), and the notices delivered (or left undelivered by a session that is over) longer
+than RETENTION_EVENT_DAYS ago.
 
 context_versions and the event log are immutable by trigger. Deleting goes through the
 guard's deliberate path: each batch is its own transaction that sets
@@ -70,6 +73,8 @@ class PruneReport:
     checkpoints: list[str] = field(default_factory=list)
     events_by_session: Counter = field(default_factory=Counter)
     session_owners: int = 0
+    claims: int = 0
+    notices: int = 0
 
     def lines(self) -> list[str]:
         verb = "would delete" if self.dry_run else "deleted"
@@ -92,7 +97,8 @@ class PruneReport:
                    versions_by_task=Counter(answer.get("versionsByTask") or {}),
                    checkpoints=list(answer.get("checkpoints") or []),
                    events_by_session=Counter(answer.get("eventsBySession") or {}),
-                   session_owners=answer.get("sessionOwners", 0))
+                   session_owners=answer.get("sessionOwners", 0),
+                   claims=answer.get("claims", 0), notices=answer.get("notices", 0))
 
     def as_dict(self) -> dict[str, Any]:
         return {"dryRun": self.dry_run,
@@ -101,7 +107,8 @@ class PruneReport:
                 "checkpoints": list(self.checkpoints),
                 "events": sum(self.events_by_session.values()),
                 "eventsBySession": dict(self.events_by_session),
-                "sessionOwners": self.session_owners}
+                "sessionOwners": self.session_owners,
+                "claims": self.claims, "notices": self.notices}
 
 
 def _events_table() -> str:
@@ -242,6 +249,8 @@ def prune(policy: RetentionPolicy | None = None, *, dry_run: bool = False) -> Pr
         report.events_by_session = _delete_grouped(
             _events_table(), _prunable_events_sql(), event_params, policy.batch_size)
         report.session_owners = _forget_owners_of_removed_sessions()
+        report.claims = _forget_spent_claims()
+        report.notices = _forget_old_notices(policy.event_days * 86400)
     logger.info("retention %s", "dry run" if dry_run else "run", extra=report.as_dict())
     return report
 
@@ -252,4 +261,31 @@ def _forget_owners_of_removed_sessions() -> int:
         cursor.execute(
             f"DELETE FROM {SessionOwner._meta.db_table} o WHERE NOT EXISTS (SELECT 1 FROM "
             f"{qualified('active_sessions')} s WHERE s.session_id = o.session_id)")
+        return cursor.rowcount
+
+
+def _forget_spent_claims() -> int:
+    """File claims that warn no one any more and have no overlap left to record."""
+    claims = apps.get_model("claims", "FileClaim")._meta.db_table
+    live = "'active', 'compacted'"
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(
+            f"DELETE FROM {claims} c WHERE cardinality(c.overlaps_pending) = 0 AND ("
+            "c.released_at IS NOT NULL "
+            "OR c.expires_at < now() - make_interval(secs => %s) "
+            f"OR NOT EXISTS (SELECT 1 FROM {qualified('active_sessions')} s "
+            f"WHERE s.session_id = c.session_id AND s.status IN ({live})))",
+            [settings.FILE_CLAIM_RECENT_SECONDS])
+        return cursor.rowcount
+
+
+def _forget_old_notices(seconds: float) -> int:
+    """Notices delivered long ago, or never taken by a session that is over or gone."""
+    notices = apps.get_model("agent_sessions", "SessionNotice")._meta.db_table
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(
+            f"DELETE FROM {notices} n WHERE n.created_at < now() - make_interval(secs => %s) "
+            "AND (n.delivered_at IS NOT NULL OR NOT EXISTS (SELECT 1 FROM "
+            f"{qualified('active_sessions')} s WHERE s.session_id = n.session_id "
+            "AND s.status IN ('active', 'compacted')))", [seconds])
         return cursor.rowcount

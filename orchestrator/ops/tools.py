@@ -22,13 +22,15 @@ register(Tool(
     description=(
         "Apply the retention policy (RETENTION_* settings): delete the context versions, "
         "checkpoints and session events it no longer keeps, in batches; dryRun only counts "
-        "them. Beat runs it every RETENTION_INTERVAL_SECONDS; manage.py prune runs it once."
+        "them. It also drops spent file claims and old notices (claims, notices). Beat "
+        "runs it every RETENTION_INTERVAL_SECONDS; manage.py prune runs it once."
     ),
     input_schema=obj({"dryRun": boolean(default=False)}),
     output_schema=obj({"success": boolean(), "dryRun": boolean(), "versions": integer(),
                        "versionsByTask": COUNTS, "checkpoints": array(string()),
                        "events": integer(), "eventsBySession": COUNTS,
-                       "sessionOwners": integer(), "timestamp": TIMESTAMP},
+                       "sessionOwners": integer(), "claims": integer(),
+                       "notices": integer(), "timestamp": TIMESTAMP},
                       ["success", "dryRun", "versions", "checkpoints", "events", "timestamp"]),
     handler=lambda args, ctx: {"success": True,
                                **retention.prune(dry_run=args.get("dryRun", False)).as_dict(),

@@ -145,3 +145,33 @@ def test_owners_of_removed_sessions_are_forgotten(tools):
     assert retention.prune(policy(), dry_run=True).session_owners == 0
     assert retention.prune(policy()).session_owners == 1
     assert list(SessionOwner.objects.values_list("session_id", flat=True)) == [kept]
+
+
+def test_spent_claims_and_old_notices_go(tools, make_task):
+    """Claims that warn no one (session over, released, lapsed long ago) and notices long
+    delivered go; a live session's claims and its pending notices stay."""
+    from claims.models import FileClaim
+    from sessions.models import SessionNotice
+    from sessions.services.notices import add_notices
+
+    make_task("t1")
+    make_task("t2")
+    for session, task in (("live", "t1"), ("over", "t2")):
+        tools.ok("start_session", {"sessionId": session, "taskId": task})
+    tools.ok("claim_files", {"sessionId": "live", "paths": ["kept.py", "released.py",
+                                                            "lapsed.py"]})
+    tools.ok("claim_files", {"sessionId": "over", "paths": ["other.py"]})
+    tools.ok("release_files", {"sessionId": "live", "paths": ["released.py"]})
+    tools.ok("end_session", {"sessionId": "over"})
+    add_notices([("live", "story-portal-app", "claim_overlap", "old, delivered"),
+                 ("live", "story-portal-app", "claim_overlap", "pending")])
+    with connection.cursor() as cursor:
+        cursor.execute("UPDATE file_claims SET expires_at = now() - interval '1 day' "
+                       "WHERE path = 'lapsed.py'")
+        cursor.execute(f"UPDATE {SessionNotice._meta.db_table} SET created_at = now() - "
+                       "interval '40 days', delivered_at = CASE WHEN text = 'pending' THEN "
+                       "NULL ELSE now() END")
+    report = retention.prune(policy())
+    assert (report.claims, report.notices) == (3, 1)
+    assert list(FileClaim.objects.values_list("path", flat=True)) == ["kept.py"]
+    assert list(SessionNotice.objects.values_list("text", flat=True)) == ["pending"]
