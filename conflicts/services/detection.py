@@ -8,6 +8,7 @@ file, so tasks of two projects never pair, and every conflict carries its projec
 | type               | source                                 | severity         | strength    |
 |--------------------|----------------------------------------|------------------|-------------|
 | file_conflict      | SQL join of the jsonb key_files arrays | high (>=3) / med | min(n/5, 1) |
+|                    | (less the paths the edit policy ignores) |                |             |
 | lock_collision     | Redis locks whose expiresAt is past    | high             | 1.0         |
 | state_mismatch     | Redis task cache vs Postgres row       | medium           | 0.8         |
 | version_divergence | >1 change_type='recovery' version      | low              | 0.5         |
@@ -34,6 +35,7 @@ from conflicts.services.store import OPEN_STATUSES, Candidate, store_candidates
 from contexts.models import TaskContext
 from contexts.services import cache
 from contexts.services import representation as task_repr
+from contexts.services.edit_policy import policies_of
 from locks import services as locks
 from orchestrator.backends import files, redis_store
 from orchestrator.core.db import qualified
@@ -116,8 +118,14 @@ def detect_file_conflicts(scope: Scope) -> list[Candidate]:
         cursor.execute(_FILE_OVERLAP.format(tasks=qualified("task_contexts"), where=where),
                        params)
         rows = cursor.fetchall()
+    # Files the project's edit policy ignores (lock files, generated code) are no one's:
+    # they make no conflict and raise no severity.
+    policies = policies_of({row[0] for row in rows}) if rows else {}
     found = []
-    for project_id, task_a, task_b, shared in rows:
+    for project_id, task_a, task_b, listed in rows:
+        shared = [path for path in listed if not policies[project_id].ignores(path)]
+        if not shared:
+            continue
         count = len(shared)
         found.append(Candidate(
             project_id=project_id, task_a_id=task_a, task_b_id=task_b,

@@ -78,3 +78,12 @@ def policy_from(orchestrator_context: Any) -> EditPolicy:
     except OrchestratorError:
         valid = {}
     return EditPolicy(valid.get("policy", DEFAULT_POLICY), tuple(valid.get("ignore", ())))
+
+
+def policies_of(project_ids: set[str]) -> dict[str, EditPolicy]:
+    """Each project's policy (the default for a project without a global context row)."""
+    from contexts.models import GlobalContext
+
+    found = dict(GlobalContext.objects.filter(project_id__in=project_ids)
+                 .values_list("project_id", "orchestrator_context"))
+    return {project: policy_from(found.get(project)) for project in project_ids}

@@ -196,3 +196,19 @@ def test_claims_stay_inside_their_project(tools, make_task):
     start(tools, "b", "t2")
     tools.ok("claim_files", {"sessionId": "a", "paths": ["src/app.py"]})
     assert tools.ok("claim_files", {"sessionId": "b", "paths": ["src/app.py"]})["holders"] == []
+
+
+@pytest.mark.django_db
+def test_ignored_paths_make_no_conflict_and_raise_no_severity(two_agents):
+    """Both tasks list poetry.lock (their edits reached keyFiles), but the policy ignores
+    it: the detector pairs them on app.py alone, medium, as the claims do."""
+    tools = two_agents
+    set_policy(tools, "warn", ["*.lock"])
+    for session in ("s-main", "s-feat"):
+        tools.ok("record_activity", {"sessionId": session, "toolUses": [
+            {"tool": "Edit", "success": True, "timestamp": "2026-11-25T08:00:00Z",
+             "filePaths": [path]} for path in ("poetry.lock", "a.lock", "b.lock", "app.py")]})
+    [conflict] = ContextConflict.objects.filter(conflict_type="file_conflict")
+    assert conflict.severity == "medium" and conflict.evidence["actualValue"] == ["app.py"]
+    found = tools.ok("detect_conflicts", {"conflictTypes": ["file_conflict"]})
+    assert found["detected"] == []
