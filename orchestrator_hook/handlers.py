@@ -9,7 +9,8 @@
     PreToolUse    (edits, synchronous, ``edit_check``) claim the file: warn or refuse
     Stop          heartbeat with a conversation summary (every turn)
     PreCompact    save what the transcript holds before the context is lost
-    PostCompact   record compaction_complete with Claude's own summary
+    StopFailure   record the API error; a usage/rate limit pauses the session
+    PostCompact   complete_compaction (compaction_complete) with Claude's own summary
     SessionEnd    end the session, leaving a handoff note for the next one
 """
 
@@ -142,7 +143,7 @@ def start(hook: Hook, source: str, previous: dict[str, Any] | None = None) -> di
         ("", context.recovery_text(recovery, own_session=session_id)),
         ("Handoff note from the previous session", context.handoff_text(handoff)),
         ("", context.bundle_text(bundle)),
-    ])
+    ], project_dir=hook.project_dir)
     mark_resumed_crashes(hook, recovery, task_id, session_id)
     return additional_context(text)
 
@@ -177,6 +178,8 @@ def resume(hook: Hook, entry: dict[str, Any]) -> dict[str, Any] | None:
         alive = None
     if alive is None:
         return offline(hook, "the session orchestrator could not be reached")
+    if alive.get("paused"):  # back after a usage limit: the pause is over
+        hook.service.send_quietly("resume_session", {"sessionId": session_id})
     pid = agent_process_id()  # a resumed session may run in a new Claude Code process
     hook.state.update_session(hook.claude_session, agentPid=pid,
                               agentStarted=process_start_time(pid),
@@ -194,7 +197,7 @@ def resume(hook: Hook, entry: dict[str, Any]) -> dict[str, Any] | None:
     return additional_context(context.compose([
         ("", session_header(session_id, alive.get("taskId"), "resumed",
                             hook.config.project_id, hook.config.all_tools)),
-        ("", context.bundle_text(bundle))]))
+        ("", context.bundle_text(bundle))], project_dir=hook.project_dir))
 
 
 def after_compaction(hook: Hook, entry: dict[str, Any]) -> dict[str, Any]:
@@ -210,6 +213,10 @@ def after_compaction(hook: Hook, entry: dict[str, Any]) -> dict[str, Any]:
         hook.state.log(f"report_compaction refused: {exc}")
         answer = None
     hook.state.update_session(hook.claude_session, compactTrigger=None)
+    if answer is not None:  # PostCompact names it in complete_compaction
+        hook.state.update_session(hook.claude_session,
+                                  lastCompaction=answer.get("compactionNumber"),
+                                  lastCompactionSession=session_id)
     if answer is None:
         return offline(hook, "the session orchestrator could not be reached after a "
                              "compaction")
@@ -223,7 +230,7 @@ def after_compaction(hook: Hook, entry: dict[str, Any]) -> dict[str, Any]:
                                     if full else "The essential task context follows."))
     return additional_context(context.compose([
         ("", header), ("", str(answer.get("resumePrompt") or "")),
-        ("", context.bundle_text(bundle))]))
+        ("", context.bundle_text(bundle))], project_dir=hook.project_dir))
 
 
 def offline(hook: Hook, reason: str) -> dict[str, Any]:
@@ -244,7 +251,7 @@ def offline(hook: Hook, reason: str) -> dict[str, Any]:
         ("", note),
         ("Handoff note from the previous session", context.handoff_text(mirror.get("handoff"))),
         ("", context.bundle_text(mirror.get("contextBundle"))),
-    ])
+    ], project_dir=hook.project_dir)
     return additional_context(text, system_message="Session orchestrator offline; using the "
                                                     "local copy of the context.")
 
@@ -314,14 +321,69 @@ def stop(hook: Hook) -> None:
 
 def stop_failure(hook: Hook) -> None:
     """A turn ended by an API error (rate limit, prompt too long, ...): recorded with the
-    heartbeat, not a crash; the session goes on with the next prompt."""
+    heartbeat, not a crash; the session goes on with the next prompt. A usage or rate
+    limit pauses the session (pause_session, reason usage_limit, with the reset time when
+    Claude Code gives one): no crash while it waits, and the next prompt's or tool use's
+    flush resumes it."""
     session_id = flush_activity(hook, hook.claude_session)
-    if session_id:
-        hook.service.send_quietly("append_session_event", {
-            "sessionId": session_id, "type": "system_event", "role": "system",
-            "content": "stop_failure",
-            "parts": {"error": str(hook.payload.get("error") or "unknown")[:200],
-                      "details": str(hook.payload.get("error_details") or "")[:2000]}})
+    if not session_id:
+        return
+    error = str(hook.payload.get("error_type") or hook.payload.get("error") or "unknown")
+    details = str(hook.payload.get("error_details") or hook.payload.get("error_message") or "")
+    hook.service.send_quietly("append_session_event", {
+        "sessionId": session_id, "type": "system_event", "role": "system",
+        "content": "stop_failure",
+        "parts": {"error": error[:200], "details": details[:2000]}})
+    if usage_limited(hook.payload):
+        arguments: dict[str, Any] = {"sessionId": session_id, "reason": "usage_limit"}
+        resets_at = limit_resets_at(hook.payload)
+        if resets_at:
+            arguments["resetsAt"] = resets_at
+        hook.service.send_quietly("pause_session", arguments)
+
+
+USAGE_LIMIT_ERRORS = frozenset({"rate_limit", "rate_limit_error", "usage_limit", "429"})
+USAGE_LIMIT_WORDS = ("usage limit", "rate limit", "rate_limit", "limit reached",
+                     "limit will reset", "429")
+
+
+def usage_limited(payload: dict[str, Any]) -> bool:
+    """Whether a StopFailure says a usage or rate limit: its error type (``error_type``,
+    or ``error`` as older builds name it) or, for ``unknown``, the words of its message."""
+    kinds = {str(payload.get(key) or "").strip().lower() for key in ("error_type", "error")}
+    if kinds & USAGE_LIMIT_ERRORS:
+        return True
+    if kinds - {"", "unknown"}:
+        return False  # another known error (invalid_request, server_error, ...)
+    text = " ".join(str(payload.get(key) or "") for key in (
+        "error_details", "error_message", "last_assistant_message")).lower()
+    return any(word in text for word in USAGE_LIMIT_WORDS)
+
+
+def limit_resets_at(payload: dict[str, Any]) -> str | None:
+    """When the limit resets, if the payload says so: a ``resets_at`` field (ISO 8601 or
+    Unix seconds), or the Unix time Claude Code puts after a ``|`` in its "usage limit
+    reached|<epoch>" message, or an ISO 8601 time in the message; None otherwise."""
+    import re
+
+    for key in ("resets_at", "resetsAt", "reset_at"):
+        value = payload.get(key)
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
+            return epoch_iso(value)
+        if isinstance(value, str) and value.strip():
+            return value.strip()[:64]
+    text = " ".join(str(payload.get(key) or "") for key in (
+        "error_details", "error_message", "last_assistant_message"))
+    match = re.search(r"\|\s*(\d{10})(?!\d)", text)
+    if match:
+        return epoch_iso(int(match.group(1)))
+    match = re.search(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?"
+                      r"(?:Z|[+-]\d{2}:?\d{2})?", text)
+    return match.group(0) if match else None
+
+
+def epoch_iso(seconds: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
 
 
 def subagent_event(hook: Hook) -> None:
@@ -361,15 +423,26 @@ def pre_compact(hook: Hook) -> None:
 
 
 def post_compact(hook: Hook) -> None:
+    """The compaction is over and SessionStart(compact) re-injected the context: report
+    it complete (complete_compaction: the compaction_complete event, the session active
+    again), naming the compaction report_compaction counted so a resent call is
+    harmless."""
     summary = str(hook.payload.get("compact_summary") or "")
     session_id = flush_activity(hook, hook.claude_session,
                                 summary=summary[-20000:] if summary else None)
-    if session_id:
-        hook.service.send_quietly("append_session_event", {
-            "sessionId": session_id, "type": "system_event", "role": "system",
-            "content": "compaction_complete",
-            "parts": {"trigger": hook.payload.get("trigger"),
-                      "compactSummary": summary[:20000]}})
+    if not session_id:
+        return
+    arguments: dict[str, Any] = {"sessionId": session_id}
+    if summary:
+        arguments["summary"] = summary[:20000]
+    if hook.payload.get("trigger") in ("manual", "auto"):
+        arguments["trigger"] = hook.payload["trigger"]
+    entry = hook.state.mapped_session(hook.claude_session) or {}
+    number = entry.get("lastCompaction")
+    if isinstance(number, int) and number > 0 and entry.get("lastCompactionSession") == \
+            session_id:
+        arguments["compactionNumber"] = number
+    hook.service.send_quietly("complete_compaction", arguments)
 
 
 def session_end(hook: Hook) -> None:

@@ -58,6 +58,20 @@ class SessionDetail(models.Model):
     scratchpad = models.JSONField(default=dict)
     scratchpad_updated_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(db_default=Now())
+    # Compactions completed (complete_compaction): compaction_count above it is one
+    # reported (report_compaction) and not finished yet.
+    compactions_completed = models.IntegerField(db_default=0)
+    # Seed 004 pause (pause_session / resume_session): set while paused. A paused
+    # session expects no heartbeats and is never marked crashed; its status stays live.
+    paused_at = models.DateTimeField(null=True, blank=True)
+    pause_reason = models.CharField(max_length=20, null=True, blank=True)
+    pause_remaining_percent = models.FloatField(null=True, blank=True)
+    pause_resets_at = models.DateTimeField(null=True, blank=True)
+    resume_count = models.IntegerField(db_default=0)
+
+    class Meta:
+        indexes = [models.Index(fields=["pause_resets_at"], name="session_detail_paused",
+                                condition=models.Q(paused_at__isnull=False))]
 
     def __str__(self) -> str:
         return self.session_id

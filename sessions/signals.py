@@ -13,8 +13,9 @@ ask for a drain once it committed (graph.receivers).
   sessions at once (a crash sweep).
 - ``session_task_changed(sender, session_id: str, task_id: str)``: a heartbeat moved the
   session to another task (its work on it is recorded).
-- ``sessions_removed(sender, session_ids: list[str], task_ids: list[str])``: the
-  stale-session sweep deleted these sessions and their work records on these tasks.
+- ``sessions_removed(sender, session_ids: list[str], task_ids: list[str])``: these
+  sessions and their work records on these tasks were deleted (``recovery.remove_sessions``,
+  for retention; the stale-session sweep only closes sessions out and deletes nothing).
 - ``files_edited(sender, session_id: str, task_id: str | None, paths: list[str])``: a
   live session's record_activity stored edits of these paths (as the client sent them).
   Sent before its notices are taken: a receiver may add notices for the same session.

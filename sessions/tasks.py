@@ -1,6 +1,6 @@
 """Celery beat jobs: crash detection every HEARTBEAT_INTERVAL_MS (spec 7.1.1, 11.4.2) and
 stale-session cleanup every STALE_SESSION_SWEEP_INTERVAL_SECONDS, each a tool call through
-the registry. Both are conditional UPDATE/DELETE statements, so overlapping runs on
+the registry. Both are conditional UPDATE statements (neither deletes), so overlapping runs on
 several workers are harmless."""
 
 from __future__ import annotations
@@ -21,4 +21,4 @@ def detect_crashed_sessions_task(transport: str = "task") -> dict[str, Any]:
 @shared_task(name="sessions.clean_stale_sessions")
 def clean_stale_sessions_task(transport: str = "task") -> dict[str, Any]:
     return run_job("stale-session cleanup", "clean_stale_sessions", transport=transport,
-                   summarize=lambda r: f"{len(r['removed'])} stale session(s) removed")
+                   summarize=lambda r: f"{len(r['closed'])} abandoned session(s) closed")

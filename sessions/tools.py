@@ -3,9 +3,14 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
+
 from contexts.services import bundle
+from orchestrator.core.errors import OrchestratorError
 from orchestrator.core.stamps import now_iso
 from orchestrator.core.tools import Tool, ToolContext, register
 from orchestrator.core.tools.access import record_session_owner, session_argument
@@ -25,7 +30,15 @@ from orchestrator.core.tools.schema import (
     string_list,
 )
 from sessions.models import EVENT_ROLES, EVENT_TYPES
-from sessions.services import activity, agent_context, compaction, events, lifecycle, recovery
+from sessions.services import (
+    activity,
+    agent_context,
+    compaction,
+    events,
+    lifecycle,
+    pause,
+    recovery,
+)
 
 SESSION_ID = safe_id("Session id (letters, digits, . _ : -)")
 TASK_ID = safe_id("Task the session works on")
@@ -67,21 +80,50 @@ CONTEXT_BUNDLE = obj({
     "estimatedTokens": integer("ceil(characters of text / 4)"),
     "tiers": array(TIER, "Tiers in the text, hot first"),
     "droppedTiers": array(TIER, "Tiers left out to fit the budget (cold goes first)"),
-    "truncated": boolean("HOT alone was over the budget and was cut item by item"),
+    "overBudget": boolean("HOT alone (with the hard rules and the critical keys, never "
+                          "cut) is over the budget: the text is whole and longer"),
+    "criticalKeys": string_list("The task's keys marked critical (mark_critical): in HOT"),
+    "truncated": boolean("Always false: nothing is cut inside a tier (kept for older "
+                         "clients; see overBudget)"),
     "text": string("Markdown ready to inject")},
     ["taskId", "budgetTokens", "estimatedTokens", "tiers", "droppedTiers", "truncated", "text"],
     description="Seed 001 tiered context bundle of a task")
+PAUSE_REASONS = pause.PAUSE_REASONS
+PAUSE = obj({"reason": string(enum=PAUSE_REASONS), "pausedAt": string(nullable=True),
+             "resetsAt": string(nullable=True),
+             "remainingPercent": number(nullable=True),
+             "resumeAt": string("resetsAt + PAUSE_RESUME_GRACE_MINUTES", nullable=True)},
+            ["reason", "pausedAt", "resetsAt"],
+            description="Seed 004 pause of a session still paused after its reset time")
+RECONCILED_EVENT = obj({"sequence": integer(), "type": string(enum=EVENT_TYPES),
+                        "event": string("parts.event of a system event", nullable=True),
+                        "content": string("First 500 characters"),
+                        "taskId": string(nullable=True), "createdAt": TIMESTAMP},
+                       ["sequence", "type", "content", "createdAt"])
 RECOVERY_SESSION = obj({
     "sessionId": string(), "taskId": string(nullable=True), "taskName": string(nullable=True),
     "recoveryType": string(enum=RECOVERY_TYPES), "lastActivity": string(nullable=True),
     "resumePrompt": string("Markdown, spec 4.1.8 format"),
     "toolHistory": array(TOOL_USE, "Last 10 tool uses, newest first (includeHistory)"),
     "unsavedChanges": UNSAVED_CHANGES, "compactionCount": integer(),
-    "fullReloadDue": boolean()},
+    "fullReloadDue": boolean(),
+    "savedStateAt": string("Seed 004: when the session's last saved state was written (the "
+                           "newest version of its task); null: none", nullable=True),
+    "eventsSinceSavedState": integer("Events the session wrote after its last saved state"),
+    "stateReconciled": array(RECONCILED_EVENT, "Seed 004 state_reconciled: the newest 20 "
+                             "of those events, oldest first, to apply to the saved state"),
+    "pause": PAUSE},
     ["sessionId", "recoveryType", "lastActivity", "resumePrompt", "unsavedChanges"])
+RECENT_COMPLETION = obj({"taskId": string(), "name": string(), "projectId": string(),
+                         "completedAt": string(nullable=True)},
+                        ["taskId", "name", "completedAt"])
 RECOVERY_REPORT = obj({
     "needsRecovery": boolean(), "sessions": array(RECOVERY_SESSION), "summary": string(),
     "timestamp": TIMESTAMP, "orphanedTasks": array(ORPHANED_TASK),
+    "recentCompletions": array(RECENT_COMPLETION, "Seed 004: tasks completed within "
+                               "RECENT_COMPLETION_WINDOW hours, newest first, to validate "
+                               "before new work"),
+    "recentCompletionWindowHours": number(),
     "markedRecovered": obj({"sessionId": string(), "status": string()})},
     ["needsRecovery", "sessions", "summary", "timestamp"])
 
@@ -161,7 +203,8 @@ register(Tool(
     description=(
         "Mark a session alive (Postgres, Redis context:heartbeat:{sessionId} with a 120 s "
         "TTL, RECOVERY_DIR/.session-heartbeat.json), optionally with the conversation summary "
-        "and unsaved changes. Never creates a context version. Ended session: E1602; "
+        "and unsaved changes. Never creates a context version. A paused session takes "
+        "heartbeats and stays paused (paused: true). Ended session: E1602; "
         "crashed: E1603 (go through check_recovery); unknown: E1600."
     ),
     input_schema=obj({"sessionId": SESSION_ID, "taskId": TASK_ID,
@@ -170,7 +213,10 @@ register(Tool(
     output_schema=obj({"success": boolean(), "sessionId": string(),
                        "status": string(enum=SESSION_STATUSES), "lastHeartbeat": TIMESTAMP,
                        "taskId": string(nullable=True), "nextHeartbeatMs": integer(),
-                       "savedTo": SAVED_TO}, ["success", "sessionId", "lastHeartbeat"]),
+                       "savedTo": SAVED_TO,
+                       "paused": boolean("The session is paused (pause_session); a "
+                                         "heartbeat leaves the pause as it is")},
+                      ["success", "sessionId", "lastHeartbeat"]),
     handler=_heartbeat,
     writes_session=session_argument,
 ))
@@ -213,9 +259,14 @@ register(Tool(
     name="check_recovery",
     description=(
         "Sessions needing recovery after a crash or compaction (database flag, stale heartbeats"
-        " in the database and the heartbeat file), each with a markdown resume prompt, in "
-        "the caller's projects (projectId: in that one; projectDir: of that directory). "
-        "markRecovered marks one recovered first (E1631 unknown, E1632 nothing to recover)."
+        " in the database and the heartbeat file), or closed out as abandoned (timeout), "
+        "or still paused PAUSE_RESUME_GRACE_MINUTES after their resetsAt (pause), each "
+        "with a markdown resume prompt and the events it wrote after its last saved "
+        "state (stateReconciled), in the caller's projects (projectId: in that one; "
+        "projectDir: of that directory); the orphaned tasks and the tasks completed "
+        "within RECENT_COMPLETION_WINDOW hours to validate (recentCompletions). "
+        "markRecovered marks one recovered first (E1631 unknown, E1632 nothing to "
+        "recover) and logs coordinator_recovered / orphan_agent_detected."
     ),
     input_schema=obj({"markRecovered": SESSION_ID,
                       "includeHistory": boolean("Add the last 10 tool uses", default=False),
@@ -226,6 +277,7 @@ register(Tool(
     handler=_check_recovery,
     writes_session=lambda args: args.get("markRecovered"),
     validation_code="E1612",
+    database_code="E1630",  # spec 4.1.8: a database failure is RECOVERY_CHECK_FAILED
 ))
 
 
@@ -263,6 +315,126 @@ register(Tool(
     handler=_report_compaction,
     writes_session=session_argument,
 ))
+
+
+def _complete_compaction(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
+    return compaction.complete_compaction(
+        args["sessionId"], compaction_number=args.get("compactionNumber"),
+        full_reload=args.get("fullReload"), summary=args.get("summary"),
+        trigger=args.get("trigger"))
+
+
+register(Tool(
+    name="complete_compaction",
+    description=(
+        "Report that the agent finished reloading after a context compaction (seed 004 "
+        "Resume Phase), for any client: logs compaction_complete with compaction_number "
+        "and full_reload in the session's event log and, when report_compaction left the "
+        "session compacted, ends that recovery (status active). compactionNumber defaults "
+        "to the compaction reported and not completed yet, else counts a new one (a "
+        "client that never calls report_compaction); a number already completed changes "
+        "nothing (alreadyCompleted), one past the next is E1612. fullReload defaults to "
+        "every second compaction. summary: what the compacted conversation kept (stored "
+        "as the conversation summary). E1600 unknown, E1602 ended, E1603 crashed."
+    ),
+    input_schema=obj({"sessionId": SESSION_ID,
+                      "compactionNumber": integer("Which compaction finished (1, 2, ...)",
+                                                  minimum=1, maximum=1000000),
+                      "fullReload": boolean("Whether the whole plan was re-read"),
+                      "summary": string(max_length=50000),
+                      "trigger": string(enum=("manual", "auto"))}, ["sessionId"]),
+    output_schema=obj({"success": boolean(), "sessionId": string(),
+                       "status": string(enum=SESSION_STATUSES),
+                       "compactionNumber": integer(), "compactionCount": integer(),
+                       "fullReload": boolean(), "alreadyCompleted": boolean(),
+                       "sequence": integer("The compaction_complete event's sequence"),
+                       "timestamp": TIMESTAMP},
+                      ["success", "sessionId", "status", "compactionNumber", "fullReload",
+                       "alreadyCompleted"]),
+    handler=_complete_compaction,
+    writes_session=session_argument,
+    validation_code="E1612",
+))
+
+
+def _resets_at(value: str | None) -> datetime | None:
+    if value is None:
+        return None
+    try:
+        stamp = parse_datetime(value)
+    except ValueError:
+        stamp = None
+    if stamp is None:
+        raise OrchestratorError("E1612", "resetsAt is not an ISO 8601 date-time",
+                                {"field": "resetsAt", "value": value[:100]})
+    return stamp if timezone.is_aware(stamp) else timezone.make_aware(stamp, UTC)
+
+
+def _pause(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
+    return pause.pause_session(args["sessionId"], reason=args["reason"],
+                               resets_at=_resets_at(args.get("resetsAt")),
+                               remaining_percent=args.get("remainingPercent"))
+
+
+PAUSE_ANSWER = {"success": boolean(), "sessionId": string(), "paused": boolean(),
+                "resumeCount": integer("Pauses ended so far")}
+
+register(Tool(
+    name="pause_session",
+    description=(
+        "Pause a live session (seed 004): reason usage_limit, user_stop or system_error; "
+        "resetsAt when the limit resets; remainingPercent what the usage script reported. "
+        "A paused session expects no heartbeats and is never marked crashed; heartbeats "
+        "are still taken and leave it paused. resume_session ends the pause, and so does "
+        "the next record_activity with a heartbeat (an agent at work again). Still paused "
+        "PAUSE_RESUME_GRACE_MINUTES after resetsAt, it is listed by check_recovery with a "
+        "resume prompt. Logs session_pause (reason, remaining_percent, resets_at). "
+        "Pausing a paused session updates reason and times. E1600 unknown, E1602 ended, "
+        "E1603 crashed, E1612 invalid input."
+    ),
+    input_schema=obj({"sessionId": SESSION_ID,
+                      "reason": string(enum=pause.PAUSE_REASONS),
+                      "resetsAt": string("When the limit resets (ISO 8601; UTC if no "
+                                         "offset)", max_length=64, fmt="date-time"),
+                      "remainingPercent": number("Share of the usage left, 0-100",
+                                                 minimum=0, maximum=100)},
+                     ["sessionId", "reason"]),
+    output_schema=obj({**PAUSE_ANSWER, "alreadyPaused": boolean(),
+                       **PAUSE["properties"]},
+                      ["success", "sessionId", "paused", "alreadyPaused", "reason",
+                       "pausedAt", "resetsAt"]),
+    handler=_pause,
+    writes_session=session_argument,
+    validation_code="E1612",
+))
+
+
+def _resume(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
+    return pause.resume_session(args["sessionId"])
+
+
+register(Tool(
+    name="resume_session",
+    description=(
+        "End a session's pause (seed 004 After Session Pause): logs session_resume with "
+        "resume_count and tasks_to_revalidate (its project's tasks completed within "
+        "RECENT_COMPLETION_WINDOW hours before the pause). A session that is not paused "
+        "answers wasPaused false and nothing changes. E1600 unknown, E1602 ended, E1603 "
+        "crashed."
+    ),
+    input_schema=obj({"sessionId": SESSION_ID}, ["sessionId"]),
+    output_schema=obj({**PAUSE_ANSWER, "wasPaused": boolean(),
+                       "reason": string(enum=pause.PAUSE_REASONS, nullable=True),
+                       "pausedAt": string(nullable=True),
+                       "pausedSeconds": number(),
+                       "tasksToRevalidate": string_list("Seed 004: tasks completed lately, "
+                                                        "to validate before new work")},
+                      ["success", "sessionId", "paused", "wasPaused", "resumeCount"]),
+    handler=_resume,
+    writes_session=session_argument,
+    validation_code="E1612",
+))
+
 
 EVENT = obj({"sequence": integer(), "type": string(enum=EVENT_TYPES),
              "role": string(enum=EVENT_ROLES), "content": string(), "parts": any_value(),
@@ -416,7 +588,8 @@ register(Tool(
         "conflicts, hard rules; never dropped), WARM (description, notes, key files, recent "
         "decisions, relationships, tech stack), COLD (older decisions, keywords, version "
         "history, key paths). Over budgetTokens (tokens ~ characters / 4) COLD goes first, "
-        "then WARM; HOT alone over budget is cut item by item (truncated)."
+        "then WARM; HOT is never cut: when it alone is over, the text is whole and "
+        "overBudget is true. Keys marked critical (mark_critical) move into HOT."
     ),
     input_schema=obj({"taskId": TASK_ID, "sessionId": SESSION_ID,
                       "budgetTokens": integer("Default 2000", minimum=1,
@@ -450,14 +623,19 @@ register(Tool(
 register(Tool(
     name="clean_stale_sessions",
     description=(
-        "Delete ended or recovered sessions older than STALE_SESSION_HOURS, with their event "
-        "log and tool history; a session needing recovery is kept. Beat runs it every "
-        "STALE_SESSION_SWEEP_INTERVAL_SECONDS; manage.py clean_stale_sessions runs it once."
+        "Close out abandoned sessions: a live session (active or compacted) silent for "
+        "longer than STALE_SESSION_HOURS (a paused one: that long after its resetsAt) is "
+        "ended with recovery type timeout, keeping its recovery flag so check_recovery "
+        "still offers its resume prompt. Nothing is deleted: events, tool history and "
+        "handoffs stay until retention (RETENTION_EVENT_DAYS) removes them. Beat runs it "
+        "every STALE_SESSION_SWEEP_INTERVAL_SECONDS; manage.py clean_stale_sessions runs "
+        "it once."
     ),
     input_schema=obj({}),
-    output_schema=obj({"success": boolean(), "removed": string_list("Sessions deleted"),
-                       "timestamp": TIMESTAMP}, ["success", "removed", "timestamp"]),
-    handler=lambda args, ctx: {"success": True, "removed": recovery.clean_stale_sessions(),
+    output_schema=obj({"success": boolean(),
+                       "closed": string_list("Sessions ended as abandoned (timeout)"),
+                       "timestamp": TIMESTAMP}, ["success", "closed", "timestamp"]),
+    handler=lambda args, ctx: {"success": True, "closed": recovery.clean_stale_sessions(),
                                "timestamp": now_iso()},
     internal=True,
 ))

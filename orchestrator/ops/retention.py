@@ -15,7 +15,18 @@ policy comes from the RETENTION_* settings. What is kept, always:
   created only when RETENTION_PRUNE_LABELLED_CHECKPOINTS is set;
 - events of sessions that are still running or still need recovery.
 
-It also drops the ownership rows (orchestrator.core.models.SessionOwner) of sessions that no
+Task backup files (``task-agents/<taskId>.json`` of each project's CONTEXT_DIR, spec 6.4.3)
+of archived tasks, and of completed tasks not updated for RETENTION_TASK_FILE_DAYS, leave
+``task-agents/`` (spec 7.4: "archival of old contexts"): appended to the project's
+``archive/task-agents-<YYYY-MM>.jsonl.gz`` (one JSON line per file: taskId, reason,
+archivedAt, the file) and removed, or only removed with RETENTION_TASK_FILE_ACTION=delete.
+Postgres holds the task; a later save writes its file again, and conflict detection only
+compares the files that exist, so a missing one is never reported.
+
+Sessions over (ended or recovered, needing no recovery) for longer than
+RETENTION_EVENT_DAYS go with their tool history, and handoff notes replaced that long
+ago: the hourly stale-session sweep never deletes anything. It also drops the ownership
+rows (orchestrator.core.models.SessionOwner) of sessions that no
 longer exist, the file claims that count for no one any more (their session is over or
 gone, or they lapsed longer than FILE_CLAIM_RECENT_SECONDS ago, with nothing left to
 record), and the notices delivered (or left undelivered by a session that is over) longer
@@ -29,15 +40,21 @@ re-applies the rules, so a checkpoint taken during a run still protects its vers
 
 from __future__ import annotations
 
+import contextlib
+import gzip
+import json
 import logging
+import os
 from collections import Counter
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from django.apps import apps
 from django.conf import settings
 from django.db import connection, transaction
 
+from orchestrator.backends import files
 from orchestrator.core.db import qualified
 from orchestrator.core.models import SessionOwner
 
@@ -45,6 +62,9 @@ logger = logging.getLogger("orchestrator.retention")
 
 OPEN_CONFLICT_STATUSES = ("unresolved", "investigating", "escalated")
 ENDED_SESSION_STATUSES = ("ended", "recovered")
+# Task files retention archives: every archived task's, and completed tasks' once old.
+FILE_ARCHIVED_STATUSES = ("archived",)
+FILE_AGED_STATUSES = ("completed",)
 
 
 @dataclass(frozen=True)
@@ -55,6 +75,8 @@ class RetentionPolicy:
     prune_labelled_checkpoints: bool
     event_days: float
     batch_size: int
+    task_file_days: float = 30.0
+    task_file_action: str = "archive"  # or "delete"
 
     @classmethod
     def from_settings(cls) -> RetentionPolicy:
@@ -63,7 +85,9 @@ class RetentionPolicy:
                    checkpoints_per_task=max(0, settings.RETENTION_CHECKPOINTS_PER_TASK),
                    prune_labelled_checkpoints=settings.RETENTION_PRUNE_LABELLED_CHECKPOINTS,
                    event_days=settings.RETENTION_EVENT_DAYS,
-                   batch_size=max(1, settings.RETENTION_BATCH_SIZE))
+                   batch_size=max(1, settings.RETENTION_BATCH_SIZE),
+                   task_file_days=settings.RETENTION_TASK_FILE_DAYS,
+                   task_file_action=settings.RETENTION_TASK_FILE_ACTION)
 
 
 @dataclass
@@ -75,6 +99,11 @@ class PruneReport:
     session_owners: int = 0
     claims: int = 0
     notices: int = 0
+    task_files: list[str] = field(default_factory=list)
+    # Sessions over for longer than RETENTION_EVENT_DAYS, removed with their tool history;
+    # handoff notes replaced that long ago.
+    sessions: int = 0
+    handoffs: int = 0
 
     def lines(self) -> list[str]:
         verb = "would delete" if self.dry_run else "deleted"
@@ -88,6 +117,12 @@ class PruneReport:
                      "sessions")
         lines += [f"  {session}: {count}"
                   for session, count in sorted(self.events_by_session.items())]
+        if not self.dry_run:
+            lines.append(f"deleted {self.sessions} sessions long over (with their tool "
+                         f"history) and {self.handoffs} replaced handoff notes")
+        lines.append(f"{'would archive' if self.dry_run else 'archived'} "
+                     f"{len(self.task_files)} task files")
+        lines += [f"  {task_id}" for task_id in self.task_files]
         return lines
 
     @classmethod
@@ -98,7 +133,9 @@ class PruneReport:
                    checkpoints=list(answer.get("checkpoints") or []),
                    events_by_session=Counter(answer.get("eventsBySession") or {}),
                    session_owners=answer.get("sessionOwners", 0),
-                   claims=answer.get("claims", 0), notices=answer.get("notices", 0))
+                   claims=answer.get("claims", 0), notices=answer.get("notices", 0),
+                   task_files=list(answer.get("taskFiles") or []),
+                   sessions=answer.get("sessions", 0), handoffs=answer.get("handoffs", 0))
 
     def as_dict(self) -> dict[str, Any]:
         return {"dryRun": self.dry_run,
@@ -108,7 +145,9 @@ class PruneReport:
                 "events": sum(self.events_by_session.values()),
                 "eventsBySession": dict(self.events_by_session),
                 "sessionOwners": self.session_owners,
-                "claims": self.claims, "notices": self.notices}
+                "claims": self.claims, "notices": self.notices,
+                "taskFiles": list(self.task_files),
+                "sessions": self.sessions, "handoffs": self.handoffs}
 
 
 def _events_table() -> str:
@@ -249,8 +288,12 @@ def prune(policy: RetentionPolicy | None = None, *, dry_run: bool = False) -> Pr
         report.events_by_session = _delete_grouped(
             _events_table(), _prunable_events_sql(), event_params, policy.batch_size)
         report.session_owners = _forget_owners_of_removed_sessions()
+        report.sessions = _remove_sessions_long_over(policy.event_days * 86400,
+                                                     policy.batch_size)
+        report.handoffs = _forget_replaced_handoffs(policy.event_days * 86400)
         report.claims = _forget_spent_claims()
         report.notices = _forget_old_notices(policy.event_days * 86400)
+    report.task_files = archive_task_files(policy, dry_run=dry_run)
     logger.info("retention %s", "dry run" if dry_run else "run", extra=report.as_dict())
     return report
 
@@ -261,6 +304,34 @@ def _forget_owners_of_removed_sessions() -> int:
         cursor.execute(
             f"DELETE FROM {SessionOwner._meta.db_table} o WHERE NOT EXISTS (SELECT 1 FROM "
             f"{qualified('active_sessions')} s WHERE s.session_id = o.session_id)")
+        return cursor.rowcount
+
+
+def _remove_sessions_long_over(seconds: float, batch_size: int) -> int:
+    """Sessions ended (or recovered) longer than ``seconds`` ago and needing no recovery:
+    their events went above; the rows, tool history and detail go now. The stale-session
+    sweep only closes sessions: retention is the one that deletes history."""
+    from sessions.services.recovery import remove_sessions
+
+    ended = ", ".join(f"'{s}'" for s in ENDED_SESSION_STATUSES)
+    removed = 0
+    while True:
+        ids = [row[0] for row in _select(
+            f"SELECT session_id FROM {qualified('active_sessions')} "
+            f"WHERE status IN ({ended}) AND recovery_needed IS NOT TRUE "
+            "AND COALESCE(ended_at, last_heartbeat, started_at) "
+            "< now() - make_interval(secs => %s) LIMIT %s", [seconds, batch_size])]
+        if not ids:
+            return removed
+        removed += len(remove_sessions(ids))
+
+
+def _forget_replaced_handoffs(seconds: float) -> int:
+    """Handoff notes replaced (no longer the project's active one) that long ago."""
+    handoffs = apps.get_model("agent_sessions", "SessionHandoff")._meta.db_table
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(f"DELETE FROM {handoffs} WHERE active IS NOT TRUE "
+                       "AND created_at < now() - make_interval(secs => %s)", [seconds])
         return cursor.rowcount
 
 
@@ -289,3 +360,84 @@ def _forget_old_notices(seconds: float) -> int:
             f"{qualified('active_sessions')} s WHERE s.session_id = n.session_id "
             "AND s.status IN ('active', 'compacted')))", [seconds])
         return cursor.rowcount
+
+
+def _stale_task_files(policy: RetentionPolicy) -> dict[str, dict[str, str]]:
+    """{project: {taskId: reason}} of the tasks whose backup file retention takes away:
+    archived ones, and completed ones not updated for ``task_file_days``."""
+    archived = ", ".join(f"'{s}'" for s in FILE_ARCHIVED_STATUSES)
+    aged = ", ".join(f"'{s}'" for s in FILE_AGED_STATUSES)
+    rows = _select(
+        f"SELECT project_id, task_id, status FROM {qualified('task_contexts')} "
+        f"WHERE status IN ({archived}) OR (status IN ({aged}) "
+        "AND COALESCE(updated_at, created_at) < now() - make_interval(secs => %s))",
+        [policy.task_file_days * 86400])
+    found: dict[str, dict[str, str]] = {}
+    for project_id, task_id, status in rows:
+        found.setdefault(project_id, {})[task_id] = status
+    return found
+
+
+def _on_disk(directory) -> set[str]:
+    try:
+        return {e.name[:-5] for e in os.scandir(directory)
+                if e.name.endswith(".json") and not e.name.startswith(".")}
+    except FileNotFoundError:
+        return set()
+
+
+def archive_task_files(policy: RetentionPolicy, *, dry_run: bool = False) -> list[str]:
+    """Archive (or delete) the backup files of archived and long-completed tasks; the ids
+    of the tasks whose file went (or would go), sorted.
+
+    Each file is re-read under its lock (the one the save path's file writer takes): one a
+    save rewrote meanwhile for a task that is live again (any other status) stays. The
+    archive is fsynced once per project; a crash before that loses at most copies of
+    what Postgres holds."""
+    if not settings.ENABLE_FILE_SYNC:
+        return []
+    done: list[str] = []
+    month = datetime.now(UTC).strftime("%Y-%m")
+    for project_id, statuses in _stale_task_files(policy).items():
+        directory = files.context_dir(project_id) / "task-agents"
+        present = sorted(_on_disk(directory) & set(statuses))
+        if dry_run or not present:
+            done += present
+            continue
+        archive = None
+        if policy.task_file_action != "delete":
+            target = files.context_dir(project_id) / "archive" / f"task-agents-{month}.jsonl.gz"
+            target.parent.mkdir(parents=True, exist_ok=True)
+            archive = target
+        with contextlib.ExitStack() as stack:
+            sink = None
+            if archive is not None:
+                stack.enter_context(files.exclusive(archive))
+                raw = stack.enter_context(open(archive, "ab"))
+                sink = stack.enter_context(gzip.GzipFile(fileobj=raw, mode="wb"))
+            for task_id in present:
+                path = files.task_file(task_id, project_id)
+                with files.exclusive(path):
+                    content = files.read_json(path)
+                    if content is None and not path.exists():
+                        continue
+                    if isinstance(content, dict) and content.get("status") not in (
+                            *FILE_ARCHIVED_STATUSES, *FILE_AGED_STATUSES):
+                        continue  # saved again since, live once more
+                    if sink is not None:
+                        sink.write(json.dumps({
+                            "taskId": task_id, "projectId": project_id,
+                            "reason": statuses[task_id],
+                            "archivedAt": datetime.now(UTC).isoformat(),
+                            "file": content}, default=str).encode() + b"\n")
+                    with contextlib.suppress(FileNotFoundError):
+                        path.unlink()
+                done.append(task_id)
+            if sink is not None:
+                sink.close()
+                raw.flush()
+                os.fsync(raw.fileno())
+    if done and not dry_run:
+        logger.info("retention: %s task files %sd", len(done),
+                    "delete" if policy.task_file_action == "delete" else "archive")
+    return sorted(done)

@@ -22,7 +22,10 @@ register(Tool(
     description=(
         "Apply the retention policy (RETENTION_* settings): delete the context versions, "
         "checkpoints and session events it no longer keeps, in batches; dryRun only counts "
-        "them. It also drops spent file claims and old notices (claims, notices). Beat "
+        "them; it removes sessions over for RETENTION_EVENT_DAYS with their tool history "
+        "(sessions) and handoff notes replaced that long ago (handoffs). It also drops "
+        "spent file claims and old notices (claims, notices) and "
+        "archives the backup files of archived and long-completed tasks (taskFiles). Beat "
         "runs it every RETENTION_INTERVAL_SECONDS; manage.py prune runs it once."
     ),
     input_schema=obj({"dryRun": boolean(default=False)}),
@@ -30,7 +33,12 @@ register(Tool(
                        "versionsByTask": COUNTS, "checkpoints": array(string()),
                        "events": integer(), "eventsBySession": COUNTS,
                        "sessionOwners": integer(), "claims": integer(),
-                       "notices": integer(), "timestamp": TIMESTAMP},
+                       "notices": integer(),
+                       "taskFiles": array(string(), "Tasks whose backup file was archived"),
+                       "sessions": integer("Sessions over for RETENTION_EVENT_DAYS, removed "
+                                           "with their tool history"),
+                       "handoffs": integer("Handoff notes replaced that long ago"),
+                       "timestamp": TIMESTAMP},
                       ["success", "dryRun", "versions", "checkpoints", "events", "timestamp"]),
     handler=lambda args, ctx: {"success": True,
                                **retention.prune(dry_run=args.get("dryRun", False)).as_dict(),

@@ -8,8 +8,8 @@ import django_filters
 from django.db.models import QuerySet
 from rest_framework import serializers, viewsets
 from rest_framework.decorators import action
-from rest_framework.pagination import CursorPagination
 
+from orchestrator.core.pagination import StrictCursorPagination
 from orchestrator.core.tools.schema import SAFE_ID_PATTERN, SESSION_STATUSES
 from sessions.models import ActiveSession, SessionEvent, SessionHandoff, ToolInvocation
 
@@ -77,18 +77,12 @@ class HandoffSerializer(serializers.ModelSerializer):
                   "lastConfirmedAt"]
 
 
-class SequenceCursor(CursorPagination):
+class SequenceCursor(StrictCursorPagination):
     ordering = "sequence"
-    page_size = 100
-    page_size_query_param = "limit"
-    max_page_size = 1000
 
 
-class NewestFirstCursor(CursorPagination):
+class NewestFirstCursor(StrictCursorPagination):
     ordering = "-id"
-    page_size = 100
-    page_size_query_param = "limit"
-    max_page_size = 1000
 
 
 class SessionFilter(django_filters.FilterSet):

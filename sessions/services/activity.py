@@ -29,7 +29,7 @@ from orchestrator.core.errors import OrchestratorError
 from orchestrator.core.stamps import iso
 from sessions import signals
 from sessions.models import ActiveSession
-from sessions.services import lifecycle
+from sessions.services import lifecycle, pause
 from sessions.services.common import (
     HISTORY_TABLE,
     LIVE_STATUSES,
@@ -139,6 +139,10 @@ def record_activity(session_id: str, *, task_id: str | None = None,
         beat = lifecycle.heartbeat(session_id, task_id=task_id,
                                    conversation_summary=conversation_summary)
         task_id, last_heartbeat = beat["taskId"], beat["lastHeartbeat"]
+        if beat["paused"]:
+            # A hook reporting work (a prompt, a tool use, a finished turn): the agent
+            # is working again, so its pause is over (pause.py).
+            pause.resume_if_paused(session_id)
     else:
         if conversation_summary is not None:
             raise OrchestratorError("E1612", "conversationSummary is stored with the "

@@ -5,6 +5,8 @@ gone. ``report_compaction`` counts the compaction, sets status ``compacted`` wit
 recovery record (recovery_type 'compaction', snapshot of task, summary, unsaved changes
 and tool history), logs a system event and answers with the resume prompt, which says
 when a full plan reload is due (every second compaction: 2, 4, 6, ...).
+``complete_compaction`` is the other half, for any agent: the context is reloaded
+(seed 004 ``compaction_complete`` with the number and ``full_reload``).
 """
 
 from __future__ import annotations
@@ -15,11 +17,13 @@ from typing import Any
 from django.db import connection, transaction
 
 from orchestrator.backends import files
+from orchestrator.core.errors import OrchestratorError
 from orchestrator.core.stamps import now_iso
 from orchestrator.observability import metrics
 from sessions.services import agent_context, events, recovery
 from sessions.services.common import (
     DETAIL_TABLE,
+    LIVE_STATUSES,
     logger,
     refuse_for_status,
     session_status,
@@ -100,3 +104,80 @@ def _write_state_file(project_id: str, session_id: str, number: int, full_reload
     except OSError as exc:
         metrics.backend_failures_total.labels("file", "session_state").inc()
         logger.warning("session state file not written: %s", exc)
+
+
+def complete_compaction(session_id: str, *, compaction_number: int | None = None,
+                        full_reload: bool | None = None, summary: str | None = None,
+                        trigger: str | None = None) -> dict[str, Any]:
+    """Seed 004's "Resume Phase" done: the agent has reloaded what it needs after a
+    compaction. Logs ``compaction_complete`` (compaction_number, full_reload) and, when
+    the session was left ``compacted`` by report_compaction, ends that recovery (status
+    active again, as check_recovery markRecovered would).
+
+    Which compaction: ``compaction_number``, else the one reported and not completed yet,
+    else (an agent that never called report_compaction) a new one, counted here. A number
+    already completed changes nothing (``alreadyCompleted``: a retried call is harmless);
+    one past the next is E1612. ``full_reload`` defaults to the seed's rule (every
+    second compaction)."""
+    with transaction.atomic():
+        events.lock_open_session(session_id, action="completing a compaction")
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"SELECT d.compaction_count, d.compactions_completed, s.status, s.project_id "
+                f"FROM {DETAIL_TABLE} d JOIN {sessions_table()} s "
+                "ON s.session_id = d.session_id WHERE d.session_id = %s", [session_id])
+            count, completed, status, project_id = cursor.fetchone()
+            if status not in LIVE_STATUSES:
+                raise refuse_for_status(session_id, status, action="completing a compaction")
+            number = compaction_number or (count if count > completed else count + 1)
+            if number > count + 1:
+                raise OrchestratorError(
+                    "E1612", f"compactionNumber {number} was never reported: the session "
+                    f"has had {count} compaction(s); the next is {count + 1}",
+                    {"field": "compactionNumber", "compactionCount": count})
+            full = bool(full_reload) if full_reload is not None else number % 2 == 0
+            if number <= completed:
+                return {"success": True, "sessionId": session_id, "status": status,
+                        "compactionNumber": number, "compactionCount": count,
+                        "fullReload": full, "alreadyCompleted": True,
+                        "timestamp": now_iso()}
+            cursor.execute(
+                f"UPDATE {DETAIL_TABLE} SET compaction_count = GREATEST(compaction_count, %s), "
+                "compactions_completed = %s WHERE session_id = %s RETURNING compaction_count",
+                [number, number, session_id])
+            count = cursor.fetchone()[0]
+            cursor.execute(
+                f"UPDATE {sessions_table()} SET last_heartbeat = now(), "
+                "conversation_summary = COALESCE(%s, conversation_summary), "
+                "status = CASE WHEN status = 'compacted' AND recovery_type = 'compaction' "
+                "THEN 'active' ELSE status END, "
+                "recovery_needed = CASE WHEN status = 'compacted' AND recovery_type = "
+                "'compaction' THEN FALSE ELSE recovery_needed END "
+                "WHERE session_id = %s RETURNING status", [summary, session_id])
+            status = cursor.fetchone()[0]
+        parts: dict[str, Any] = {
+            "event": "compaction_complete", "compaction_number": number, "full_reload": full,
+            # The keys compaction_start and the console's timeline use.
+            "compactionNumber": number, "fullReload": full}
+        if trigger:
+            parts["trigger"] = trigger
+        if summary:
+            parts["compactSummary"] = summary[:20000]
+        event = events.append_event(
+            session_id, "system_event", "system", "compaction_complete", parts)
+    logger.info("compaction complete", extra={"sessionId": session_id, "projectId": project_id,
+                                              "compactionNumber": number, "fullReload": full})
+    _write_state_file(project_id, session_id, count, count % 2 == 0,
+                      {"taskId": _task_of(session_id)})
+    return {"success": True, "sessionId": session_id, "status": status,
+            "compactionNumber": number, "compactionCount": count, "fullReload": full,
+            "alreadyCompleted": False, "sequence": event["sequence"],
+            "timestamp": event["createdAt"]}
+
+
+def _task_of(session_id: str) -> str | None:
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT task_id FROM {sessions_table()} WHERE session_id = %s",
+                       [session_id])
+        row = cursor.fetchone()
+    return row[0] if row else None

@@ -155,7 +155,11 @@ def heartbeat(session_id: str, *, task_id: str | None = None,
         "WHERE t.task_id = %s::text AND t.project_id = s.project_id)) "
         "RETURNING s.last_heartbeat AS last, prev.last_heartbeat AS previous, "
         "s.task_id AS current_task, s.project_id, s.project_dir, s.status, "
-        "prev.task_id AS previous_task",
+        "prev.task_id AS previous_task, "
+        # A paused session's heartbeat (a watchdog beating while the agent waits at a
+        # usage limit) leaves the pause alone; the answer says it is paused.
+        f"EXISTS (SELECT 1 FROM {DETAIL_TABLE} d WHERE d.session_id = s.session_id "
+        "AND d.paused_at IS NOT NULL) AS paused",
         [task_id, summary, None if changes is None else json.dumps(changes), session_id,
          task_id, task_id])
     if row is None:
@@ -182,7 +186,8 @@ def heartbeat(session_id: str, *, task_id: str | None = None,
                                                        project_dir, last)}
     return {"success": True, "sessionId": session_id, "status": status,
             "lastHeartbeat": iso(last), "taskId": current_task,
-            "nextHeartbeatMs": settings.HEARTBEAT_INTERVAL_MS, "savedTo": saved_to}
+            "nextHeartbeatMs": settings.HEARTBEAT_INTERVAL_MS, "savedTo": saved_to,
+            "paused": bool(row["paused"])}
 
 
 def end_session(session_id: str, *, summary: str | None = None,

@@ -9,6 +9,7 @@ so concurrent sweeps, workers and admins flip a session exactly once.
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 from typing import Any
 
@@ -23,11 +24,12 @@ from orchestrator.core.models import Project
 from orchestrator.core.stamps import iso, now_iso
 from sessions import signals
 from sessions.models import ActiveSession, SessionDetail, SessionEvent
-from sessions.services import history, markers
+from sessions.services import history, markers, pause
 from sessions.services.common import (
     DETAIL_TABLE,
     EVENTS_TABLE,
     HISTORY_TABLE,
+    LIVE_STATUSES,
     announce_end,
     announce_ends,
     logger,
@@ -36,6 +38,7 @@ from sessions.services.common import (
     sessions_table,
     tasks_table,
 )
+from sessions.services.pause import PAUSED_SQL
 from sessions.services.prompts import RecoveryState, resume_prompt, task_from_row
 from sessions.services.work import forget_sessions, orphaned_work
 
@@ -47,7 +50,10 @@ CRASH_REPORT = "crash_report"
 # was doing, so not in a resume prompt's tool usage.
 SESSION_BOOKKEEPING = frozenset({
     "start_session", "heartbeat", "record_activity", "append_session_event", "end_session",
-    "report_compaction", "check_recovery", "get_context_bundle", "update_session_scratchpad"})
+    "report_compaction", "check_recovery", "get_context_bundle", "update_session_scratchpad",
+    "complete_compaction", "pause_session", "resume_session",
+    # the check before each edit: the edit itself is in the history
+    "claim_files", "release_files"})
 _STAMP = "'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"'"
 
 
@@ -81,6 +87,8 @@ def _flip_to_crashed(where: str, params: list[Any]) -> list[tuple]:
             f"UPDATE {sessions_table()} s SET status = 'crashed', recovery_needed = TRUE, "
             f"recovery_type = 'crash', context_snapshot = {snapshot_sql()} "
             f"WHERE s.status IN ('active', 'compacted') AND {where} "
+            # A paused session expects no heartbeats and is never marked crashed.
+            f"AND NOT {PAUSED_SQL} "
             # The heartbeat comes back as text: parsing 10,000 timestamps (for 50 log
             # lines) cost a mass-crash sweep ~25 ms.
             f"RETURNING s.session_id, to_char(s.last_heartbeat AT TIME ZONE 'UTC', {_STAMP}), "
@@ -119,33 +127,82 @@ def report_crashed(session_ids: list[str]) -> list[str]:
 
 
 def mark_crashed(session_id: str) -> None:
-    """Admin action: declare a live session crashed now, whatever its heartbeat says."""
+    """Admin action: declare a live session crashed now, whatever its heartbeat says (a
+    paused one is refused: resume it first)."""
     if not _flip_to_crashed("s.session_id = %s", [session_id]):
-        raise refuse_for_status(session_id, session_status(session_id),
-                                action="marking it crashed")
+        status = session_status(session_id)
+        if status in LIVE_STATUSES and pause.pause_state(session_id) is not None:
+            raise OrchestratorError(
+                "E1602", f"Session {session_id!r} is paused; a paused session is never "
+                "marked crashed (resume_session first)",
+                {"sessionId": session_id, "status": status, "paused": True})
+        raise refuse_for_status(session_id, status, action="marking it crashed")
 
 
 def clean_stale_sessions() -> list[str]:
-    """Delete ended/recovered sessions older than STALE_SESSION_HOURS, with their records.
+    """Close out abandoned sessions; never delete anything.
 
-    A session that still needs recovery is never cleaned. The event log's immutability
-    guard lets this one transaction prune (orchestrator.allow_version_pruning).
+    A live session (active or compacted) silent for longer than STALE_SESSION_HOURS (a
+    paused one: that long after its resetsAt, if later) is ended with recovery type
+    ``timeout``. It keeps (or gets) its recovery flag and a fresh recovery snapshot: the
+    crash sweep would have flagged it long before had it run (beat down, the server off
+    for a day), so nobody has taken its work over yet and check_recovery must still
+    offer its resume prompt until someone marks it recovered. Its event log, tool
+    history, handoffs and work records stay: only retention removes history, by its own
+    settings (RETENTION_EVENT_DAYS).
     """
-    hours = settings.STALE_SESSION_HOURS
+    seconds = settings.STALE_SESSION_HOURS * 3600
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute(
-            f"DELETE FROM {sessions_table()} WHERE status IN ('ended', 'recovered') "
-            "AND recovery_needed IS NOT TRUE "
-            "AND COALESCE(ended_at, last_heartbeat, started_at) < now() - make_interval("
-            "secs => %s) RETURNING session_id", [hours * 3600])
+            f"UPDATE {sessions_table()} s SET status = 'ended', ended_at = now(), "
+            "recovery_needed = TRUE, recovery_type = 'timeout', "
+            f"context_snapshot = {snapshot_sql()} "
+            "WHERE s.status IN ('active', 'compacted') "
+            "AND GREATEST(COALESCE(s.last_heartbeat, s.started_at), "
+            f"(SELECT d.pause_resets_at FROM {DETAIL_TABLE} d "
+            "WHERE d.session_id = s.session_id AND d.paused_at IS NOT NULL)) "
+            "< now() - make_interval(secs => %s) "
+            "RETURNING s.session_id, s.project_id",
+            ["timeout", seconds])
+        rows = cursor.fetchall()
+        closed = [r[0] for r in rows]
+        if closed:
+            # A pause ends with its session (the row lock order: session, then detail,
+            # as nothing else takes them in the other order for a closed session).
+            cursor.execute(f"UPDATE {DETAIL_TABLE} SET paused_at = NULL WHERE session_id = "
+                           "ANY(%s) AND paused_at IS NOT NULL", [closed])
+            announce_ends(closed, "ended")
+    for session_id, project_id in rows[:CRASH_LOG_LINES]:
+        markers.mark_gone(session_id, project_id, "ended")
+        logger.warning("Session abandoned", extra={"sessionId": session_id,
+                                                   "projectId": project_id,
+                                                   "recoveryType": "timeout"})
+    if len(rows) > CRASH_LOG_LINES:
+        logger.warning("Sessions abandoned", extra={
+            "count": len(rows), "notListed": len(rows) - CRASH_LOG_LINES,
+            "recoveryType": "timeout"})
+    return closed
+
+
+def remove_sessions(session_ids: list[str]) -> list[str]:
+    """Delete sessions with everything recorded about them (event log, tool history,
+    detail and work records): for retention once their history has expired, never for
+    the stale sweep. The event log's immutability guard lets this one transaction prune
+    (orchestrator.allow_version_pruning). Returns the sessions deleted."""
+    if not session_ids:
+        return []
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(f"DELETE FROM {sessions_table()} WHERE session_id = ANY(%s) "
+                       "RETURNING session_id", [list(session_ids)])
         removed = [r[0] for r in cursor.fetchall()]
+        touched: set[str] = set()
         if removed:
             cursor.execute("SELECT set_config('orchestrator.allow_version_pruning', 'on', true)")
             for table in (EVENTS_TABLE, HISTORY_TABLE, DETAIL_TABLE):
                 cursor.execute(f"DELETE FROM {table} WHERE session_id = ANY(%s)", [removed])
             touched = forget_sessions(removed)
     if removed:
-        logger.info("stale sessions cleaned", extra={"count": len(removed)})
+        logger.info("sessions removed", extra={"count": len(removed)})
         signals.sessions_removed.send(sender=ActiveSession, session_ids=removed,
                                       task_ids=sorted(touched))
     return removed
@@ -263,22 +320,31 @@ def check_recovery(*, mark_recovered_id: str | None = None, include_history: boo
     """Sessions of ``project_ids`` (None: every project) needing recovery, with resume
     prompts (4.1.8); ``project_dir`` narrows them to one directory. Optionally marks one
     recovered first."""
+    marked_row, orphans_before = None, []
+    if mark_recovered_id:
+        # What the recovery takes over, as it was before the mark (seed 004's log lines).
+        marked_row = ActiveSession.objects.filter(session_id=mark_recovered_id).first()
+        orphans_before = orphaned_work(project_ids=project_ids, project_dir=project_dir)
     marked = mark_recovered(mark_recovered_id, project_ids) if mark_recovered_id else None
     report_crashed(crashed_session_ids or [])
     detect_crashed_sessions()
-    rows = ActiveSession.objects.filter(recovery_needed=True).order_by("-last_heartbeat")
-    if project_ids is not None:
-        rows = rows.filter(project_id__in=project_ids)
-    if project_dir is not None:
-        rows = rows.filter(project_dir=project_dir)
-    if exclude_session:
-        rows = rows.exclude(session_id=exclude_session)
-    rows = list(rows[:100])
+    rows = _scoped(ActiveSession.objects.filter(recovery_needed=True), project_ids,
+                   project_dir, exclude_session)
+    rows = list(rows.order_by("-last_heartbeat")[:100])
+    paused = _overdue_pauses(project_ids, project_dir, exclude_session)
+    listed = {r.session_id for r in rows}
+    paused = [(row, info) for row, info in paused if row.session_id not in listed]
+    rows += [row for row, _ in paused]
+    pauses = {row.session_id: pause_info for row, pause_info in paused}
     counts = dict(SessionDetail.objects.filter(session_id__in=[r.session_id for r in rows])
                   .values_list("session_id", "compaction_count"))
     reports = crash_reports([r.session_id for r in rows])
     states = [_state_from_row(r, counts.get(r.session_id, 0), reports.get(r.session_id))
               for r in rows]
+    for state in states:
+        if state.session_id in pauses:
+            state.recovery_type = "timeout"  # the pause outlived its reset time
+    reconciled = events_since_saved_state([r.session_id for r in rows])
     orphans = orphaned_work(project_ids=project_ids, project_dir=project_dir)
     for state in states:
         state.orphaned_tasks = [{"taskId": task_id, "name": name}
@@ -290,16 +356,132 @@ def check_recovery(*, mark_recovered_id: str | None = None, include_history: boo
             from_file = _stale_file_state(project_id, known)
             if from_file:
                 states.append(from_file)
-    sessions = [_session_entry(state, include_history) for state in states]
+    sessions = [_session_entry(state, include_history, pauses.get(state.session_id),
+                               reconciled.get(state.session_id)) for state in states]
     summary = (f"{len(sessions)} session(s) need recovery: " + ", ".join(
-        f"{s['sessionId']} ({s['recoveryType']})" for s in sessions)
+        f"{s['sessionId']} ({'paused' if 'pause' in s else s['recoveryType']})"
+        for s in sessions)
         if sessions else "No sessions need recovery.")
+    orphaned_tasks = _orphaned_tasks(orphans)
     result: dict[str, Any] = {"needsRecovery": bool(sessions), "sessions": sessions,
-                              "orphanedTasks": _orphaned_tasks(orphans),
+                              "orphanedTasks": orphaned_tasks,
+                              "recentCompletions": recent_completions(project_ids),
+                              "recentCompletionWindowHours":
+                                  settings.RECENT_COMPLETION_WINDOW,
                               "summary": summary, "timestamp": now_iso()}
     if marked:
         result["markedRecovered"] = {"sessionId": mark_recovered_id, "status": marked}
+        _log_coordinator_recovered(mark_recovered_id, marked_row, orphans_before, result)
     return result
+
+
+def _scoped(rows: Any, project_ids: list[str] | None, project_dir: str | None,
+            exclude_session: str | None) -> Any:
+    if project_ids is not None:
+        rows = rows.filter(project_id__in=project_ids)
+    if project_dir is not None:
+        rows = rows.filter(project_dir=project_dir)
+    if exclude_session:
+        rows = rows.exclude(session_id=exclude_session)
+    return rows
+
+
+def _overdue_pauses(project_ids: list[str] | None, project_dir: str | None,
+                    exclude_session: str | None) -> list[tuple[ActiveSession, dict[str, Any]]]:
+    """Live sessions still paused PAUSE_RESUME_GRACE_MINUTES after their resetsAt (seed
+    004: the wait is over and nothing resumed them), newest reset first."""
+    details = {d.session_id: d for d in SessionDetail.objects.filter(
+        paused_at__isnull=False, pause_resets_at__lt=timezone.now() - pause.grace())
+        .order_by("-pause_resets_at")[:100]}
+    if not details:
+        return []
+    rows = _scoped(ActiveSession.objects.filter(session_id__in=list(details),
+                                                status__in=LIVE_STATUSES),
+                   project_ids, project_dir, exclude_session)
+    found = []
+    for row in rows:
+        d = details[row.session_id]
+        found.append((row, pause.pause_data(d.paused_at, d.pause_reason, d.pause_resets_at,
+                                            d.pause_remaining_percent)))
+    found.sort(key=lambda item: item[1]["resetsAt"] or "", reverse=True)
+    return found
+
+
+STATE_RECONCILED_SHOWN = 20
+
+
+def events_since_saved_state(session_ids: list[str]) -> dict[str, dict[str, Any]]:
+    """Seed 004 ``state_reconciled``: per session, the events it wrote after its last
+    saved state, the newest version of its task (what a recovering agent reads back), or
+    all of them when it has no task or the task no version: {savedStateAt, count,
+    events (the newest STATE_RECONCILED_SHOWN, oldest first)}. Two queries for all."""
+    if not session_ids:
+        return {}
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT s.session_id, s.task_id, (SELECT max(v.created_at) FROM "
+            f"{qualified('context_versions')} v WHERE v.task_id = s.task_id) "
+            f"FROM {sessions_table()} s WHERE s.session_id = ANY(%s)", [list(session_ids)])
+        saved = {sid: (task_id, at) for sid, task_id, at in cursor.fetchall()}
+        cursor.execute(
+            "SELECT session_id, sequence, event_type, content, parts, created_at, total "
+            "FROM (SELECT e.session_id, e.sequence, e.event_type, e.content, e.parts, "
+            "e.created_at, count(*) OVER w AS total, "
+            "row_number() OVER (w ORDER BY e.sequence DESC) AS n "
+            f"FROM {EVENTS_TABLE} e JOIN unnest(%s::text[], %s::timestamptz[]) "
+            "AS k(session_id, saved_at) ON k.session_id = e.session_id "
+            "WHERE k.saved_at IS NULL OR e.created_at > k.saved_at "
+            "WINDOW w AS (PARTITION BY e.session_id)) x "
+            "WHERE n <= %s ORDER BY session_id, sequence",
+            [list(saved), [at for _, at in saved.values()], STATE_RECONCILED_SHOWN])
+        found = cursor.fetchall()
+    result = {sid: {"savedStateAt": iso(at), "count": 0, "events": []}
+              for sid, (_, at) in saved.items()}
+    for sid, sequence, event_type, content, parts, created_at, total in found:
+        if isinstance(parts, str):
+            parts = json.loads(parts)
+        entry = result[sid]
+        entry["count"] = total
+        entry["events"].append({
+            "sequence": sequence, "type": event_type,
+            "event": (parts or {}).get("event") if isinstance(parts, dict) else None,
+            "content": content[:500], "taskId": saved[sid][0], "createdAt": iso(created_at)})
+    return result
+
+
+def recent_completions(project_ids: list[str] | None) -> list[dict[str, Any]]:
+    """Seed 004: the tasks completed within RECENT_COMPLETION_WINDOW hours, newest first,
+    for a recovering agent to validate before it assigns new work."""
+    from contexts.models import TaskContext
+
+    since = timezone.now() - timedelta(hours=settings.RECENT_COMPLETION_WINDOW)
+    tasks = TaskContext.objects.filter(status="completed", updated_at__gte=since)
+    if project_ids is not None:
+        tasks = tasks.filter(project_id__in=project_ids)
+    return [{"taskId": task_id, "name": name, "projectId": project_id,
+             "completedAt": iso(updated_at)}
+            for task_id, name, project_id, updated_at in tasks.order_by("-updated_at")
+            .values_list("task_id", "name", "project_id", "updated_at")[:100]]
+
+
+def _log_coordinator_recovered(session_id: str, row: ActiveSession | None,
+                               orphans: list[tuple], result: dict[str, Any]) -> None:
+    """Seed 004's recovery events, as structured log lines: one orphan_agent_detected per
+    orphaned task (the crashed session that left it), then coordinator_recovered."""
+    project_id = row.project_id if row else None
+    agents = dict(SessionDetail.objects.filter(
+        session_id__in={o[2] for o in orphans}).values_list("session_id", "agent_id"))
+    for task_id, _, crashed_id, _ in orphans[:CRASH_LOG_LINES]:
+        logger.warning("orphan_agent_detected", extra={
+            "event": "orphan_agent_detected", "agent_id": agents.get(crashed_id) or crashed_id,
+            "sessionId": crashed_id, "task_id": task_id, "type": "session"})
+    reconciled = events_since_saved_state([session_id]).get(session_id) or {}
+    logger.info("coordinator_recovered", extra={
+        "event": "coordinator_recovered", "sessionId": session_id, "projectId": project_id,
+        "orphaned_agents": len({o[2] for o in orphans}),
+        "orphaned_tasks": len({o[0] for o in orphans}),
+        "events_reconciled": reconciled.get("count", 0),
+        "recent_completions": len(result["recentCompletions"])})
 
 
 def _orphaned_tasks(rows: list[tuple]) -> list[dict[str, Any]]:
@@ -312,21 +494,52 @@ def _orphaned_tasks(rows: list[tuple]) -> list[dict[str, Any]]:
     return list(tasks.values())
 
 
-def _session_entry(state: RecoveryState, include_history: bool) -> dict[str, Any]:
+def _session_entry(state: RecoveryState, include_history: bool,
+                   pause_info: dict[str, Any] | None = None,
+                   reconciled: dict[str, Any] | None = None) -> dict[str, Any]:
+    prompt = resume_prompt(state)
+    if pause_info:
+        prompt = _pause_prompt(state.session_id, pause_info) + "\n" + prompt
+    reconciled = reconciled or {"savedStateAt": None, "count": 0, "events": []}
     entry: dict[str, Any] = {
         "sessionId": state.session_id,
         "taskId": (state.task or {}).get("taskId"),
         "taskName": (state.task or {}).get("name"),
         "recoveryType": state.recovery_type,
         "lastActivity": state.last_activity,
-        "resumePrompt": resume_prompt(state),
+        "resumePrompt": prompt,
         "unsavedChanges": state.unsaved_changes,
         "compactionCount": state.compaction_count,
         "fullReloadDue": state.full_reload_due,
+        "savedStateAt": reconciled["savedStateAt"],
+        "eventsSinceSavedState": reconciled["count"],
+        "stateReconciled": reconciled["events"],
     }
+    if pause_info:
+        entry["pause"] = pause_info
     if include_history:
         entry["toolHistory"] = state.tool_history[:HISTORY_LIMIT]
     return entry
+
+
+PAUSE_REASON_TEXT = {"usage_limit": "Usage limit", "user_stop": "User stop",
+                     "system_error": "System error"}
+
+
+def _pause_prompt(session_id: str, pause_info: dict[str, Any]) -> str:
+    """Seed 004's "SESSION PAUSED" notice for a pause whose reset time has passed."""
+    reason = PAUSE_REASON_TEXT.get(str(pause_info.get("reason")), "paused")
+    lines = [f"## Session Paused - {reason}", "",
+             f"- **Paused at**: {pause_info.get('pausedAt')}",
+             f"- **Session resets at**: {pause_info.get('resetsAt')}",
+             f"- **Auto-resume was due at**: {pause_info.get('resumeAt')}"]
+    if pause_info.get("remainingPercent") is not None:
+        lines.append(f"- **Session remaining**: {pause_info['remainingPercent']}%")
+    lines += ["", f"The reset time has passed: call `resume_session` with sessionId "
+              f"`{session_id}` (or carry on working: the next activity resumes it), "
+              "validate the tasks completed lately (recentCompletions), then continue "
+              "from the state below."]
+    return "\n".join(lines) + "\n"
 
 
 def recovery_state(session_id: str) -> RecoveryState:

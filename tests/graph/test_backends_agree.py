@@ -94,7 +94,7 @@ def test_same_agents_and_recent_sessions(settings, graph_server, tools,
     from django.utils import timezone
 
     from sessions.models import ActiveSession, SessionWork
-    from sessions.services.recovery import clean_stale_sessions
+    from sessions.services.recovery import remove_sessions
 
     def run(tool, args):
         with django_capture_on_commit_callbacks(execute=True):
@@ -110,7 +110,9 @@ def test_same_agents_and_recent_sessions(settings, graph_server, tools,
     run("end_session", {"sessionId": "s1"})
     ActiveSession.objects.filter(session_id="s1").update(
         ended_at=timezone.now() - timedelta(hours=settings.STALE_SESSION_HOURS + 1))
-    assert clean_stale_sessions() == ["s1"]
+    # The stale sweep deletes nothing any more; removing a session with its records is
+    # retention's (recovery.remove_sessions).
+    assert remove_sessions(["s1"]) == ["s1"]
 
     def focus(task_id):
         from_graph, from_postgres = answers(settings, task_id=task_id, depth=0)

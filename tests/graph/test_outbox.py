@@ -44,7 +44,7 @@ def work_through_a_day(tools) -> list[dict]:
 
     from contexts.models import TaskContext
     from sessions.models import ActiveSession
-    from sessions.services.recovery import clean_stale_sessions
+    from sessions.services.recovery import remove_sessions
 
     answers = []
     tools.ok("create_task", {"taskId": "o1", "name": "O1", "agentType": "backend"})
@@ -63,7 +63,9 @@ def work_through_a_day(tools) -> list[dict]:
     tools.ok("end_session", {"sessionId": "os1"})
     ActiveSession.objects.filter(session_id="os1").update(
         ended_at=timezone.now() - timedelta(hours=settings.STALE_SESSION_HOURS + 1))
-    assert clean_stale_sessions() == ["os1"]
+    # The stale sweep deletes nothing any more; removing a session with its records is
+    # retention's (recovery.remove_sessions).
+    assert remove_sessions(["os1"]) == ["os1"]
     tools.ok("create_task", {"taskId": "o4", "name": "O4"})
     TaskContext.objects.filter(task_id="o4").delete()  # a raw delete is queued as well
     return answers

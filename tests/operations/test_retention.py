@@ -175,3 +175,31 @@ def test_spent_claims_and_old_notices_go(tools, make_task):
     assert (report.claims, report.notices) == (3, 1)
     assert list(FileClaim.objects.values_list("path", flat=True)) == ["kept.py"]
     assert list(SessionNotice.objects.values_list("text", flat=True)) == ["pending"]
+
+
+def test_sessions_long_over_go_with_their_history_and_replaced_notes(tools):
+    """Only retention deletes history (the stale sweep closes sessions out): a session
+    ended longer than RETENTION_EVENT_DAYS ago goes with its tool history; a recent one,
+    one needing recovery and the project's active handoff note stay."""
+    from sessions.models import ActiveSession, SessionHandoff, ToolInvocation
+
+    for session in ("old", "recent", "crashed"):
+        tools.ok("start_session", {"sessionId": session})
+        tools.ok("record_activity", {"sessionId": session, "toolUses": [
+            {"tool": "Bash", "success": True, "timestamp": "2026-11-25T08:00:00Z"}]})
+    tools.ok("end_session", {"sessionId": "old", "summary": "old note"})
+    tools.ok("end_session", {"sessionId": "recent", "summary": "newest note"})
+    tools.ok("check_recovery", {"crashedSessionIds": ["crashed"]})
+    with connection.cursor() as cursor:
+        cursor.execute(f"UPDATE {qualified('active_sessions')} SET ended_at = now() - "
+                       "interval '40 days', last_heartbeat = now() - interval '40 days' "
+                       "WHERE session_id IN ('old', 'crashed')")
+        cursor.execute(f"UPDATE {SessionHandoff._meta.db_table} SET created_at = now() - "
+                       "interval '40 days' WHERE from_session_id = 'old'")
+    report = retention.prune(policy(event_days=30))
+    assert (report.sessions, report.handoffs) == (1, 1)
+    assert sorted(ActiveSession.objects.values_list("session_id", flat=True)) == [
+        "crashed", "recent"]
+    assert not ToolInvocation.objects.filter(session_id="old").exists()
+    assert ToolInvocation.objects.filter(session_id="recent").exists()
+    assert list(SessionHandoff.objects.values_list("summary", flat=True)) == ["newest note"]

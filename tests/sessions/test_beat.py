@@ -38,4 +38,4 @@ def test_management_commands(tools):
     assert "stale" in out.getvalue() and "1 session(s) marked crashed" in out.getvalue()
     out = StringIO()
     call_command("clean_stale_sessions", stdout=out)
-    assert "0 stale session(s) removed" in out.getvalue()
+    assert "0 abandoned session(s) closed" in out.getvalue()

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import threading
 from datetime import timedelta
+from io import StringIO
 
 import pytest
+from django.core.management import call_command
 from django.db import connection
 from django.utils import timezone
 
@@ -165,11 +167,13 @@ def test_two_concurrent_sweeps_flip_each_session_once():
 
 
 @pytest.mark.django_db
-def test_clean_stale_sessions_keeps_those_needing_recovery(tools):
-    for sid in ("ended", "recovered", "crashed", "live"):
+def test_clean_stale_sessions_closes_out_abandoned_ones_and_deletes_nothing(tools):
+    for sid in ("ended", "recovered", "crashed", "live", "silent", "fresh"):
         tools.ok("start_session", {"sessionId": sid})
     tools.ok("append_session_event", {"sessionId": "ended", "type": "user_message",
                                       "role": "user", "content": "hi"})
+    tools.ok("append_session_event", {"sessionId": "silent", "type": "user_message",
+                                      "role": "user", "content": "still there?"})
     tools.ok("end_session", {"sessionId": "ended"})
     for sid in ("recovered", "crashed"):
         backdate(sid, 10)
@@ -177,12 +181,50 @@ def test_clean_stale_sessions_keeps_those_needing_recovery(tools):
     recovery.mark_recovered("recovered")
     with connection.cursor() as cursor:
         cursor.execute("UPDATE mcp_contexts.active_sessions SET ended_at = now() - "
-                       "interval '2 days', last_heartbeat = now() - interval '2 days'")
-    assert sorted(recovery.clean_stale_sessions()) == ["ended", "recovered"]
+                       "interval '2 days', last_heartbeat = now() - interval '2 days' "
+                       "WHERE session_id <> 'fresh'")
+    # "live" and "silent" are live but silent for two days (the crash sweep never ran).
+    assert sorted(recovery.clean_stale_sessions()) == ["live", "silent"]
     from sessions.models import ActiveSession, SessionEvent
     assert sorted(ActiveSession.objects.values_list("session_id", flat=True)) == \
-        ["crashed", "live"]
-    assert not SessionEvent.objects.filter(session_id="ended").exists()
+        ["crashed", "ended", "fresh", "live", "recovered", "silent"]
+    assert SessionEvent.objects.filter(session_id="ended").exists()
+    assert status_of("silent") == ("ended", True, "timeout")
+    assert status_of("fresh") == ("active", False, None)
+    assert status_of("crashed")[0] == "crashed"
+    report = tools.ok("check_recovery", {})
+    listed = {s["sessionId"]: s for s in report["sessions"]}
+    assert listed["silent"]["recoveryType"] == "timeout"
+    assert "## Recovery Required: timeout" in listed["silent"]["resumePrompt"]
+    assert [e["content"] for e in listed["silent"]["stateReconciled"]] == ["still there?"]
+    assert recovery.clean_stale_sessions() == []  # nothing left to close
+    tools.ok("check_recovery", {"markRecovered": "silent"})
+    assert status_of("silent") == ("recovered", False, "timeout")
+
+
+@pytest.mark.django_db
+def test_events_of_a_session_ended_three_days_ago_survive_the_cleanup(tools):
+    tools.ok("start_session", {"sessionId": "old"})
+    for text in ("plan the parser", "write the tests"):
+        tools.ok("append_session_event", {"sessionId": "old", "type": "user_message",
+                                          "role": "user", "content": text})
+    tools.ok("record_activity", {"sessionId": "old", "toolUses": [
+        {"tool": "Edit", "success": True, "timestamp": "2030-01-01T00:00:00Z"}]})
+    tools.ok("end_session", {"sessionId": "old", "summary": "parser done"})
+    with connection.cursor() as cursor:
+        cursor.execute("UPDATE mcp_contexts.active_sessions SET ended_at = now() - "
+                       "interval '3 days', last_heartbeat = now() - interval '3 days', "
+                       "started_at = now() - interval '4 days' WHERE session_id = 'old'")
+    out = StringIO()
+    call_command("clean_stale_sessions", stdout=out)
+    assert "0 abandoned session(s) closed" in out.getvalue()
+    assert recovery.clean_stale_sessions() == []
+    events = tools.ok("get_recent_session_events", {"sessionId": "old"})["events"]
+    assert [e["content"] for e in events] == ["plan the parser", "write the tests"]
+    from sessions.models import SessionHandoff, ToolInvocation
+    assert ToolInvocation.objects.filter(session_id="old").exists()
+    assert SessionHandoff.objects.filter(from_session_id="old").exists()
+    assert status_of("old") == ("ended", False, None)
 
 
 @pytest.mark.django_db
