@@ -20,6 +20,7 @@ from django.utils import timezone
 
 from claims.services import file_claims, live_claim_counts
 from conflicts.models import ContextConflict
+from contexts.services import storage
 from orchestrator.backends import redis_store
 from orchestrator.core import jobruns
 from orchestrator.core.db import qualified
@@ -187,6 +188,21 @@ def file_claim_overview(now: datetime, project_ids: list[str] | None = None
             "contested": contested_files(project_ids)}
 
 
+# A project whose stored bytes reach this share of STORAGE_QUOTA_BYTES is flagged.
+STORAGE_WARN_PERCENT = 80
+
+
+def storage_overview(project_ids: list[str] | None = None) -> dict[str, Any]:
+    """Bytes of task versions and checkpoints per project against the per-project limit
+    (STORAGE_QUOTA_BYTES; limitBytes 0: none), fullest first (LISTED_ROWS of them); ``warn``
+    when the fullest is at STORAGE_WARN_PERCENT or more."""
+    figures = storage.overview(project_ids)
+    figures["projects"] = figures["projects"][:LISTED_ROWS]
+    figures["warn"] = bool(figures["fullest"] is not None
+                           and figures["fullest"] >= STORAGE_WARN_PERCENT)
+    return figures
+
+
 def cache_stats() -> dict[str, Any]:
     """Redis's keyspace hit rate since the server started (shared by every worker)."""
     try:
@@ -240,6 +256,7 @@ def fleet_overview(project_ids: list[str] | None = None) -> dict[str, Any]:
         "orphanedTaskCount": orphaned_count,
         "activity": activity(now, project_ids),
         "fileClaims": file_claim_overview(now, project_ids),
+        "storage": storage_overview(project_ids),
         "cache": cache_stats(),
         "jobs": job_status(now),
     }

@@ -5,14 +5,14 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from django.db import IntegrityError, transaction
+from django.db import DatabaseError, IntegrityError, transaction
 
 from contexts.models import GlobalContext, TaskContext
 from contexts.services.validation import validate_changes
 from contexts.services.write import notify_changed, publish
 from orchestrator.backends.files import check_safe_id
 from orchestrator.core.db import set_change_context
-from orchestrator.core.errors import OrchestratorError, task_not_found
+from orchestrator.core.errors import OrchestratorError, storage_quota_exceeded, task_not_found
 from orchestrator.core.projects import default_project, require_project
 from orchestrator.core.stamps import iso
 from orchestrator.core.tools.schema import MAX_TASK_ID_LENGTH
@@ -48,7 +48,7 @@ def create_task(task_id: str, fields: dict[str, Any], *, project_id: str | None 
     """Insert a task with camelCase ``fields`` into ``project_id`` (default: the default
     project; version 1 is recorded by the trigger), then cache and back it up. E1612
     invalid, E1605 unknown project, E1614 the id exists (in any project: task ids are
-    unique across the server)."""
+    unique across the server), E1617 the project's storage quota (nothing written)."""
     task_id = check_safe_id(task_id)
     project_id = require_project(project_id or default_project())
     if len(task_id) > MAX_TASK_ID_LENGTH:
@@ -66,6 +66,11 @@ def create_task(task_id: str, fields: dict[str, Any], *, project_id: str | None 
     except IntegrityError:
         raise OrchestratorError("E1614", f"Task {task_id!r} already exists",
                                 {"taskId": task_id}) from None
+    except DatabaseError as exc:  # version 1 would pass the project's storage quota
+        quota = storage_quota_exceeded(exc)
+        if quota is None:
+            raise
+        raise quota from None  # a refusal, not a database fault (no DatabaseError cause)
     task.refresh_from_db()
     saved_to = publish(task, registry=True)
     logger.info("task created", extra={"taskId": task_id, "projectId": task.project_id,

@@ -33,7 +33,7 @@ from functools import partial
 from typing import Any
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import DatabaseError, connection, transaction
 
 from contexts import signals
 from contexts.models import TaskContext
@@ -45,7 +45,7 @@ from locks.services import HINT_TABLE
 from orchestrator.backends import prepared
 from orchestrator.backends.files import check_safe_id
 from orchestrator.core.db import in_callers_transaction, qualified, set_change_context
-from orchestrator.core.errors import task_not_found
+from orchestrator.core.errors import storage_quota_exceeded, task_not_found
 from orchestrator.observability import metrics, tracing
 
 logger = logging.getLogger("orchestrator.contexts")
@@ -116,7 +116,8 @@ def write_task(task_id: str, changes: Changes, *, change_type: str,
 
     ``before_update(task)`` runs with the row locked, after the lock rule and before the
     UPDATE, in the same transaction (rollback_to's backup checkpoint). E1612, E1610,
-    E1613; a database failure raises as it is (the registry answers E1654/E1699).
+    E1613, E1617 (the project's storage quota: nothing written); any other database
+    failure raises as it is (the registry answers E1654/E1699).
     """
     check_safe_id(task_id)
     if not isinstance(changes, TaskChanges) and not callable(changes):
@@ -124,18 +125,26 @@ def write_task(task_id: str, changes: Changes, *, change_type: str,
     started = time.perf_counter()
     with tracing.backend_span("postgres_update", "postgres", **{"task.id": task_id}):
         done = None
-        if isinstance(changes, TaskChanges) and changes.columns and before_update is None \
-                and not connection.in_atomic_block:
-            done = _update_in_one_statement(task_id, changes, change_type=change_type,
-                                            summary=summary, session_id=session_id,
-                                            actor=actor, enforce_locks=enforce_locks)
-        deferred = in_callers_transaction()
-        if done is None:
-            with transaction.atomic():
-                done = _update_locked_row(task_id, changes, change_type=change_type,
-                                          summary=summary, session_id=session_id, actor=actor,
-                                          enforce_locks=enforce_locks,
-                                          before_update=before_update)
+        try:
+            if isinstance(changes, TaskChanges) and changes.columns \
+                    and before_update is None and not connection.in_atomic_block:
+                done = _update_in_one_statement(task_id, changes, change_type=change_type,
+                                                summary=summary, session_id=session_id,
+                                                actor=actor, enforce_locks=enforce_locks)
+            deferred = in_callers_transaction()
+            if done is None:
+                with transaction.atomic():
+                    done = _update_locked_row(task_id, changes, change_type=change_type,
+                                              summary=summary, session_id=session_id,
+                                              actor=actor, enforce_locks=enforce_locks,
+                                              before_update=before_update)
+        except DatabaseError as exc:
+            # The storage trigger refused the version (the project is at its quota): the
+            # statement, and so the write, did nothing. E1617, not a database fault.
+            quota = storage_quota_exceeded(exc)
+            if quota is None:
+                raise
+            raise quota from None  # a refusal, not a database fault (no DatabaseError cause)
     task, before = done
     if before is None:  # the derived change found nothing to write
         return TaskWrite(task=task, changed=False, registry=False, graph="unchanged")

@@ -4,9 +4,9 @@
 ``/mcp`` lists every registry tool, including the ones only the Claude Code hooks should
 call (start_session, heartbeat, record_activity, end_session, ...): a model calling those
 by mistake ends or muddles its own session, and their ~40 KB of definitions ride along in
-every model request. This table offers ten tools instead, under names that say what they
-do, with a short description and a trimmed input schema each (7.8 KB in all,
-as Claude Code sends them; the budget is 8 KB, tests/clients/test_agent_tools.py).
+every model request. This table offers eleven tools instead, under names that say what
+they do, with a short description and a trimmed input schema each (8,112 bytes in all,
+as Claude Code sends them; the budget is 8,192, tests/clients/test_agent_tools.py).
 
 Each entry only renames a registry tool: a call goes through ``registry.call_tool`` under
 the registry's name, with the caller's ToolContext, so validation, access rules, tracing,
@@ -103,6 +103,10 @@ CATALOGUE: tuple[AgentTool, ...] = (
         "Restore a task to an earlier version or checkpoint. Makes a backup checkpoint "
         "first.",
         Fields({"taskId": "", "target": ""})),
+    AgentTool(
+        "list_checkpoints", "list_checkpoints",
+        "Checkpoints of a task, newest first, to roll back to.",
+        Fields({"taskId": ""})),
     AgentTool(
         "get_task_graph", "get_task_graph",
         "Task relationships: blockers, dependencies, subtasks, and which tasks are ready or "

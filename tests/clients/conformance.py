@@ -154,6 +154,7 @@ REACHED_PARTS = [
     ("get_task_graph", "focus.task"), ("get_task_graph", "metadata.depth"),
     ("get_unified_context", "task"), ("detect_conflicts", "detected.0"),
     ("record_activity", "keyFilesAdded.0"), ("rollback_to", "backupCheckpointId"),
+    ("list_checkpoints", "checkpoints.0.size"), ("list_checkpoints", "latest.checkpointId"),
 ]
 
 

@@ -38,6 +38,7 @@ CATALOGUE = {
     "switch_task": "switch_task",
     "create_checkpoint": "create_checkpoint",
     "rollback_task": "rollback_to",
+    "list_checkpoints": "list_checkpoints",
     "get_task_graph": "get_task_graph",
     "add_task_relationship": "add_task_relationship",
     "check_conflicts": "detect_conflicts",
@@ -202,7 +203,9 @@ def test_mcp_agent_refuses_a_missing_or_wrong_token(live_api, header, path):
 
 TIMESTAMP = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}")
 VOLATILE = frozenset({"timestamp", "loadedAt", "checkpointId", "backupCheckpointId",
-                      "conflictId", "id", "durationMs"})
+                      "conflictId", "id", "durationMs",
+                      # bytes of a compressed snapshot holding times and generated ids
+                      "size", "originalSize"})
 
 
 def _normal(value: Any, prefix: str) -> Any:
@@ -240,6 +243,7 @@ def _scenario(call, prefix: str) -> list[tuple[str, Any]]:
         ("create_checkpoint", {"label": "before risk", "taskId": a}),
         ("save_task_context", {"taskId": a, "updates": {"status": "blocked"}}),
         ("rollback_task", {"taskId": a, "target": {"type": "version", "version": 2}}),
+        ("list_checkpoints", {"taskId": a}),
         ("get_task_context", {"taskId": a, "includeVersionHistory": True}),
         ("add_task_relationship", {"sourceTaskId": a, "targetTaskId": b,
                                    "relationshipType": "blocks", "reason": "order"}),
