@@ -157,3 +157,24 @@ class GlobalContextVersion(models.Model):
 
     def __str__(self) -> str:
         return f"{self.project_id} v{self.version}"
+
+
+class CriticalKeys(models.Model):
+    """The context keys of a task marked critical (seed 003 markCritical, issue 22): kept
+    whole in every context bundle whatever the budget (contexts.services.critical).
+
+    Beside task_contexts, not a column of it: the spec's table has fixed columns that
+    other programs read, and a mark says what must survive a small budget, not what the
+    task holds, so it is neither versioned nor undone by a rollback."""
+
+    task_id = models.CharField(max_length=255, primary_key=True)
+    project_id = models.CharField(max_length=255)
+    keys = models.JSONField(default=list)
+    updated_by = models.CharField(max_length=255, null=True, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        db_table = f'{internal_schema(settings.MCP_SCHEMA)}"."task_critical_keys'
+
+    def __str__(self) -> str:
+        return f"{self.task_id}: {', '.join(self.keys or [])}"

@@ -9,6 +9,7 @@ from typing import Any
 
 from contexts.services import (
     checkpoints,
+    critical,
     global_context,
     projects,
     rollback,
@@ -223,6 +224,65 @@ register(Tool(
 ))
 
 
+LISTED_CHECKPOINT = obj({
+    "checkpointId": string(), "projectId": string(), "label": string(),
+    "description": string(nullable=True), "checkpointType": string(nullable=True),
+    "taskId": string(nullable=True), "scope": string(enum=CHECKPOINT_SCOPES),
+    "includedTasks": string_list(), "createdBy": string(nullable=True),
+    "sessionId": string(nullable=True), "createdAt": TIMESTAMP,
+    "size": integer("Bytes stored (the snapshot as JSON text; counts against the "
+                    "project's storage quota)", minimum=0, maximum=2 ** 53),
+    "originalSize": {"type": ["integer", "null"],
+                     "description": "Bytes of the content before compression"},
+}, ["checkpointId", "label", "scope", "includedTasks", "createdAt", "size"],
+    description="A checkpoint, without its snapshot")
+
+
+def _list_checkpoints(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
+    # A task or session names its project (the access check let it through); otherwise
+    # the caller's projects, as every listing.
+    named = args.get("taskId") or args.get("sessionId")
+    projects = ([args["projectId"]] if args.get("projectId") else
+                (None if ctx.projects is None else sorted(ctx.projects)) if named else
+                ctx.visible_projects())
+    return checkpoints.list_checkpoints(
+        task_id=args.get("taskId"), session_id=args.get("sessionId"), label=args.get("label"),
+        limit=args.get("limit", checkpoints.LIST_LIMIT_DEFAULT),
+        offset=args.get("offset", 0), project_ids=projects)
+
+
+register(Tool(
+    name="list_checkpoints",
+    description=(
+        "Find checkpoints to roll back to (seed 003), newest first, with the total: of a "
+        "task (taskId: its own and those including it), made in a session (sessionId), "
+        "with a label (exact), in a project (projectId; default: the caller's projects). "
+        "latest is the newest match whatever the page: with sessionId, the session's last "
+        "checkpoint, the checkpointId rollback_to needs after a crash. size is the bytes a "
+        "checkpoint stores. E1610 unknown task, E1600 unknown session."
+    ),
+    input_schema=obj({
+        "taskId": safe_id("Only checkpoints of this task"),
+        "sessionId": safe_id("Only checkpoints made in this session"),
+        "label": string("Only checkpoints with exactly this label", min_length=1,
+                        max_length=500),
+        "projectId": project_id("Only this project's checkpoints"),
+        "limit": integer("Page size", minimum=1, maximum=checkpoints.LIST_LIMIT_MAX,
+                         default=checkpoints.LIST_LIMIT_DEFAULT),
+        "offset": integer("Checkpoints to skip", minimum=0, default=0),
+    }),
+    output_schema=obj({
+        "checkpoints": array(LISTED_CHECKPOINT), "total": integer(minimum=0),
+        "limit": integer(), "offset": integer(),
+        "latest": {"anyOf": [LISTED_CHECKPOINT, {"type": "null"}],
+                   "description": "The newest matching checkpoint, whatever the page"},
+        "timestamp": TIMESTAMP,
+    }, ["checkpoints", "total", "latest"]),
+    handler=_list_checkpoints,
+    read_only=True,
+))
+
+
 def _rollback(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
     target = args["target"]
     return rollback.rollback_to(
@@ -238,7 +298,8 @@ register(Tool(
         "Restore every content field of a task from a version or a checkpoint (spec "
         "4.1.4). A backup checkpoint is made first (createBackup, default true). The "
         "restore is itself a new version, so it can be rolled back too. E1610, E1622, "
-        "E1623, E1624 (corrupt checkpoint or checkpoint without this task). " + LOCK_RULE
+        "E1623, E1624 (corrupt checkpoint, checkpoint without this task, or a database "
+        "failure: 503 while Postgres is unreachable, details.cause E1654). " + LOCK_RULE
     ),
     input_schema=obj({
         "taskId": safe_id("Task to roll back"),
@@ -258,6 +319,7 @@ register(Tool(
         "version": integer(), "savedTo": SAVED_TO, "timestamp": TIMESTAMP,
     }, ["success", "taskId", "rolledBackTo", "restoredState", "timestamp"]),
     handler=_rollback,
+    database_code="E1624",
 ))
 
 
@@ -440,4 +502,31 @@ register(Tool(
                       ["projects", "total"]),
     handler=lambda args, ctx: projects.list_projects(ctx.visible_projects()),
     read_only=True,
+))
+
+
+# -- critical context keys (seed 003 markCritical) ----------------------------------------
+
+register(Tool(
+    name="mark_critical",
+    description=(
+        "Mark context keys of a task critical (critical=false: unmark them): the task's "
+        "context bundle (get_context_bundle, start_session, report_compaction) then keeps "
+        "them in HOT, never dropped nor cut whatever the budget, like the project's hard "
+        "rules. Keys: " + ", ".join(critical.MOVABLE) + " (WARM or COLD otherwise); "
+        + ", ".join(critical.ALWAYS_HOT) + " are always in HOT. The answer lists every key "
+        "now marked. E1610 unknown task."
+    ),
+    input_schema=obj({
+        "taskId": safe_id("Task whose keys to mark"),
+        "keys": {**array(string(enum=critical.KEYS), "Context keys to (un)mark",
+                         max_items=len(critical.KEYS)), "minItems": 1},
+        "critical": boolean("false: unmark the keys", default=True),
+    }, ["taskId", "keys"]),
+    output_schema=obj({"success": boolean(), "taskId": string(),
+                       "criticalKeys": string_list("Every key of the task now marked"),
+                       "timestamp": TIMESTAMP},
+                      ["success", "taskId", "criticalKeys", "timestamp"]),
+    handler=lambda args, ctx: critical.mark_critical(
+        args["taskId"], args["keys"], critical=args.get("critical", True), actor=_actor(ctx)),
 ))

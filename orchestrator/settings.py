@@ -111,16 +111,25 @@ SERVES_REQUESTS = os.environ.get("ORCHESTRATOR_SERVES_REQUESTS") == "1"
 _POSTGRES_OPTIONS = "-c jit=off"
 if SERVES_REQUESTS and REQUEST_STATEMENT_TIMEOUT_MS > 0:
     _POSTGRES_OPTIONS += f" -c statement_timeout={REQUEST_STATEMENT_TIMEOUT_MS}"
+# Storage quota (seed 003): each project may store at most this many bytes of task versions
+# and checkpoints (their snapshots' JSON text); a write that would pass it answers E1617
+# (413) and writes nothing. 0: no limit. Enforced by a trigger (contexts migration 0005)
+# that reads it from the connection's settings: set at connect time, it costs no round trip.
+STORAGE_QUOTA_BYTES = max(0, int(os.environ.get("STORAGE_QUOTA_BYTES", str(1024 ** 3))))
+_POSTGRES_OPTIONS += f" -c orchestrator.storage_quota_bytes={STORAGE_QUOTA_BYTES}"
 
 DATABASES = {
     "default": {
-        "ENGINE": "django_prometheus.db.backends.postgresql",
+        # django-prometheus's backend with a health check that costs no round trip.
+        "ENGINE": "orchestrator.backends.postgres",
         **ORCH.database,
         "CONN_MAX_AGE": int(os.environ.get("DB_CONN_MAX_AGE", "60")),
-        # No per-request "SELECT 1": it was a whole extra round trip on every tool call.
-        # After a Postgres restart each pooled thread answers one request with E1654 (503,
-        # retryable) and then reconnects, since Django drops a connection that errored.
-        "CONN_HEALTH_CHECKS": False,
+        # A reused connection is checked before a request's first query, so the first
+        # request after Postgres cut its connections (restart, failover,
+        # pg_terminate_backend) reconnects instead of answering 503. The check asks the
+        # socket and sends no "SELECT 1" unless the server spoke unasked
+        # (orchestrator/backends/postgres/base.py).
+        "CONN_HEALTH_CHECKS": True,
         "OPTIONS": {
             # Also bounds a server that accepts connections and never answers (libpq's
             # minimum is 2 s).
@@ -184,11 +193,13 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_FILTER_BACKENDS": [
+        "orchestrator.core.filters.QueryParameterCheck",
         "orchestrator.web.api.ProjectScopeFilter",
         "django_filters.rest_framework.DjangoFilterBackend",
         "rest_framework.filters.OrderingFilter",
     ],
-    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
+    # ?limit= 1-1000, ?offset= 0-2^31-1; anything else is 400 E1612 (never a failed query)
+    "DEFAULT_PAGINATION_CLASS": "orchestrator.core.pagination.StrictLimitOffsetPagination",
     "PAGE_SIZE": 50,
     "EXCEPTION_HANDLER": "orchestrator.web.api.exception_handler",
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
@@ -243,6 +254,13 @@ RECOVERY_DIR = ORCH.recovery_dir
 CRASH_THRESHOLD_MINUTES = ORCH.crash_threshold_minutes
 STALE_SESSION_HOURS = ORCH.stale_session_hours
 HEARTBEAT_INTERVAL_MS = ORCH.heartbeat_interval_ms
+# Seed 004: check_recovery lists the tasks completed within this many hours for a
+# recovering agent to validate (default 24, the same day STALE_SESSION_HOURS gives a
+# silent session before it is closed out).
+RECENT_COMPLETION_WINDOW = float(os.environ.get("RECENT_COMPLETION_WINDOW", "24"))
+# Seed 004: a paused session is listed by check_recovery (with a resume prompt) this many
+# minutes after its resetsAt if nothing resumed it.
+PAUSE_RESUME_GRACE_MINUTES = float(os.environ.get("PAUSE_RESUME_GRACE_MINUTES", "5"))
 # File claims (claims/): a claim lapses this long after the session last edited the path,
 # and a lapsed claim of a live session still warns ("recently held") this long after.
 FILE_CLAIM_TTL_SECONDS = int(os.environ.get("FILE_CLAIM_TTL_SECONDS", "1800"))
@@ -288,6 +306,12 @@ RETENTION_PRUNE_LABELLED_CHECKPOINTS = os.environ.get(
 RETENTION_EVENT_DAYS = float(os.environ.get("RETENTION_EVENT_DAYS", "30"))
 RETENTION_BATCH_SIZE = int(os.environ.get("RETENTION_BATCH_SIZE", "1000"))
 RETENTION_INTERVAL_SECONDS = int(os.environ.get("RETENTION_INTERVAL_SECONDS", "86400"))
+# Task backup files (CONTEXT_DIR/task-agents/<taskId>.json, per project) of archived tasks,
+# and of completed tasks not updated for RETENTION_TASK_FILE_DAYS, are moved by retention
+# into the project's archive/task-agents-<YYYY-MM>.jsonl.gz (RETENTION_TASK_FILE_ACTION=
+# archive, the default) or deleted (=delete); a later save writes its live file again.
+RETENTION_TASK_FILE_DAYS = float(os.environ.get("RETENTION_TASK_FILE_DAYS", "30"))
+RETENTION_TASK_FILE_ACTION = os.environ.get("RETENTION_TASK_FILE_ACTION", "archive").strip()
 
 # --- Celery ----------------------------------------------------------------------------
 CELERY_BROKER_URL = ORCH.celery_broker_url

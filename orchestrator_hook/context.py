@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 
@@ -15,17 +16,50 @@ if TYPE_CHECKING:
 
 # The client's copy of the last context it injected, beside the spec's backups (6.4.1).
 MIRROR_FILE = Path(".claude") / "contexts" / "_session_context.json"
+# The whole injected text when it is longer than Claude Code shows (git-ignored beside
+# the mirror): the injected part says where it is.
+FULL_CONTEXT_FILE = Path(".claude") / "contexts" / "_session_context.md"
 TRUNCATED = "\n…(truncated)\n"
 
 
-def compose(sections: list[tuple[str, str]], limit: int = MAX_CONTEXT_CHARS) -> str:
+def compose(sections: list[tuple[str, str]], limit: int = MAX_CONTEXT_CHARS,
+            project_dir: Path | None = None) -> str:
     """Join (title, body) sections in priority order within ``limit`` characters.
 
     When too long, the lowest-priority sections are cut first (the context bundle comes
-    last, and it is already tiered by the service: COLD, then WARM were dropped there).
+    last, and it is already tiered by the service: COLD, then WARM were dropped there;
+    HOT, the hard rules and the critical keys never are). With ``project_dir`` nothing is
+    lost: the whole text goes to ``FULL_CONTEXT_FILE`` there, and the injected text
+    starts by saying where it is and that the model must read it.
     """
     parts = [(f"## {title}\n" if title else "") + body.strip() for title, body in sections
              if body and body.strip()]
+    whole = "\n\n".join(parts)
+    if project_dir is not None and len(whole) > limit:
+        path = (project_dir / FULL_CONTEXT_FILE).absolute()
+        try:
+            _write_text(path, whole + "\n")
+        except OSError:
+            pass  # not written: the cut text below is still the best there is
+        else:
+            notice = (f"**This context is {len(whole)} characters long, more than Claude Code "
+                      f"shows: the whole of it (critical context and hard rules included) is "
+                      f"in `{path}`. Read that file now, before anything else: the text "
+                      f"below is cut.**")
+            return notice + "\n\n" + _fit(parts, limit - len(notice) - 2)
+    return _fit(parts, limit)
+
+
+def _write_text(path: Path, text: str) -> None:
+    """Temp file beside it, then rename: a reader sees the old or the new text."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    temp.write_text(text, encoding="utf-8")
+    os.replace(temp, path)
+
+
+def _fit(parts: list[str], limit: int) -> str:
+    parts = list(parts)
     total = sum(len(p) for p in parts) + 2 * max(0, len(parts) - 1)
     while total > limit and parts:
         over = total - limit

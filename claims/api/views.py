@@ -21,6 +21,7 @@ from rest_framework.views import APIView
 from claims.services import MAX_PATH_LENGTH, MAX_PATHS, file_claims, listing
 from contexts.models import TaskContext
 from orchestrator.core.errors import task_not_found
+from orchestrator.core.filters import check_query_parameters
 from orchestrator.core.projects import check_project_id, scoped
 from orchestrator.core.tools.schema import SAFE_ID_PATTERN
 
@@ -119,6 +120,7 @@ class ClaimListView(APIView):
     not a page of rows: an APIView, so the OpenAPI document describes it as one)."""
 
     def get(self, request: Request) -> Response:
+        check_query_parameters(request)
         query = ClaimQuerySerializer(data={
             **{key: request.query_params.get(key) for key in
                ("project", "projectId", "task", "session", "includeRecent")

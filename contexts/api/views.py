@@ -22,7 +22,7 @@ from contexts.models import Checkpoint, ContextVersion, TaskContext
 from contexts.services import checkpoints, representation
 from contexts.services.tasks import get_global_context
 from orchestrator.core.errors import OrchestratorError, checkpoint_not_found, task_not_found
-from orchestrator.core.filters import UtcDateTimeFilter
+from orchestrator.core.filters import UtcDateTimeFilter, check_query_parameters
 from orchestrator.core.projects import default_project, scoped
 from orchestrator.core.stamps import iso
 from orchestrator.core.tools.schema import CHANGE_TYPES, SAFE_ID_PATTERN
@@ -222,6 +222,7 @@ class GlobalContextViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
     @extend_schema(responses={200: OpenApiTypes.OBJECT},
                    parameters=[OpenApiParameter("projectId", str, required=False)])
     def list(self, request):
+        check_query_parameters(request)
         allowed = getattr(request.user, "projects", None)
         project_id = request.query_params.get("projectId") or (
             next(iter(allowed)) if allowed is not None and len(allowed) == 1

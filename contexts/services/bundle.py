@@ -11,9 +11,14 @@ Seed 001's HOT/WARM/COLD tiers, mapped onto a task context:
 - COLD: older technical decisions, keywords, the stored resume prompt, the last versions'
   change summaries and the project's key paths and services.
 
+A task's keys marked critical (``mark_critical``, contexts.services.critical) move from
+WARM or COLD into HOT, labelled "(critical)".
+
 Tokens are estimated as characters / 4 of the text (seed 001 AD-5). Over budget, COLD goes
-first, then WARM; if HOT alone is over, its items are cut from the least important end and
-``truncated`` says so. The text never exceeds the budget.
+first, then WARM; HOT (with the hard rules and the critical keys) is never dropped nor
+cut (AD-5: "Never truncate HOT"): when it alone is over the budget the bundle is whole,
+``overBudget`` is true and its header says so. ``truncated`` stays in the answer for older
+clients and is always false: nothing is ever cut inside a tier.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from contexts.services.critical import MOVABLE, critical_keys
 from contexts.services.unified import get_unified_context
 
 TIERS = ("hot", "warm", "cold")
@@ -29,7 +35,6 @@ MAX_BUDGET_TOKENS = 20000
 RECENT_DECISIONS = 5
 VERSION_LINES = 10
 CHARS_PER_TOKEN = 4
-ELLIPSIS = "…"
 
 
 def estimate_tokens(text: str) -> int:
@@ -64,70 +69,104 @@ def _hot(task: dict[str, Any], context: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _warm(task: dict[str, Any], context: dict[str, Any]) -> list[str]:
-    lines = []
-    if task.get("description"):
-        lines.append(f"- **Description**: {task['description']}")
-    notes = (task.get("immediateContext") or {}).get("notes")
-    if notes:
-        lines.append(f"- **Notes**: {notes}")
-    if task.get("keyFiles"):
-        lines.append("- **Key files**: " + ", ".join(f"`{f}`" for f in task["keyFiles"]))
-    decisions = task.get("technicalDecisions") or []
-    lines += [f"- **Decision**: {d}" for d in decisions[-RECENT_DECISIONS:]]
-    relationships = context.get("relationships") or {}
-    for label, key in (("Blocks", "blocks"), ("Depends on", "dependsOn"),
-                       ("Related to", "relatedTo")):
-        if relationships.get(key):
-            lines.append(f"- **{label}**: {_refs(relationships[key])}")
-    if context["global"].get("techStack"):
-        lines.append("- **Tech stack**: " + ", ".join(context["global"]["techStack"]))
-    return lines
+def _key_lines(key: str, task: dict[str, Any], context: dict[str, Any],
+               part: str = "all", mark: str = "") -> list[str]:
+    """The bundle lines of one movable key (contexts.services.critical.MOVABLE); ``part``
+    splits the decisions: "recent" (WARM), "older" (COLD) or "all"."""
+    glob = context["global"]
+    if key == "description":
+        return [f"- **Description**{mark}: {task['description']}"] if task.get(
+            "description") else []
+    if key == "notes":
+        notes = (task.get("immediateContext") or {}).get("notes")
+        return [f"- **Notes**{mark}: {notes}"] if notes else []
+    if key == "keyFiles":
+        return ["- **Key files**" + mark + ": " + ", ".join(f"`{f}`" for f in task["keyFiles"])
+                ] if task.get("keyFiles") else []
+    if key == "technicalDecisions":
+        decisions = task.get("technicalDecisions") or []
+        if part == "recent":
+            return [f"- **Decision**: {d}" for d in decisions[-RECENT_DECISIONS:]]
+        if part == "older":
+            return [f"- **Earlier decision**: {d}" for d in decisions[:-RECENT_DECISIONS]]
+        return [f"- **Decision**{mark}: {d}" for d in decisions]
+    if key == "relationships":
+        relationships = context.get("relationships") or {}
+        return [f"- **{label}**{mark}: {_refs(relationships[k])}" for label, k in
+                (("Blocks", "blocks"), ("Depends on", "dependsOn"),
+                 ("Related to", "relatedTo")) if relationships.get(k)]
+    if key == "techStack":
+        return ["- **Tech stack**" + mark + ": " + ", ".join(glob["techStack"])] if glob.get(
+            "techStack") else []
+    if key == "keywords":
+        return ["- **Keywords**" + mark + ": " + ", ".join(task["keywords"])] if task.get(
+            "keywords") else []
+    if key == "resumePrompt":
+        return [f"- **Stored resume prompt**{mark}: {task['resumePrompt']}"] if task.get(
+            "resumePrompt") else []
+    if key == "versionHistory":
+        return [f"- **v{v['version']}**{mark} {v['createdAt']} ({v['changeType'] or 'change'})"
+                f": {v['changeSummary'] or '(no summary)'}"
+                for v in context.get("versionHistory") or []]
+    label = {"keyPaths": "Key paths", "services": "Services"}[key]
+    values = glob.get(key) or {}
+    return ["- **" + label + "**" + mark + ": " + ", ".join(f"{k}: {v}" for k, v in
+                                                             values.items())] if values else []
 
 
-def _cold(task: dict[str, Any], context: dict[str, Any]) -> list[str]:
-    decisions = task.get("technicalDecisions") or []
-    lines = [f"- **Earlier decision**: {d}" for d in decisions[:-RECENT_DECISIONS]]
-    if task.get("keywords"):
-        lines.append("- **Keywords**: " + ", ".join(task["keywords"]))
-    if task.get("resumePrompt"):
-        lines.append(f"- **Stored resume prompt**: {task['resumePrompt']}")
-    lines += [f"- **v{v['version']}** {v['createdAt']} ({v['changeType'] or 'change'}): "
-              f"{v['changeSummary'] or '(no summary)'}"
-              for v in context.get("versionHistory") or []]
-    for label, key in (("Key paths", "keyPaths"), ("Services", "services")):
-        values = context["global"].get(key) or {}
-        if values:
-            lines.append(f"- **{label}**: " + ", ".join(f"{k}: {v}" for k, v in values.items()))
-    return lines
+WARM_KEYS = (("description", "all"), ("notes", "all"), ("keyFiles", "all"),
+             ("technicalDecisions", "recent"), ("relationships", "all"), ("techStack", "all"))
+COLD_KEYS = (("technicalDecisions", "older"), ("keywords", "all"), ("resumePrompt", "all"),
+             ("versionHistory", "all"), ("keyPaths", "all"), ("services", "all"))
+
+
+def _critical(task: dict[str, Any], context: dict[str, Any], critical: list[str]) -> list[str]:
+    return [line for key in critical if key in MOVABLE
+            for line in _key_lines(key, task, context, mark=" (critical)")]
+
+
+def _warm(task: dict[str, Any], context: dict[str, Any],
+          critical: list[str] | tuple[str, ...] = ()) -> list[str]:
+    return [line for key, part in WARM_KEYS if key not in critical
+            for line in _key_lines(key, task, context, part)]
+
+
+def _cold(task: dict[str, Any], context: dict[str, Any],
+          critical: list[str] | tuple[str, ...] = ()) -> list[str]:
+    return [line for key, part in COLD_KEYS if key not in critical
+            for line in _key_lines(key, task, context, part)]
 
 
 def _render(task: dict[str, Any], sections: dict[str, list[str]], included: list[str],
-            dropped: list[str]) -> str:
+            dropped: list[str], over_budget: bool = False) -> str:
+    notes = []
+    if dropped:
+        notes.append(f"left out for the token budget: {', '.join(dropped)} "
+                     "(get_context_bundle with a larger budgetTokens)")
+    if over_budget:
+        notes.append("over the token budget: HOT (with the hard rules and the critical "
+                     "keys) is never cut")
     header = [f"## Task context: {task['name']} (`{task['taskId']}`)",
               f"_Context bundle, tiers: {', '.join(included)}"
-              + (f"; left out for the token budget: {', '.join(dropped)} "
-                 "(get_context_bundle with a larger budgetTokens)" if dropped else "") + "_"]
+              + "".join(f"; {n}" for n in notes) + "_"]
     body = [line for tier in included if sections[tier]
             for line in ("", f"### {tier.upper()}", *sections[tier])]
     return "\n".join(header + body) + "\n"
 
 
-def _cut(text: str, max_chars: int) -> str:
-    return text if len(text) <= max_chars else text[:max(0, max_chars - 2)] + ELLIPSIS + "\n"
-
-
 def context_bundle(task_id: str, budget_tokens: int = DEFAULT_BUDGET_TOKENS,
                    tiers: list[str] | tuple[str, ...] | None = None) -> dict[str, Any]:
-    """{taskId, budgetTokens, estimatedTokens, tiers, droppedTiers, truncated, text}.
+    """{taskId, budgetTokens, estimatedTokens, tiers, droppedTiers, overBudget,
+    criticalKeys, truncated (always false), text}.
 
     ``tiers`` limits what is wanted (HOT is always in); E1610 for an unknown task.
     """
     context = get_unified_context(task_id, include_version_history=True,
                                   max_versions=VERSION_LINES)
     task = context["task"]
-    sections = {"hot": _hot(task, context), "warm": _warm(task, context),
-                "cold": _cold(task, context)}
+    critical = critical_keys(task_id)
+    sections = {"hot": _hot(task, context) + _critical(task, context, critical),
+                "warm": _warm(task, context, critical), "cold": _cold(task, context, critical)}
     wanted = [t for t in TIERS if t == "hot" or tiers is None or t in tiers]
     included, dropped = list(wanted), []
     max_chars = budget_tokens * CHARS_PER_TOKEN
@@ -139,16 +178,11 @@ def context_bundle(task_id: str, budget_tokens: int = DEFAULT_BUDGET_TOKENS,
             included.remove(tier)
             dropped.insert(0, tier)
             text = _render(task, sections, included, dropped)
-    truncated = False
-    if len(text) > max_chars:
-        # HOT alone is over: drop its items from the least important end, keeping at least
-        # the status line, then cut what is left to the budget.
-        truncated = True
-        hot = list(sections["hot"])
-        while len(hot) > 1 and len(text) > max_chars:
-            hot.pop()
-            text = _render(task, {**sections, "hot": hot}, included, dropped)
-        text = _cut(text, max_chars)
+    over_budget = len(text) > max_chars
+    if over_budget:
+        # HOT alone is over: it stays whole, and the header says so.
+        text = _render(task, sections, included, dropped, over_budget=True)
     return {"taskId": task_id, "budgetTokens": budget_tokens,
             "estimatedTokens": estimate_tokens(text), "tiers": included,
-            "droppedTiers": dropped, "truncated": truncated, "text": text}
+            "droppedTiers": dropped, "overBudget": over_budget, "criticalKeys": critical,
+            "truncated": False, "text": text}

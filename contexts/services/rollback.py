@@ -13,6 +13,8 @@ import time
 from decimal import Decimal
 from typing import Any
 
+from django.db import DatabaseError
+
 from contexts.models import ContextVersion, TaskContext
 from contexts.services import checkpoints
 from contexts.services.write import COLUMN_FIELDS, TaskChanges, write_task
@@ -90,10 +92,17 @@ def rollback_to(task_id: str, target_type: str, *, version: int | None = None,
             values, changed={c for c, v in values.items() if getattr(task, c) != v})
 
     def back_up(task: TaskContext) -> None:
-        backup["checkpointId"] = checkpoints.create_checkpoint(
-            f"Backup before {summary.lower()}", task_id=task_id, checkpoint_type="auto",
-            description=f"Automatic backup of {task_id} v{task.version}",
-            session_id=session_id, actor=actor)["checkpointId"]
+        try:
+            backup["checkpointId"] = checkpoints.create_checkpoint(
+                f"Backup before {summary.lower()}", task_id=task_id, checkpoint_type="auto",
+                description=f"Automatic backup of {task_id} v{task.version}",
+                session_id=session_id, actor=actor)["checkpointId"]
+        except OrchestratorError as exc:
+            # The backup's database failure is the rollback's: E1624, as every database
+            # failure of rollback_to (its tool's database_code), not E1620.
+            if isinstance(exc.__cause__, DatabaseError):
+                raise exc.__cause__ from None
+            raise
 
     done = write_task(task_id, restore,
                       change_type="manual" if target_type == "version" else "recovery",

@@ -29,6 +29,9 @@ from orchestrator.observability import tracing
 
 def fetch_one(sql: str, params: list[Any]) -> dict[str, Any] | None:
     """Run ``sql`` (``%s`` placeholders) prepared; its first row by column name, or None."""
+    # As Django's own cursors do: a pooled connection the server cut is replaced first
+    # (CONN_HEALTH_CHECKS; ensure_connection alone would hand it over dead).
+    connection.close_if_health_check_failed()
     connection.ensure_connection()
     with (tracing.statement_span(sql), connection.wrap_database_errors,
           psycopg.Cursor(connection.connection) as cursor):

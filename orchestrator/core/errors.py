@@ -7,6 +7,7 @@ Codes added beyond the spec sit inside the range of their category (spec 2.3).
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,6 +43,8 @@ _CODES = [
     ErrorCode("E1614", "TASK_ALREADY_EXISTS", 409, "Task ID already in use"),
     ErrorCode("E1615", "TOOL_NOT_FOUND", 404, "No tool with this name"),
     ErrorCode("E1616", "RELATIONSHIP_CYCLE", 409, "Relationship would close a cycle"),
+    ErrorCode("E1617", "STORAGE_QUOTA_EXCEEDED", 413,
+              "The project's stored versions and checkpoints would pass its size limit"),
     # Checkpoint errors (E1620-E1629)
     ErrorCode("E1620", "CHECKPOINT_CREATION_FAILED", 500, "Could not create checkpoint"),
     ErrorCode("E1621", "INVALID_CHECKPOINT_SCOPE", 400, "Invalid scope configuration"),
@@ -81,7 +84,8 @@ BY_NAME: dict[str, ErrorCode] = {c.name: c for c in _CODES}
 class OrchestratorError(Exception):
     """A failure with a spec code, given as ``E1610`` or by name (``TASK_NOT_FOUND``)."""
 
-    def __init__(self, code: str, message: str | None = None, details: Any = None):
+    def __init__(self, code: str, message: str | None = None, details: Any = None, *,
+                 http_status: int | None = None):
         entry = REGISTRY.get(code) or BY_NAME.get(code)
         if entry is None:
             raise ValueError(f"unknown error code {code!r}")
@@ -89,11 +93,14 @@ class OrchestratorError(Exception):
         self.code = entry.code
         self.message = message or entry.message
         self.details = details
+        # The code's own status unless the failure says better (a tool's database code
+        # for an unreachable database is 503, as E1654).
+        self._http_status = http_status
         super().__init__(f"{self.code}: {self.message}")
 
     @property
     def http_status(self) -> int:
-        return self.entry.http_status
+        return self._http_status or self.entry.http_status
 
     def to_dict(self) -> dict[str, Any]:
         return error_body(self.code, self.message, self.details)
@@ -140,6 +147,34 @@ def project_not_found(project_id: str) -> OrchestratorError:
 def projects_differ(message: str, projects: dict[str, str]) -> OrchestratorError:
     """E1607: what a call names lives in two projects (``projects``: id -> its project)."""
     return OrchestratorError("E1607", message, {"projects": projects})
+
+
+# The SQLSTATE the storage trigger raises when a write would pass the project's limit
+# (contexts migration 0005): RAISE ... USING ERRCODE, DETAIL = the figures as JSON.
+STORAGE_QUOTA_SQLSTATE = "OQ413"
+
+
+def storage_quota_exceeded(exc: BaseException) -> OrchestratorError | None:
+    """E1617 (413) for a database error raised by the storage quota trigger, else None.
+
+    Looks through the exception's causes (Django wraps psycopg's error)."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if getattr(seen, "sqlstate", None) == STORAGE_QUOTA_SQLSTATE:
+            diag = getattr(seen, "diag", None)
+            try:
+                details = json.loads(getattr(diag, "message_detail", None) or "{}")
+            except ValueError:
+                details = {}
+            project = details.get("projectId", "?")
+            return OrchestratorError(
+                "E1617", f"Storage quota of project {project!r} exceeded: "
+                f"{details.get('usedBytes')} bytes stored + {details.get('writeBytes')} "
+                f"> limit {details.get('limitBytes')} bytes; nothing was written "
+                "(prune old versions and checkpoints, or raise STORAGE_QUOTA_BYTES)",
+                details)
+        seen = seen.__cause__
+    return None
 
 
 def error_body(code: str, message: str, details: Any = None) -> dict[str, Any]:

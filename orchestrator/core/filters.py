@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import datetime as dt
+from typing import Any
 
 import django_filters
 from django import forms
+from rest_framework import filters
+
+from orchestrator.core.errors import OrchestratorError
 
 
 class UtcDateTimeField(django_filters.fields.IsoDateTimeField):
@@ -26,3 +30,23 @@ class UtcDateTimeField(django_filters.fields.IsoDateTimeField):
 
 class UtcDateTimeFilter(django_filters.IsoDateTimeFilter):
     field_class = UtcDateTimeField
+
+
+def check_query_parameters(request: Any) -> None:
+    """E1612 (400) for a query parameter Postgres cannot compare: a NUL character in its
+    name or value. Each filter checks its own values (django-filter: a bad choice, date or
+    boolean is a 400; pagination: orchestrator.core.pagination)."""
+    for name, values in request.query_params.lists():
+        if "\x00" in name or any("\x00" in value for value in values):
+            shown = name.replace("\x00", "\\0")
+            raise OrchestratorError(
+                "E1612", f"Invalid query parameter {shown}: contains a NUL character",
+                [{"field": shown, "problem": "contains a NUL character"}])
+
+
+class QueryParameterCheck(filters.BaseFilterBackend):
+    """The first browsing filter (settings.REST_FRAMEWORK): ``check_query_parameters``."""
+
+    def filter_queryset(self, request, queryset, view):
+        check_query_parameters(request)
+        return queryset

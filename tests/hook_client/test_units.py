@@ -129,3 +129,24 @@ def test_a_trickling_server_cannot_hold_a_call_past_its_timeout():
     assert time.monotonic() - started < 1.0
     stop.set()
     server.close()
+
+
+def test_a_context_longer_than_claude_code_shows_is_written_whole_to_a_file(tmp_path):
+    """Issue 22: HOT and critical context are never cut by the service, so the injected
+    text can pass Claude Code's 10,000 characters. Nothing is lost: the whole text goes
+    to .claude/contexts/_session_context.md and the injected text starts with where."""
+    from orchestrator_hook.context import FULL_CONTEXT_FILE
+
+    hot = "\n".join(f"- **Hard rule**: rule {n} " + "x" * 180 for n in range(80))
+    text = compose([("", "Session header"), ("Handoff", "H" * 500), ("", hot)],
+                   project_dir=tmp_path)
+    assert len(text) <= 9500
+    path = tmp_path / FULL_CONTEXT_FILE
+    whole = path.read_text()
+    assert all(f"rule {n} " in whole for n in range(80)) and "H" * 500 in whole
+    assert text.startswith("**This context is ") and f"`{path.absolute()}`" in text
+    assert "Read that file now" in text and "(truncated)" in text
+    # Short enough: injected as it is, no file needed.
+    path.unlink()
+    assert compose([("", "short")], project_dir=tmp_path) == "short"
+    assert not path.exists()

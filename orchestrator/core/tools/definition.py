@@ -90,6 +90,10 @@ class Tool:
     # ``missing``, in argument order, or sorted with ``task_group_sorted``).
     # ``only_known``: id lists the tool acts on only where the ids exist, ignoring others.
     creates: frozenset[str] = frozenset()
+    # The spec's code for a database failure in this tool (rollback_to: E1624,
+    # check_recovery: E1630); None: E1654 (unreachable, 503) or E1699 (500). With a code,
+    # an unreachable database still answers 503 and details.cause says E1654.
+    database_code: str | None = None
     task_group: tuple[str, ...] = ()
     task_group_sorted: bool = False
     only_known: frozenset[str] = frozenset()

@@ -18,7 +18,7 @@ from typing import Any
 import psycopg
 from django.db import DatabaseError, InterfaceError, OperationalError
 
-from orchestrator.core.errors import OrchestratorError
+from orchestrator.core.errors import OrchestratorError, storage_quota_exceeded
 from orchestrator.core.tools.access import check_access
 from orchestrator.core.tools.definition import Tool, ToolContext
 from orchestrator.core.tools.input_checks import quick_validator_for, scan_input, validator_for
@@ -102,6 +102,19 @@ def unavailable_message(exc: BaseException) -> str:
     return "PostgreSQL is unreachable"
 
 
+def database_failure(tool: Tool, exc: BaseException, code: str,
+                     message: str) -> OrchestratorError:
+    """A database failure in ``tool``: ``code`` (E1654 unreachable, E1699 other), or the
+    tool's own spec code (``Tool.database_code``) with the status ``code`` has (503 while
+    the database is unreachable) and ``code`` as details.cause."""
+    reason = str(exc)[:200]
+    if tool.database_code is None:
+        return OrchestratorError(code, message, {"reason": reason})
+    status = OrchestratorError(code).http_status
+    return OrchestratorError(tool.database_code, f"{message} ({tool.name} failed)",
+                             {"reason": reason, "cause": code}, http_status=status)
+
+
 def call_tool(name: str, arguments: Any, context: ToolContext) -> dict[str, Any]:
     """Validate, run and return the tool's output; raise ``OrchestratorError`` on failure."""
     tool = get_tool(name, context)
@@ -135,12 +148,14 @@ def _run_tool(tool: Tool, arguments: Any, context: ToolContext, span: Any) -> di
         raise
     except (OperationalError, InterfaceError) as exc:
         logger.error("tool %s: database unavailable: %s", name, exc)
-        error = OrchestratorError("E1654", unavailable_message(exc), {"reason": str(exc)[:200]})
+        error = database_failure(tool, exc, "E1654", unavailable_message(exc))
         outcome = error.to_dict()
         raise error from exc
     except DatabaseError as exc:
-        logger.exception("tool %s: database error", name)
-        error = OrchestratorError("E1699", "Database error", {"reason": str(exc)[:200]})
+        error = storage_quota_exceeded(exc)  # E1617 from any write path; else a fault
+        if error is None:
+            logger.exception("tool %s: database error", name)
+            error = database_failure(tool, exc, "E1699", "Database error")
         outcome = error.to_dict()
         raise error from exc
     except Exception as exc:

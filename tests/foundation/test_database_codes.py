@@ -1,0 +1,78 @@
+"""Issue 22 item 8: the spec's own codes for a database failure where it names them:
+rollback_to is E1624 (ROLLBACK_FAILED), check_recovery E1630 (RECOVERY_CHECK_FAILED);
+while Postgres is unreachable they answer 503 like E1654 (details.cause says so), and
+every other tool still answers E1654. No mocks: the database settings point at a real
+port where nothing listens, as a stopped server."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterator
+
+import pytest
+from django.db import connections
+
+from orchestrator.core.errors import OrchestratorError
+from orchestrator.core.tools import registry
+from orchestrator.core.tools.definition import ToolContext
+
+
+def _closed_port() -> int:
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        return listener.getsockname()[1]  # closed on exit: nothing listens there now
+
+
+@pytest.fixture
+def postgres_down(django_db_blocker) -> Iterator[None]:
+    databases = connections.settings
+    original = databases["default"]
+    original_connection = connections["default"]
+    databases["default"] = {**original, "HOST": "127.0.0.1", "PORT": str(_closed_port()),
+                            "CONN_MAX_AGE": 0,
+                            "OPTIONS": {**original["OPTIONS"], "connect_timeout": 2}}
+    del connections["default"]
+    try:
+        with django_db_blocker.unblock():
+            yield
+    finally:
+        connections["default"].close()
+        databases["default"] = original
+        connections["default"] = original_connection
+
+
+def _failure(tool: str, arguments: dict, transport: str = "command") -> OrchestratorError:
+    with pytest.raises(OrchestratorError) as caught:
+        registry.call_tool(tool, arguments, ToolContext(transport, "tester"))
+    return caught.value
+
+
+@pytest.mark.parametrize("tool,arguments,code", [
+    ("rollback_to", {"taskId": "t1", "target": {"type": "version", "version": 1}}, "E1624"),
+    ("rollback_to", {"taskId": "t1", "target": {"type": "checkpoint",
+                                                "checkpointId": "cp-1"}}, "E1624"),
+    ("check_recovery", {}, "E1630"),
+    ("check_recovery", {"markRecovered": "s1"}, "E1630"),
+    ("get_unified_context", {"taskId": "t1"}, "E1654"),
+])
+def test_a_database_failure_answers_the_tools_spec_code(postgres_down, tool, arguments,
+                                                        code):
+    error = _failure(tool, arguments)
+    assert error.code == code, error.to_dict()
+    assert error.http_status == 503  # unreachable: retry later, whatever the code
+    details = error.to_dict()["error"]["details"]
+    assert details["reason"]
+    if code != "E1654":
+        assert details["cause"] == "E1654"
+        assert error.message.startswith("PostgreSQL is unreachable")
+
+
+@pytest.mark.django_db
+def test_the_codes_are_unchanged_while_postgres_answers(tools):
+    """Not a database failure: rollback_to and check_recovery answer as before."""
+    tools.ok("create_task", {"taskId": "t1", "name": "One"})
+    answer = tools.call("rollback_to", {"taskId": "t1", "target": {"type": "version",
+                                                                   "version": 9}})
+    assert (answer.status, answer.error_code) == (404, "E1623")
+    answer = tools.call("check_recovery", {"markRecovered": "ghost"})
+    assert (answer.status, answer.error_code) == (404, "E1631")
+    assert "sessions" in tools.ok("check_recovery", {})
