@@ -28,8 +28,9 @@ EDGE_TYPES = ("blocks", "depends_on", "related_to", "parent_of")
 
 NODE = obj({"taskId": string(), "name": string(), "status": string(enum=TASK_STATUSES),
             "phase": string(), "priority": integer(), "score": number(),
-            "orphaned": boolean("Present (true) when the task's only sessions crashed: "
-                                "orphaned work, seed 004")},
+            "orphaned": boolean("Present (true) for orphaned work (seed 004): an unfinished "
+                                "task a crashed session worked on and no live session "
+                                "works on")},
            ["taskId", "name", "status", "priority"], description="TaskGraphNode")
 NODES = array(NODE)
 EDGE = obj({"from": string(), "to": string(), "type": string(enum=EDGE_TYPES),
@@ -49,9 +50,11 @@ register(Tool(
     description=(
         "Task relationship graph (spec 4.1.9). With taskId: tasks within `depth` edges of it "
         "(any direction) and its focus lists; without: the whole graph. readyTasks are pending "
-        "tasks with no unfinished blocker; blockedTasks are open tasks with one (or status "
-        "blocked). Answered by the graph server when enabled, else (or while it is down) by "
-        "Postgres; metadata.source and metadata.fallback say which."
+        "tasks that wait on nothing: no unfinished (not completed) task blocks them and none "
+        "they depend on (depends_on: the source waits for the target) is unfinished; "
+        "blockedTasks are open tasks that wait on one (or have status blocked). Answered by "
+        "the graph server when enabled, else (or while it is down) by Postgres; "
+        "metadata.source and metadata.fallback say which."
     ),
     input_schema=obj({
         "taskId": safe_id("Focus task; omit for the whole graph"),

@@ -11,13 +11,11 @@ from django.contrib import admin
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
-from sessions.services.work import orphaned_work
+# The one definition and query of orphaned work, shared with the overview, check_recovery
+# and get_task_graph (the task list's column reads it through this module).
+from sessions.services.work import orphaned_task_ids
 
-
-def orphaned_task_ids(project_ids: list[str] | None = None) -> set[str]:
-    """Unfinished tasks a crashed session worked on and no live session works on, of
-    ``project_ids`` (None: of every project)."""
-    return {row[0] for row in orphaned_work(project_ids=project_ids)}
+__all__ = ["OrphanedFilter", "orphaned_task_ids"]
 
 
 class OrphanedFilter(admin.SimpleListFilter):

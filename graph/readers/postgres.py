@@ -14,7 +14,7 @@ from contexts.services import relationships
 from graph.readers import Edge, Node, edge_order, make_edge, make_node, node_order, sortable_stamp
 from graph.types import GRAPH_LABELS
 from orchestrator.core.db import qualified
-from sessions.services.work import WORK_TABLE, orphaned_work
+from sessions.services.work import WORK_TABLE
 
 _NODE_COLUMNS = "t.task_id, t.name, t.status, t.current_phase, t.priority, t.score"
 # The project of the task named by the next parameter: relationships and work records
@@ -39,12 +39,20 @@ def _scope(alias: str, task_ids: set[str] | None) -> tuple[str, list[Any]]:
     return f" AND {alias}.task_id = ANY(%s)", [sorted(task_ids)]
 
 
-def _unfinished_blocker_exists(alias: str) -> str:
-    # The spec's ready-task rule (6.3.4): a blocker counts until it is 'completed'.
-    return (f"EXISTS (SELECT 1 FROM {qualified('task_relationships')} r "
-            f"JOIN {qualified('task_contexts')} o ON o.task_id = r.source_task_id "
+def _waits_on_unfinished(alias: str) -> str:
+    """SQL true when the task ``alias`` must wait: an unfinished task BLOCKS it (stored
+    source = the blocker, spec 6.3.4) or it DEPENDS_ON an unfinished task (stored source =
+    the dependent task, target = what it waits for). Unfinished = not 'completed', the
+    spec's blocker rule, for both kinds (graph.readers.cypher asks the same)."""
+    rels, tasks = qualified("task_relationships"), qualified("task_contexts")
+    return (f"(EXISTS (SELECT 1 FROM {rels} r "
+            f"JOIN {tasks} o ON o.task_id = r.source_task_id "
             f"WHERE r.target_task_id = {alias}.task_id AND r.relationship_type = 'blocks' "
-            "AND COALESCE(o.status, 'pending') <> 'completed')")
+            "AND COALESCE(o.status, 'pending') <> 'completed') "
+            f"OR EXISTS (SELECT 1 FROM {rels} r "
+            f"JOIN {tasks} o ON o.task_id = r.target_task_id "
+            f"WHERE r.source_task_id = {alias}.task_id AND r.relationship_type = 'depends_on' "
+            "AND COALESCE(o.status, 'pending') <> 'completed'))")
 
 
 class PostgresReader:
@@ -115,12 +123,12 @@ class PostgresReader:
 
     def ready(self, task_ids: set[str] | None) -> list[Node]:
         return self._tasks_where("COALESCE(t.status, 'pending') = 'pending' "
-                                 f"AND NOT {_unfinished_blocker_exists('t')}", task_ids)
+                                 f"AND NOT {_waits_on_unfinished('t')}", task_ids)
 
     def blocked(self, task_ids: set[str] | None) -> list[Node]:
         return self._tasks_where(
             "COALESCE(t.status, 'pending') NOT IN ('completed', 'archived') "
-            f"AND (t.status = 'blocked' OR {_unfinished_blocker_exists('t')})", task_ids)
+            f"AND (t.status = 'blocked' OR {_waits_on_unfinished('t')})", task_ids)
 
     def unfinished_blockers(self, task_id: str) -> list[Node]:
         return [_node(row) for row in relationships.unfinished_blocker_rows(task_id)]
@@ -135,9 +143,6 @@ class PostgresReader:
             "AND w.task_id = %s AND w.agent_id IS NOT NULL",
             [task_id, task_id, task_id])
         return [{"agentId": r[0], "type": r[0]} for r in sorted(rows)]
-
-    def orphaned(self, task_ids: set[str] | None) -> set[str]:
-        return {row[0] for row in orphaned_work(task_ids)}
 
     def recent_sessions(self, task_id: str, limit: int) -> list[dict[str, str]]:
         rows = _rows(f"SELECT w.session_id, w.started_at FROM {WORK_TABLE} w "

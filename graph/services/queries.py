@@ -23,6 +23,7 @@ from graph.readers.postgres import POSTGRES_READER
 from graph.services import outbox
 from orchestrator.core.errors import OrchestratorError, task_not_found
 from orchestrator.core.stamps import now_iso
+from sessions.services.work import orphaned_task_ids
 
 logger = logging.getLogger("orchestrator.graph")
 
@@ -129,10 +130,12 @@ def get_task_graph(task_id: str | None = None, depth: int = 2,
         nodes = [n for n in all_nodes if n["taskId"] == task_id or _visible(n, include_completed)]
         kept = {n["taskId"] for n in nodes}
         edges = [e for e in reader.edges(scope) if e["from"] in kept and e["to"] in kept]
-        orphaned = reader.orphaned(scope)
+        # Orphaned work has one definition and one query, the sessions app's (what
+        # check_recovery and the console list too), whichever reader draws the graph.
+        orphaned = orphaned_task_ids(scope)
         for node in nodes:
             if node["taskId"] in orphaned:
-                node["orphaned"] = True  # seed 004: its only session(s) crashed
+                node["orphaned"] = True
         blocked = reader.blocked(scope)
         result: dict[str, Any] = {
             "nodes": nodes,

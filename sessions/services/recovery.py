@@ -40,7 +40,7 @@ from sessions.services.common import (
 )
 from sessions.services.pause import PAUSED_SQL
 from sessions.services.prompts import RecoveryState, resume_prompt, task_from_row
-from sessions.services.work import forget_sessions, orphaned_work
+from sessions.services.work import OrphanedWork, forget_sessions, one_per_task, orphaned_work
 
 HISTORY_LIMIT = 10
 CRASH_LOG_LINES = 50
@@ -347,9 +347,8 @@ def check_recovery(*, mark_recovered_id: str | None = None, include_history: boo
     reconciled = events_since_saved_state([r.session_id for r in rows])
     orphans = orphaned_work(project_ids=project_ids, project_dir=project_dir)
     for state in states:
-        state.orphaned_tasks = [{"taskId": task_id, "name": name}
-                                for task_id, name, session_id, _ in orphans
-                                if session_id == state.session_id]
+        state.orphaned_tasks = [{"taskId": o.task_id, "name": o.name}
+                                for o in orphans if o.session_id == state.session_id]
     if project_dir is None:
         known = {s.session_id for s in states} | {exclude_session or ""}
         for project_id in _projects(project_ids):
@@ -465,33 +464,29 @@ def recent_completions(project_ids: list[str] | None) -> list[dict[str, Any]]:
 
 
 def _log_coordinator_recovered(session_id: str, row: ActiveSession | None,
-                               orphans: list[tuple], result: dict[str, Any]) -> None:
+                               orphans: list[OrphanedWork], result: dict[str, Any]) -> None:
     """Seed 004's recovery events, as structured log lines: one orphan_agent_detected per
     orphaned task (the crashed session that left it), then coordinator_recovered."""
     project_id = row.project_id if row else None
     agents = dict(SessionDetail.objects.filter(
-        session_id__in={o[2] for o in orphans}).values_list("session_id", "agent_id"))
-    for task_id, _, crashed_id, _ in orphans[:CRASH_LOG_LINES]:
+        session_id__in={o.session_id for o in orphans}).values_list("session_id", "agent_id"))
+    for task_id, crashed_id in [(o.task_id, o.session_id) for o in orphans[:CRASH_LOG_LINES]]:
         logger.warning("orphan_agent_detected", extra={
             "event": "orphan_agent_detected", "agent_id": agents.get(crashed_id) or crashed_id,
             "sessionId": crashed_id, "task_id": task_id, "type": "session"})
     reconciled = events_since_saved_state([session_id]).get(session_id) or {}
     logger.info("coordinator_recovered", extra={
         "event": "coordinator_recovered", "sessionId": session_id, "projectId": project_id,
-        "orphaned_agents": len({o[2] for o in orphans}),
-        "orphaned_tasks": len({o[0] for o in orphans}),
+        "orphaned_agents": len({o.session_id for o in orphans}),
+        "orphaned_tasks": len({o.task_id for o in orphans}),
         "events_reconciled": reconciled.get("count", 0),
         "recent_completions": len(result["recentCompletions"])})
 
 
-def _orphaned_tasks(rows: list[tuple]) -> list[dict[str, Any]]:
+def _orphaned_tasks(rows: list[OrphanedWork]) -> list[dict[str, Any]]:
     """One entry per orphaned task, naming the session that crashed on it last."""
-    tasks: dict[str, dict[str, Any]] = {}
-    for task_id, name, session_id, last_heartbeat in rows:  # newest crash first
-        tasks.setdefault(task_id, {"taskId": task_id, "name": name,
-                                   "crashedSessionId": session_id,
-                                   "lastActivity": iso(last_heartbeat)})
-    return list(tasks.values())
+    return [{"taskId": o.task_id, "name": o.name, "crashedSessionId": o.session_id,
+             "lastActivity": iso(o.last_heartbeat)} for o in one_per_task(rows)]
 
 
 def _session_entry(state: RecoveryState, include_history: bool,

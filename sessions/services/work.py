@@ -8,7 +8,7 @@ the Postgres reader both derive from these rows.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from django.db import connection
 
@@ -56,11 +56,13 @@ def forget_sessions(session_ids: list[str]) -> set[str]:
         return {r[0] for r in cursor.fetchall()}
 
 
-# Seed 004's orphaned work, read from the work records: an unfinished task that a crashed
-# session worked on and that no live session works on. The Cypher reader asks the
-# mirror the same question (Session status and WORKS_ON edges).
+# Orphaned work (seed 004, the README's definition): an unfinished task (not completed or
+# archived) that a crashed session worked on and that no live (active or compacted) session
+# works on. Marking the crash recovered, or a live session on the task, ends it. This is
+# the one query every page asks: check_recovery, the console's overview and task list, and
+# get_task_graph's ``orphaned`` flag on both graph backends.
 _ORPHANED_WORK_SQL = """
-SELECT t.task_id, t.name, s.session_id, s.last_heartbeat
+SELECT t.task_id, t.name, s.session_id, s.last_heartbeat, t.project_id, t.id
 FROM {work} w
 JOIN {sessions} s ON s.session_id = w.session_id
 JOIN {tasks} t ON t.task_id = w.task_id
@@ -71,18 +73,51 @@ WHERE s.status = 'crashed' AND COALESCE(t.status, 'pending') NOT IN ('completed'
   AND NOT EXISTS (SELECT 1 FROM {work} lw JOIN {sessions} ls ON ls.session_id = lw.session_id
                   WHERE lw.project_id = w.project_id AND lw.task_id = w.task_id
                     AND ls.status IN ('active', 'compacted'))
-ORDER BY s.last_heartbeat DESC NULLS LAST, t.task_id
+ORDER BY s.last_heartbeat DESC NULLS LAST, t.task_id, s.session_id
 """
 
 
+class OrphanedWork(NamedTuple):
+    """An orphaned task and one crashed session that worked on it."""
+
+    task_id: str
+    name: str
+    session_id: str  # the crashed session
+    last_heartbeat: datetime | None  # of that session
+    project_id: str
+    task_pk: Any  # TaskContext's primary key (the console links to it)
+
+
 def orphaned_work(task_ids: set[str] | None = None, *, project_ids: list[str] | None = None,
-                  project_dir: str | None = None) -> list[tuple[str, str, str, datetime | None]]:
-    """(taskId, name, crashed sessionId, its last heartbeat) of ``project_ids`` (None: every
-    project), newest crash first; a task appears once per crashed session that worked on
-    it."""
+                  project_dir: str | None = None) -> list[OrphanedWork]:
+    """Orphaned work of ``project_ids`` (None: every project), ``task_ids`` (None: every
+    task) and, with ``project_dir``, of the crashed sessions of that directory, newest crash
+    first; a task appears once per crashed session that worked on it."""
     sql = _ORPHANED_WORK_SQL.format(work=WORK_TABLE, sessions=qualified("active_sessions"),
                                     tasks=qualified("task_contexts"))
     with connection.cursor() as cursor:
         cursor.execute(sql, {"tasks": None if task_ids is None else sorted(task_ids),
                              "projects": project_ids, "project": project_dir})
-        return cursor.fetchall()
+        return [OrphanedWork(*row) for row in cursor.fetchall()]
+
+
+def one_per_task(rows: list[OrphanedWork]) -> list[OrphanedWork]:
+    """``orphaned_work`` rows, one per task: the session that crashed on it last (the rows
+    come newest crash first), in that order."""
+    tasks: dict[str, OrphanedWork] = {}
+    for row in rows:
+        tasks.setdefault(row.task_id, row)
+    return list(tasks.values())
+
+
+def orphaned_tasks(task_ids: set[str] | None = None, *, project_ids: list[str] | None = None,
+                   project_dir: str | None = None) -> list[OrphanedWork]:
+    """The orphaned tasks (one row each, newest crash first) of ``orphaned_work``'s scope."""
+    return one_per_task(orphaned_work(task_ids, project_ids=project_ids,
+                                      project_dir=project_dir))
+
+
+def orphaned_task_ids(task_ids: set[str] | None = None, *,
+                      project_ids: list[str] | None = None) -> set[str]:
+    """The ids of the orphaned tasks of ``orphaned_work``'s scope."""
+    return {row.task_id for row in orphaned_work(task_ids, project_ids=project_ids)}

@@ -15,6 +15,7 @@ from conflicts.models import ContextConflict
 from contexts.models import ContextVersion, GlobalContext, TaskContext
 from sessions.models import ActiveSession, ToolInvocation
 from sessions.services import recovery
+from sessions.services.work import orphaned_tasks
 
 pytestmark = pytest.mark.slow
 
@@ -61,9 +62,8 @@ def db_figures() -> dict[str, str]:
         "#conflicts-unresolved": str(unresolved.count()),
         "#conflicts-critical": str(unresolved.filter(severity="critical").count()),
         "#conflicts-high": str(unresolved.filter(severity="high").count()),
-        "#orphaned-count": str(TaskContext.objects.filter(status="in_progress").exclude(
-            task_id__in=ActiveSession.objects.filter(status="active").values("task_id"))
-            .count()),
+        # Orphaned work, the README's definition (sessions.services.work)
+        "#orphaned-count": str(len(orphaned_tasks())),
         "#saves-last-hour": str(ContextVersion.objects.filter(created_at__gte=since).count()),
         "#tool-calls-last-hour": str(ToolInvocation.objects.filter(timestamp__gte=since)
                                      .count()),
@@ -74,7 +74,7 @@ def test_overview_figures_match_the_database_and_update_without_reload(console, 
     page = console.open("/admin/")
     expected = db_figures()
     assert {selector: console.text(selector) for selector in expected} == expected
-    assert expected["#recovery-count"] == "1" and expected["#orphaned-count"] == "2"
+    assert expected["#recovery-count"] == "1" and expected["#orphaned-count"] == "1"  # billing
     assert page.locator("#activity-chart rect.bar-saves").count() >= 1
     assert "never run" in console.text("#job-retention")
     console.screenshot("overview")

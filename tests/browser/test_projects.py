@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import pytest
 
+from sessions.services import recovery
+
 pytestmark = pytest.mark.slow
 
 
@@ -22,6 +24,10 @@ def two_projects(tools):
                                  "projectId": project_id, "status": "in_progress"})
         tools.ok("start_session", {"sessionId": f"{project_id}-session",
                                    "projectId": project_id})
+        # Its task's session crashed: orphaned work, one per project.
+        tools.ok("start_session", {"sessionId": f"{project_id}-crashed",
+                                   "taskId": f"{project_id}-task"})
+        recovery.mark_crashed(f"{project_id}-crashed")
     return tools
 
 

@@ -119,6 +119,8 @@ def test_overview_is_staff_only(client, db, name):
 def test_lists_are_capped_but_counts_are_complete(admin_client, fleet, monkeypatch):
     monkeypatch.setattr("console.services.overview.LISTED_ROWS", 1)
     fleet.ok("create_task", {"taskId": "t-orphan-2", "name": "again", "status": "in_progress"})
+    fleet.ok("start_session", {"sessionId": "s-crash-2", "taskId": "t-orphan-2"})
+    recovery.mark_crashed("s-crash-2")
     data = admin_client.get(reverse("console_overview")).json()
     assert (len(data["activeSessions"]), data["activeSessionCount"]) == (1, 2)
     assert (len(data["orphanedTasks"]), data["orphanedTaskCount"]) == (1, 2)

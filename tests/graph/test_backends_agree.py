@@ -17,7 +17,7 @@ def answers(settings, **args):
     from_graph = services.get_task_graph(**args)
     settings.ENABLE_NEO4J = False
     from_postgres = services.get_task_graph(**args)
-    assert from_graph["metadata"]["source"] == "neo4j"
+    assert from_graph["metadata"]["source"] == "neo4j", from_graph["metadata"]
     assert from_postgres["metadata"]["source"] == "postgres"
     for result in (from_graph, from_postgres):
         del result["metadata"]
@@ -135,3 +135,41 @@ def test_same_agents_and_recent_sessions(settings, graph_server, tools,
     assert report["sessions"]["repaired"] >= 4 and report["sessions"]["deleted"] == 1, report
     assert focus("w1") == (["backend", "claude-c"], ["s3"])
     assert focus("w2") == (["claude-b", "claude-c"], ["s2", "s3"])
+
+
+def test_ready_waits_for_dependencies_on_both_backends(graph_server, db, tools, settings):
+    """Issue 23 item 1: a task is ready when nothing unfinished blocks it and nothing it
+    depends on is unfinished. ``source depends_on target``: the source waits for the
+    target, never the other way round (dependency_of is stored swapped)."""
+    for task_id, status in [("api", "pending"), ("ui", "pending"), ("deploy", "pending"),
+                            ("done", "completed"), ("docs", "pending"), ("lib", "in_progress"),
+                            ("app", "pending"), ("gate", "pending"), ("base", "pending"),
+                            ("top", "pending"), ("old", "archived"), ("keep", "pending")]:
+        tools.ok("create_task", {"taskId": task_id, "name": task_id, "status": status})
+    for source, target, kind in [("ui", "api", "depends_on"),      # ui waits for api
+                                 ("api", "deploy", "dependency_of"),  # deploy waits for api
+                                 ("docs", "done", "depends_on"),   # its dependency is done
+                                 ("app", "lib", "depends_on"),     # lib is in progress
+                                 ("api", "gate", "blocks"),        # gate waits for api
+                                 ("top", "base", "depends_on"),    # base waits for nothing
+                                 ("keep", "old", "depends_on")]:   # archived is not completed
+        tools.ok("add_task_relationship", {"sourceTaskId": source, "targetTaskId": target,
+                                           "relationshipType": kind})
+
+    def ready_and_blocked(**args):
+        from_graph, from_postgres = answers(settings, **args)
+        assert from_graph == from_postgres
+        return ({n["taskId"] for n in from_graph["readyTasks"]},
+                {n["taskId"] for n in from_graph["blockedTasks"]})
+
+    sync_graph()
+    assert ready_and_blocked() == ({"api", "docs", "base"},
+                                   {"ui", "deploy", "app", "gate", "top", "keep"})
+    # The focus on one task: its neighbourhood answers the same on both backends.
+    assert ready_and_blocked(task_id="api", depth=1) == ({"api"}, {"ui", "deploy", "gate"})
+    assert ready_and_blocked(task_id="top", depth=1) == ({"base"}, {"top"})
+
+    TaskContext.objects.filter(task_id__in=["api", "lib", "base"]).update(status="completed")
+    settings.ENABLE_NEO4J = True  # answers() left it off
+    sync_graph()
+    assert ready_and_blocked() == ({"ui", "deploy", "docs", "app", "gate", "top"}, {"keep"})
