@@ -15,7 +15,8 @@ from orchestrator.core.jobruns import run_job
 
 
 def summarize(result: dict[str, Any]) -> str:
-    return ", ".join(f"{key} {value}" for key, value in result["summary"].items())
+    text = ", ".join(f"{key} {value}" for key, value in result["summary"].items())
+    return text + (f", closed {len(result['closed'])}" if result.get("closed") else "")
 
 
 @shared_task(name="conflicts.detect_conflicts")

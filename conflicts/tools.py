@@ -58,6 +58,11 @@ register(Tool(
         "recovery version (low, 0.5). data_inconsistency: the task file backup differs from "
         "Postgres (medium, 0.7). New conflicts are stored and listed in 'detected'; conflicts "
         "already stored and still open are listed in 'existing' and never stored twice. "
+        "Open conflicts a method re-checked whose evidence no longer holds (a file_conflict's "
+        "tasks share none of its paths or one is no longer active, the expired lock is gone, "
+        "the cache or file agrees again) are resolved as 'auto: evidence gone' and listed in "
+        "'closed'; a new file_conflict closes the pair's older ones whose paths it all lists "
+        "('auto: superseded by <id>'). Reported conflicts (agent, manual) are never closed. "
         "Unknown conflict type: E1641; failed query: E1640."
     ),
     input_schema=obj({
@@ -84,6 +89,12 @@ register(Tool(
         "timestamp": TIMESTAMP,
         "skipped": array(obj({"conflictType": string(), "reason": string()}),
                          "Methods not run because their backend was unreachable"),
+        "closed": array(obj({
+            "id": string(), "conflictType": string(enum=CONFLICT_TYPES),
+            "severity": string(enum=SEVERITIES), "taskAId": string(), "taskBId": string(),
+            "resolvedBy": string(), "notes": string()},
+            ["id", "conflictType", "taskAId", "resolvedBy"]),
+            "Open conflicts this run resolved automatically (evidence gone, or superseded)"),
     }, ["detected", "existing", "summary", "timestamp"]),
     handler=_detect,
     validation_code="E1641",

@@ -15,6 +15,14 @@ file, so tasks of two projects never pair, and every conflict carries its projec
 | data_inconsistency | task-agents/{id}.json vs Postgres row  | medium           | 0.7         |
 
 spec_contradiction has no detector: agents and people record it with report_conflict.
+
+Each run also closes the open conflicts, stored before it, whose evidence no longer holds
+(``close_stale``; recorded as ``auto: evidence gone``, see ``auto_close``): a
+file_conflict whose two tasks share none of its paths any more (or one of them is no
+longer active, or gone), a lock_collision whose lock is no longer the one seen, a
+state_mismatch / data_inconsistency whose fields agree again, a version_divergence no
+longer found. Only types whose method ran (not skipped) and conflicts within the run's
+tasks and projects are looked at; reported conflicts (agent, manual) are left alone.
 """
 
 from __future__ import annotations
@@ -30,8 +38,8 @@ from django.db import DatabaseError, connection, transaction
 from django.db.models import Q
 
 from conflicts.models import ContextConflict
-from conflicts.services import representation
-from conflicts.services.store import OPEN_STATUSES, Candidate, store_candidates
+from conflicts.services import auto_close, representation
+from conflicts.services.store import KNOWN_STATUSES, OPEN_STATUSES, Candidate, store_candidates
 from contexts.models import TaskContext
 from contexts.services import cache
 from contexts.services import representation as task_repr
@@ -319,7 +327,11 @@ def detect_conflicts(task_ids: list[str] | None = None, conflict_types: list[str
     scope = Scope(task_ids, project_ids)
     candidates: list[Candidate] = []
     skipped: list[dict[str, str]] = []
+    checked: set[str] = set()
     try:
+        # Read before the methods run: a conflict stored meanwhile (a file claim) is not
+        # judged by candidates computed before it existed.
+        before = _open_before(scope, [t for t in types if t in DETECTORS])
         for conflict_type in types:
             if conflict_type not in DETECTORS:
                 continue
@@ -329,7 +341,12 @@ def detect_conflicts(task_ids: list[str] | None = None, conflict_types: list[str
                 skipped.append({"conflictType": conflict_type, "reason": f"redis: {exc}"})
             except OSError as exc:  # an unreadable CONTEXT_DIR skips the file backup check
                 skipped.append({"conflictType": conflict_type, "reason": f"files: {exc}"})
+            else:
+                if conflict_type != "data_inconsistency" or settings.ENABLE_FILE_SYNC:
+                    checked.add(conflict_type)  # it looked, so what it missed is gone
         created = store_candidates(candidates, detected_by=detected_by)
+        closed = close_stale([c for c in before if c.conflict_type in checked], candidates,
+                             every_task=scope.task_ids is None)
         existing = _existing(scope, types, exclude=[c.pk for c in created])
     except DatabaseError as exc:
         raise OrchestratorError("E1640", "Conflict detection query failed",
@@ -350,7 +367,162 @@ def detect_conflicts(task_ids: list[str] | None = None, conflict_types: list[str
     }
     if skipped:
         result["skipped"] = skipped
+    if closed:
+        result["closed"] = auto_close.listed(closed)
     return result
+
+
+def _in_scope(query, scope: Scope):
+    if scope.project_ids is not None:
+        query = query.filter(project_id__in=scope.project_ids)
+    if scope.task_ids is not None:
+        query = query.filter(Q(task_a_id__in=scope.task_ids) | Q(task_b_id__in=scope.task_ids))
+    return query
+
+
+def _open_before(scope: Scope, types: list[str]) -> list[ContextConflict]:
+    """The open conflicts of ``types`` a run over ``scope`` re-checks (not reported ones)."""
+    if not types:
+        return []
+    query = ContextConflict.objects.filter(resolution_status__in=OPEN_STATUSES,
+                                           conflict_type__in=types)
+    return list(_in_scope(query, scope).exclude(detected_by__in=auto_close.REPORTED_BY).only(
+        "id", "project_id", "task_a_id", "task_b_id", "conflict_type", "evidence"))
+
+
+def _paths(conflict: ContextConflict | Candidate) -> frozenset[str] | None:
+    """The shared paths a file_conflict names (evidence.actualValue), None if it names none."""
+    evidence = conflict.evidence if isinstance(conflict.evidence, dict) else {}
+    value = evidence.get("actualValue")
+    if not isinstance(value, list) or not value:
+        return None
+    return frozenset(str(path) for path in value)
+
+
+def _fields(conflict: ContextConflict | Candidate) -> set[str]:
+    evidence = conflict.evidence if isinstance(conflict.evidence, dict) else {}
+    return {f for f in str(evidence.get("field") or "").split(",") if f}
+
+
+def close_stale(before: list[ContextConflict], candidates: list[Candidate], *,
+                every_task: bool) -> list[dict[str, Any]]:
+    """Close the conflicts of ``before`` (open, of types whose method just ran over them)
+    whose evidence this run's ``candidates`` no longer show; the rows closed.
+
+    file_conflict: gone when the pair shares none of its paths (a completed, archived or
+    deleted task shares nothing); when the pair's overlap changed but still meets them, it
+    is superseded by the stored conflict naming the current overlap, if there is one.
+    lock_collision: gone unless the same expired lock is still there. state_mismatch and
+    data_inconsistency: gone unless one of its fields still differs. version_divergence:
+    gone unless found again. ``every_task``: the run looked at every active task, so a
+    task no longer active is why a per-task conflict was not found again.
+    """
+    if not before:
+        return []
+    shared: dict[tuple[Any, ...], frozenset[str]] = {}
+    seen: dict[tuple[Any, ...], Any] = {}
+    for c in candidates:
+        key = (c.conflict_type, c.project_id, c.task_a_id, c.task_b_id)
+        if c.conflict_type == "file_conflict":
+            shared[key] = _paths(c) or frozenset()
+        elif c.conflict_type == "lock_collision":
+            seen[key] = _normal(c.evidence.get("actualValue"))
+        else:
+            seen[key] = _fields(c)
+    gone: list[ContextConflict] = []
+    shifted: list[tuple[ContextConflict, frozenset[str]]] = []
+    for conflict in before:
+        key = (conflict.conflict_type, conflict.project_id, conflict.task_a_id,
+               conflict.task_b_id)
+        evidence = conflict.evidence if isinstance(conflict.evidence, dict) else {}
+        if conflict.conflict_type == "file_conflict":
+            paths = _paths(conflict)
+            if paths is None:
+                continue  # nothing to re-check
+            now = shared.get(key, frozenset())
+            if not paths & now:
+                gone.append(conflict)
+            elif paths != now:
+                shifted.append((conflict, now))
+        elif conflict.conflict_type == "lock_collision":
+            if seen.get(key) != _normal(evidence.get("actualValue")):
+                gone.append(conflict)
+        elif key not in seen or not (seen[key] & (_fields(conflict) or seen[key])):
+            gone.append(conflict)
+    closures = _gone(gone, every_task) + _superseded(shifted)
+    closed = auto_close.close(closures)
+    auto_close.report(closed)
+    return closed
+
+
+def _gone(conflicts: list[ContextConflict], every_task: bool) -> list[auto_close.Closure]:
+    """An ``auto: evidence gone`` closure per conflict, with the reason in words."""
+    if not conflicts:
+        return []
+    status = dict(TaskContext.objects.filter(
+        task_id__in={t for c in conflicts for t in (c.task_a_id, c.task_b_id) if t})
+        .values_list("task_id", "status"))
+    closures = []
+    for c in conflicts:
+        evidence = c.evidence if isinstance(c.evidence, dict) else {}
+        reason = None
+        for task_id in (c.task_a_id, c.task_b_id):
+            if not task_id:
+                continue
+            if task_id not in status:
+                reason = f"task {task_id} no longer exists"
+            elif (status[task_id] not in ACTIVE_STATUSES and c.conflict_type != "lock_collision"
+                  and (every_task or c.conflict_type == "file_conflict")):
+                reason = f"task {task_id} is {status[task_id]}"
+            if reason:
+                break
+        if reason is None:
+            fields = ", ".join(sorted(_fields(c)))
+            reason = {
+                "file_conflict": f"tasks {c.task_a_id} and {c.task_b_id} no longer share "
+                                 f"{', '.join(sorted(_paths(c) or []))}",
+                "lock_collision": f"the expired lock of session "
+                                  f"{(evidence.get('actualValue') or {}).get('sessionId')} "
+                                  "is no longer in Redis as seen (released, renewed or taken "
+                                  "over)" if isinstance(evidence.get("actualValue"), dict)
+                                  else "the expired lock seen is no longer in Redis",
+                "state_mismatch": f"the Redis cache agrees with Postgres on {fields} again",
+                "data_inconsistency": f"the file backup agrees with Postgres on {fields} "
+                                      "again",
+                "version_divergence": f"task {c.task_a_id} no longer has more than one "
+                                      "recovery version",
+            }.get(c.conflict_type, "not found again")
+        closures.append(auto_close.Closure(str(c.pk), auto_close.EVIDENCE_GONE, reason))
+    return closures
+
+
+def _superseded(shifted: list[tuple[ContextConflict, frozenset[str]]]
+                ) -> list[auto_close.Closure]:
+    """file_conflicts whose pair now shares other paths than they name (some of them still):
+    superseded by the stored conflict naming the pair's current overlap (open, or ignored
+    by a person), when there is one; otherwise they stay open."""
+    if not shifted:
+        return []
+    olds = [c for c, _ in shifted]
+    stored = ContextConflict.objects.filter(
+        conflict_type="file_conflict", resolution_status__in=KNOWN_STATUSES,
+        project_id__in={c.project_id for c in olds}, task_a_id__in={c.task_a_id for c in olds},
+        task_b_id__in={c.task_b_id for c in olds}).only(
+        "id", "project_id", "task_a_id", "task_b_id", "evidence").order_by("-detected_at")
+    current: dict[tuple[Any, ...], Any] = {}
+    for row in stored:
+        paths = _paths(row)
+        if paths is not None:
+            current.setdefault((row.project_id, row.task_a_id, row.task_b_id, paths), row.pk)
+    closures = []
+    for old, now in shifted:
+        newer = current.get((old.project_id, old.task_a_id, old.task_b_id, now))
+        if newer is not None and newer != old.pk:
+            closures.append(auto_close.Closure(
+                str(old.pk), auto_close.SUPERSEDED, superseded_by=str(newer),
+                reason=f"tasks {old.task_a_id} and {old.task_b_id} now share "
+                       f"{', '.join(sorted(now))}"))
+    return closures
 
 
 def _existing(scope: Scope, types: list[str], exclude: list[Any]) -> list[ContextConflict]:

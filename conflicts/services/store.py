@@ -5,6 +5,11 @@ transaction-level advisory lock, then inserts only candidates with no matching r
 status is unresolved, investigating, escalated or ignored (an ignored conflict stays
 ignored; a resolved one that reappears is a new conflict). Two detection runs at the
 same time therefore cannot both insert the same conflict.
+
+A new file_conflict supersedes the older open file_conflicts of its task pair whose shared
+paths it all lists (1, then 2, then 3 shared files is one open conflict, not three): they
+are closed as ``auto: superseded by <new id>`` in the same transaction
+(``auto_close``). Whoever stores, detection or a file claim, gets this.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from typing import Any
 from django.db import connection, transaction
 
 from conflicts.models import ContextConflict
+from conflicts.services import auto_close
 from orchestrator.core.db import qualified
 from orchestrator.observability import metrics
 
@@ -65,6 +71,24 @@ WHERE NOT EXISTS (
 RETURNING id
 """
 
+# Older open file_conflicts of the pair of a new one, all of whose paths the new one lists
+# (jsonb @> on two arrays of strings: every element of the right is in the left). A
+# reported conflict (detected_by agent / manual) is left to its reporter.
+_SUPERSEDED = """
+SELECT DISTINCT ON (o.id) o.id, n.id
+FROM {table} n
+JOIN {table} o ON o.project_id = n.project_id AND o.task_a_id = n.task_a_id
+  AND o.task_b_id IS NOT DISTINCT FROM n.task_b_id AND o.conflict_type = 'file_conflict'
+WHERE n.id = ANY(%s::uuid[]) AND n.conflict_type = 'file_conflict'
+  AND o.id <> ALL(%s::uuid[]) AND o.resolution_status = ANY(%s)
+  AND (o.detected_by IS NULL OR o.detected_by <> ALL(%s))
+  AND jsonb_typeof(n.evidence -> 'actualValue') = 'array'
+  AND jsonb_typeof(o.evidence -> 'actualValue') = 'array'
+  AND jsonb_array_length(o.evidence -> 'actualValue') > 0
+  AND (n.evidence -> 'actualValue') @> (o.evidence -> 'actualValue')
+ORDER BY o.id, n.detected_at DESC
+"""
+
 
 def store_candidates(candidates: list[Candidate], *, detected_by: str) -> list[ContextConflict]:
     """Insert the candidates not already known; returns the new rows (then logs and counts).
@@ -86,12 +110,31 @@ def store_candidates(candidates: list[Candidate], *, detected_by: str) -> list[C
                                   for c in candidates[start:start + STORE_BATCH]], default=str)
             cursor.execute(insert, [detected_by, payload, list(KNOWN_STATUSES)])
             ids += [row[0] for row in cursor.fetchall()]
+        closed = _supersede(cursor, ids) if any(
+            c.conflict_type == "file_conflict" for c in candidates) else []
     created: list[ContextConflict] = []
     for start in range(0, len(ids), STORE_BATCH):
         created += ContextConflict.objects.filter(pk__in=ids[start:start + STORE_BATCH])
     for conflict in created:
         announce(conflict)
+    auto_close.report(closed)
     return created
+
+
+def _supersede(cursor, ids: list[Any]) -> list[dict[str, Any]]:
+    """Close the open file_conflicts the new rows ``ids`` supersede (see _SUPERSEDED)."""
+    if not ids:
+        return []
+    query = _SUPERSEDED.format(table=qualified("context_conflicts"))
+    closures = []
+    for start in range(0, len(ids), STORE_BATCH):
+        cursor.execute(query, [ids[start:start + STORE_BATCH], ids, list(OPEN_STATUSES),
+                               list(auto_close.REPORTED_BY)])
+        closures += [auto_close.Closure(
+            str(old), auto_close.SUPERSEDED, superseded_by=str(new),
+            reason=f"conflict {new} lists every shared path this one listed")
+            for old, new in cursor.fetchall()]
+    return auto_close.close(closures)
 
 
 def announce(conflict: ContextConflict) -> None:

@@ -12,12 +12,13 @@ from typing import Any
 
 from django.contrib import admin, messages
 from django.db.models import BooleanField, Case, Exists, OuterRef, Value, When
-from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import HttpRequest, HttpResponse, HttpResponseForbidden, HttpResponseRedirect
 from django.template import TemplateDoesNotExist
 from django.template.loader import get_template
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html
+from django.utils.http import urlencode
 
 from conflicts import selectors
 from console.admin.base import (
@@ -29,6 +30,7 @@ from console.admin.base import (
     run_tool,
 )
 from console.admin.orphans import OrphanedFilter, orphaned_task_ids
+from console.admin.task_locks import can_release, task_lock
 from console.projects import selected_project_ids
 from contexts.models import Checkpoint, ContextVersion, GlobalContext, TaskContext
 from contexts.services import rollback
@@ -67,6 +69,13 @@ def _rollback_target(request: HttpRequest) -> dict[str, Any]:
     if data.get("type") == "checkpoint" and data.get("checkpoint"):
         return {"type": "checkpoint", "checkpointId": data["checkpoint"]}
     raise OrchestratorError("E1612", "Choose a version or a checkpoint to roll back to")
+
+
+def _confirmation_url(task: TaskContext, target: dict[str, Any]) -> str:
+    """The rollback confirmation page of ``target`` (to show it again)."""
+    query = ({"type": "version", "version": target["version"]} if target["type"] == "version"
+             else {"type": "checkpoint", "checkpoint": target["checkpointId"]})
+    return f"{reverse('admin:contexts_taskcontext_rollback', args=[task.pk])}?{urlencode(query)}"
 
 
 @admin.register(TaskContext)
@@ -124,6 +133,7 @@ class TaskContextAdmin(ProjectScopedAdmin, ReadOnlyAdmin):
             "task_checkpoints": Checkpoint.objects.filter(
                 included_tasks__contains=[task.task_id]).order_by("-created_at")[:50],
             "task_conflicts": selectors.conflicts_for_task(task.task_id),
+            "task_lock": task_lock(task),
             "conflict_history_template": _conflict_history_template(),
             "diff_version": diff_version,
             "diff": diff,
@@ -138,6 +148,12 @@ class TaskContextAdmin(ProjectScopedAdmin, ReadOnlyAdmin):
         page = reverse("admin:contexts_taskcontext_change", args=[task.pk])
         try:
             target = _rollback_target(request)
+            if request.method == "POST" and request.POST.get("release_lock"):
+                if not can_release(request):
+                    return HttpResponseForbidden("Releasing a task lock needs the permission "
+                                                 "to change tasks")
+                if not self._release_lock(request, task, request.POST["release_lock"]):
+                    return HttpResponseRedirect(_confirmation_url(task, target))
             if request.method == "POST":
                 result = run_tool(request, "rollback_to", {
                     "taskId": task.task_id, "target": target,
@@ -157,7 +173,23 @@ class TaskContextAdmin(ProjectScopedAdmin, ReadOnlyAdmin):
         return TemplateResponse(request, "admin/contexts/taskcontext/rollback_confirm.html", {
             **self.admin_site.each_context(request),
             "opts": self.model._meta, "title": f"Roll back {task.task_id}?",
-            "task": task, "target": target, "changes": changes, "change_url": page})
+            "task": task, "target": target, "changes": changes, "change_url": page,
+            "task_lock": task_lock(task), "can_release": can_release(request)})
+
+    def _release_lock(self, request: HttpRequest, task: TaskContext, holder: str) -> bool:
+        """Release the lock ``holder`` holds on ``task`` (release_task_lock as that session,
+        audited as this person): False, with a message, when another session holds it now."""
+        try:
+            result = run_tool(request, "release_task_lock",
+                              {"taskId": task.task_id, "sessionId": holder})
+        except OrchestratorError as exc:
+            self.message_user(request, f"Lock not released: {exc.code}: {exc.message}",
+                              messages.ERROR)
+            return False
+        self.message_user(request, f"Released the lock of session {holder} on {task.task_id}"
+                          if result["released"] else
+                          f"The lock of session {holder} was already gone", messages.INFO)
+        return True
 
 
 @admin.register(ContextVersion)
