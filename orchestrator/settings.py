@@ -58,6 +58,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "django_filters",
     "drf_spectacular",
+    "drf_spectacular_sidecar",  # Swagger UI / Redoc files for /api/docs/ (no CDN)
     "orchestrator.core.apps.CoreConfig",
     "orchestrator.ops.apps.OpsConfig",
     "locks.apps.LocksConfig",
@@ -225,6 +226,11 @@ SPECTACULAR_SETTINGS = {
     ],
     "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
     "COMPONENT_SPLIT_REQUEST": True,
+    # Swagger UI from drf-spectacular-sidecar's static files (whitenoise), not a CDN:
+    # /api/docs/ renders on a machine without internet.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
 }
 
 # --- Orchestrator settings (spec section 10) -------------------------------------------

@@ -26,6 +26,7 @@ from orchestrator.core import jobruns
 from orchestrator.core.db import qualified
 from orchestrator.core.stamps import iso
 from sessions.models import ActiveSession, SessionDetail, SessionEvent, ToolInvocation
+from sessions.services.work import orphaned_tasks as orphaned_task_rows
 
 SEVERITIES = ("critical", "high", "medium", "low")
 # Rows listed per table on the page; the counts above each table are always complete.
@@ -77,30 +78,15 @@ def conflict_counts(project_ids: list[str] | None = None) -> dict[str, Any]:
             "escalated": counts["escalated"]}
 
 
-ORPHANED_SQL = """
-SELECT t.id, t.task_id, t.project_id, t.name, t.last_session_at
-FROM {tasks} t
-WHERE t.status = 'in_progress'
-  AND (%(projects)s::text[] IS NULL OR t.project_id = ANY(%(projects)s::text[]))
-  AND NOT EXISTS (SELECT 1 FROM {sessions} s WHERE s.task_id = t.task_id AND s.status = 'active')
-ORDER BY t.last_session_at NULLS FIRST, t.task_id
-"""
-ORPHANED_COUNT_SQL = "SELECT count(*) FROM ({query}) orphaned"
-
-
 def orphaned_tasks(project_ids: list[str] | None = None) -> tuple[list[dict[str, Any]], int]:
-    """Tasks in progress that no live session is working on (their agent is gone):
-    (the first LISTED_ROWS of them, how many there are)."""
-    query = ORPHANED_SQL.format(tasks=qualified("task_contexts"),
-                                sessions=qualified("active_sessions"))
-    params: dict[str, Any] = {"projects": project_ids, "limit": LISTED_ROWS}
-    with connection.cursor() as cursor:
-        cursor.execute(query + " LIMIT %(limit)s", params)
-        rows = [{"pk": str(pk), "taskId": task_id, "projectId": project_id, "name": name,
-                 "lastSessionAt": iso(last_session_at)}
-                for pk, task_id, project_id, name, last_session_at in cursor.fetchall()]
-        cursor.execute(ORPHANED_COUNT_SQL.format(query=query), params)
-        return rows, cursor.fetchone()[0]
+    """Orphaned work (the README's definition, the query check_recovery, the task list and
+    get_task_graph use too): unfinished tasks a crashed session worked on and no live
+    session works on, newest crash first: (the first LISTED_ROWS of them, how many there
+    are)."""
+    rows = orphaned_task_rows(project_ids=project_ids)
+    return [{"pk": str(o.task_pk), "taskId": o.task_id, "projectId": o.project_id,
+             "name": o.name, "crashedSessionId": o.session_id,
+             "lastActivity": iso(o.last_heartbeat)} for o in rows[:LISTED_ROWS]], len(rows)
 
 
 def _per_minute(sql: str, since: datetime, project_ids: list[str] | None
