@@ -160,7 +160,7 @@ class GlobalContextVersion(models.Model):
 
 
 class CriticalKeys(models.Model):
-    """The context keys of a task marked critical (seed 003 markCritical, issue 22): kept
+    """The context keys of a task marked critical (seed 003 markCritical): kept
     whole in every context bundle whatever the budget (contexts.services.critical).
 
     Beside task_contexts, not a column of it: the spec's table has fixed columns that

@@ -1,4 +1,4 @@
-"""Closing open conflicts nobody has to resolve any more (issue 23, item 6).
+"""Closing open conflicts nobody has to resolve any more.
 
 Two reasons, each recorded like a resolution (conflicts/services/resolution.py): status
 ``resolved``, ``resolution`` = {action, notes, effects: [], supersededBy?, history?} (the

@@ -1,4 +1,4 @@
-"""A task's lock as the console shows it (issue 23, item 5), on the task page and the
+"""A task's lock as the console shows it, on the task page and the
 rollback confirmation: the holder session (a link to its page), its agent when known,
 since when and until when, whether it is still held, and the task's lockedElements.
 

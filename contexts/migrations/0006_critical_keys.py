@@ -1,4 +1,4 @@
-"""The critical context keys of a task (issue 22 item 3), in the internal schema beside
+"""The critical context keys of a task, in the internal schema beside
 the spec's tables (MCP_SCHEMA holds exactly the spec's seven)."""
 
 from django.conf import settings
