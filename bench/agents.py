@@ -1,0 +1,715 @@
+"""``python -m bench.agents``: how many Claude Code agents one server holds.
+
+    .venv/bin/python -m bench.agents                       # starts the `make run` stack itself
+    .venv/bin/python -m bench.agents --agents 50,200 --seconds 30
+    .venv/bin/python -m bench.agents --url http://127.0.0.1:8000 --token TOKEN
+
+N simulated Claude Code sessions, all in this one asyncio process, against the production
+stack. Without ``--url`` it starts that stack the way ``make run`` does:
+``orchestrator.ops.launcher --temp -- orchestrator.ops.serve`` (embedded Postgres, Redis
+and ArcadeDB, then migrate, the web workers, the Celery worker and beat) on a free port,
+waits for ``/healthz`` and issues a token with ``manage.py create_api_token`` first.
+Requests go over a pool of keep-alive HTTP/1.1 connections driven by asyncio streams (no
+httpx: the generator shares the 2 cores with the server, see ``bench.common.RawHttpClient``).
+
+For each N (``--agents``, default 100,500,1000,2000,4000) the agents ramp up over
+``--ramp`` seconds, then ``--seconds`` are measured, then every open session is ended. It
+prints requests/s, p50/p99 per call, errors, the CPU of each server process group and of
+the generator, and stops at the first N that fails. It ends with the largest N that held:
+every hook call's p99 <= ``--p99-ms`` (100) and no error. Closed loop: an agent waits for
+an answer before it thinks again, like the real client, so a slow server lowers the
+request rate rather than piling up requests; read the rate next to the latencies.
+
+What one agent sends: the hook client's traffic (orchestrator_hook/), call for call
+-----------------------------------------------------------------------------------------
+- SessionStart (handlers.start): ``start_session`` with sessionId (the client's own
+  ``session-<ms>-<uuid4>``), projectDir, agentId ``claude-code``, contextBudgetTokens 2000
+  (lite.DEFAULT_BUDGET_TOKENS), projectId, gitBranch, processId, resolveTask and
+  createTask (no task configured: the branch's task, made on first use). The start marks
+  the session flushed (the flush clock starts there).
+- UserPromptSubmit (handlers.user_prompt_submit): one ``record_activity`` per turn,
+  heartbeat true, notices true, with the tool uses still buffered (none, normally).
+- PreToolUse for Edit/Write (edit_check.check_edit, synchronous): ``claim_files``
+  {sessionId, paths: [the one file]} before every edit. The async PreToolUse sends nothing.
+- PostToolUse (handlers.post_tool_use / lite.buffer_tool_use): the tool use
+  {tool, success, timestamp, summary[, filePaths for Edit/Write]} goes to a local buffer;
+  when ``flushSeconds`` (5 s, lite.DEFAULT_FLUSH_SECONDS) have passed since the last flush,
+  that PostToolUse sends the buffer in one ``record_activity`` {heartbeat: true,
+  notices: true}. So a flush carries what ran in >= 5 s: 1-10 tool uses here.
+- Stop (handlers.stop), every turn: ``record_activity`` with the rest of the buffer,
+  heartbeat true and a conversationSummary (~600 characters of transcript tail).
+- Watchdog (watchdog.py): a ``heartbeat`` {sessionId} once the hooks have been quiet for
+  half of HEARTBEAT_INTERVAL_MS (60 s default: 30 s) and then every interval; here only
+  in the pauses between turns (user think time).
+- The model's own save (``save_task_context`` on /mcp/agent, which is
+  ``save_context_snapshot``): at the end of a turn with probability ``--save-every`` (0.25),
+  sent here to the REST lane as save_context_snapshot with ~1 KB of immediateContext.
+- SessionEnd (handlers.session_end): the unsent tool uses (record_activity, heartbeat
+  true), then ``end_session`` with a handoff summary. Then, after a short pause, the agent
+  starts a new session: sessions start and end throughout the run.
+
+Assumed (not in the client's code, which only reacts to Claude Code): a turn is 1-12 model
+steps; a step runs 1 tool (70%) or 2-5 in parallel (30%); a step takes ``--think`` 2-5 s
+(model + tool time); the tools are Read 35%, Bash 20%, Edit 22%, Grep 10%, Glob 5%,
+Write 5%, WebFetch 3% (Claude Code transcripts of this repository's own sessions, roughly);
+the user needs 5-40 s between turns; a session is 2-8 turns (the first one of each agent
+1-8, so that ends are spread from the start). Each agent is its own branch (its own task)
+in one of ``--projects`` repositories; its edits pick from 40 files of that repository,
+so claims of two agents meet (warnings, file conflicts, notices) as they do in a team.
+
+Hook calls (the pass criterion): start_session, claim_files, record_activity, heartbeat,
+end_session. save_context_snapshot is reported but is the model's call, not a hook's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from bench.common import free_port, machine_line, percentile
+
+ROOT = Path(__file__).resolve().parents[1]
+PY = sys.executable
+HOOK_CALLS = ("start_session", "claim_files", "record_activity", "heartbeat", "end_session")
+FLUSH_SECONDS = 5.0
+WATCHDOG_QUIET = 30.0  # half of HEARTBEAT_INTERVAL_MS (60 s)
+TOOLS = (("Read", 35), ("Bash", 20), ("Edit", 22), ("Grep", 10), ("Glob", 5), ("Write", 5),
+         ("WebFetch", 3))
+EDITING = frozenset({"Edit", "Write"})
+FILES_PER_PROJECT = 40
+CALL_TIMEOUT = 30.0
+
+
+# -- a cheap keep-alive HTTP/1.1 client on asyncio streams ---------------------------------
+
+class ServerClosed(Exception):
+    """A reused keep-alive connection the server had closed before our request."""
+
+
+class Pool:
+    """Idle keep-alive connections, reused LIFO (the most recently used is the least likely
+    to have hit the server's keep-alive timeout); a new one when none is idle."""
+
+    def __init__(self, url: str, token: str, project_header: bool = True) -> None:
+        from urllib.parse import urlsplit
+
+        parts = urlsplit(url)
+        self.host, self.port = parts.hostname or "127.0.0.1", parts.port or 80
+        self.prefix = parts.path.rstrip("/")
+        self.auth = f"Authorization: Bearer {token}\r\n"
+        self.idle: list[tuple[asyncio.StreamReader, asyncio.StreamWriter]] = []
+        self.opened = 0
+        self.reconnects = 0
+
+    async def _open(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        import socket
+
+        reader, writer = await asyncio.open_connection(self.host, self.port)
+        sock = writer.get_extra_info("socket")
+        if sock is not None:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.opened += 1
+        return reader, writer
+
+    async def post(self, tool: str, body: bytes, project: str | None) -> tuple[int, bytes]:
+        head = (f"POST {self.prefix}/api/v1/tools/{tool}/ HTTP/1.1\r\n"
+                f"Host: {self.host}:{self.port}\r\n{self.auth}"
+                + (f"X-Orchestrator-Project: {project}\r\n" if project else "")
+                + f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+                ).encode() + body
+        while self.idle:
+            conn = self.idle.pop()
+            try:
+                return await self._exchange(conn, head)
+            except ServerClosed:
+                self.reconnects += 1  # the server's keep-alive timeout: not an error
+        return await self._exchange(await self._open(), head, fresh=True)
+
+    async def _exchange(self, conn, head: bytes, fresh: bool = False) -> tuple[int, bytes]:
+        reader, writer = conn
+        try:
+            writer.write(head)
+            await writer.drain()
+            try:
+                header = await reader.readuntil(b"\r\n\r\n")
+            except asyncio.IncompleteReadError as exc:
+                if not exc.partial and not fresh:
+                    raise ServerClosed from None
+                raise
+            lines = header.split(b"\r\n")
+            status = int(lines[0].split()[1])
+            length, chunked, close = None, False, False
+            for line in lines[1:]:
+                name, _, value = line.partition(b":")
+                name = name.strip().lower()
+                if name == b"content-length":
+                    length = int(value)
+                elif name == b"transfer-encoding" and b"chunked" in value.lower():
+                    chunked = True
+                elif name == b"connection" and b"close" in value.lower():
+                    close = True
+            if chunked:
+                parts = []
+                while True:
+                    size = int((await reader.readuntil(b"\r\n")).split(b";")[0], 16)
+                    data = await reader.readexactly(size + 2)
+                    if not size:
+                        break
+                    parts.append(data[:-2])
+                body = b"".join(parts)
+            else:
+                body = await reader.readexactly(length or 0)
+        except (ConnectionError, OSError) as exc:
+            writer.close()
+            if not fresh:
+                raise ServerClosed from exc
+            raise
+        except BaseException:
+            writer.close()
+            raise
+        if close:
+            writer.close()
+        else:
+            self.idle.append(conn)
+        return status, body
+
+    def close(self) -> None:
+        for _reader, writer in self.idle:
+            writer.close()
+        self.idle.clear()
+
+
+# -- measurements ------------------------------------------------------------------------
+
+@dataclass
+class Stats:
+    measuring: bool = False
+    samples: dict[str, list[float]] = field(default_factory=dict)
+    errors: dict[str, int] = field(default_factory=dict)
+    error_examples: list[str] = field(default_factory=list)
+    warned: int = 0
+    notices: int = 0
+    sessions_started: int = 0
+    sessions_ended: int = 0
+    loop_lag: list[float] = field(default_factory=list)
+    flush_sizes: list[int] = field(default_factory=list)
+
+    def add(self, tool: str, seconds: float) -> None:
+        if self.measuring:
+            self.samples.setdefault(tool, []).append(seconds)
+
+    def error(self, tool: str, what: str) -> None:
+        if self.measuring:
+            self.errors[tool] = self.errors.get(tool, 0) + 1
+            if len(self.error_examples) < 5:
+                self.error_examples.append(f"{tool}: {what[:300]}")
+
+
+class Api:
+    def __init__(self, pool: Pool, stats: Stats) -> None:
+        self.pool, self.stats = pool, stats
+
+    async def call(self, tool: str, arguments: dict, project: str | None) -> dict | None:
+        body = json.dumps(arguments).encode()
+        started = time.perf_counter()
+        try:
+            status, answer = await asyncio.wait_for(
+                self.pool.post(tool, body, project), CALL_TIMEOUT)
+        except (TimeoutError, ConnectionError, OSError, asyncio.IncompleteReadError,
+                ServerClosed) as exc:
+            self.stats.error(tool, f"{type(exc).__name__}: {exc}")
+            return None
+        self.stats.add(tool, time.perf_counter() - started)
+        if status != 200:
+            self.stats.error(tool, f"HTTP {status} {answer[:200]!r}")
+            return None
+        try:
+            return json.loads(answer)
+        except ValueError:
+            self.stats.error(tool, f"not JSON: {answer[:200]!r}")
+            return None
+
+
+# -- one simulated Claude Code agent -----------------------------------------------------
+
+def new_session_id() -> str:
+    h = os.urandom(16).hex()
+    return (f"session-{int(time.time() * 1000)}-{h[:8]}-{h[8:12]}-4{h[13:16]}-"
+            f"{'89ab'[int(h[16], 16) % 4]}{h[17:20]}-{h[20:32]}")
+
+
+def iso_now() -> str:
+    now = time.time()
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now % 1 * 1000):03d}Z"
+
+
+TOOL_NAMES = [name for name, _ in TOOLS]
+TOOL_WEIGHTS = [weight for _, weight in TOOLS]
+SUMMARY = ("Last request: make the login form remember the user and add a test. Last answer: "
+           "I added a remember-me checkbox to the form, stored the choice in the session "
+           "cookie with a 30-day expiry, and wrote tests for both paths. ") * 3
+CONTEXT = "Working through the login flow; tests for the remember-me cookie next. " * 14
+
+
+class Agent:
+    def __init__(self, number: int, api: Api, args: argparse.Namespace, stop: asyncio.Event,
+                 rng: random.Random) -> None:
+        self.number, self.api, self.args, self.stop, self.rng = number, api, args, stop, rng
+        self.project = f"bench-agents-{number % args.projects}"
+        self.project_dir = f"/home/dev/{self.project}"
+        self.branch = f"agent-{number}"
+        self.session_id: str | None = None
+        self.task_id: str | None = None
+        self.buffer: list[dict] = []
+        self.last_flush = 0.0
+        self.last_call = 0.0
+
+    async def call(self, tool: str, arguments: dict) -> dict | None:
+        self.last_call = time.monotonic()
+        return await self.api.call(tool, arguments, self.project)
+
+    async def sleep(self, seconds: float) -> bool:
+        """Think for ``seconds``; False when the run is over."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.stop.wait(), seconds)
+        return not self.stop.is_set()
+
+    async def run(self, delay: float) -> None:
+        if not await self.sleep(delay):
+            return
+        first = True
+        while not self.stop.is_set():
+            turns = self.rng.randint(1 if first else 2, 8)
+            first = False
+            if await self.start():
+                for _ in range(turns):
+                    if not await self.turn():
+                        break
+                    if not await self.between_turns():
+                        break
+                await self.end()
+            if not await self.sleep(self.rng.uniform(1, 5)):
+                return
+
+    async def start(self) -> bool:
+        self.session_id = new_session_id()
+        self.buffer, self.last_flush = [], time.monotonic()
+        answer = await self.call("start_session", {
+            "sessionId": self.session_id, "projectDir": self.project_dir,
+            "agentId": "claude-code", "contextBudgetTokens": 2000,
+            "projectId": self.project, "gitBranch": self.branch,
+            "processId": 100000 + self.number, "resolveTask": True, "createTask": True})
+        if not answer:
+            self.session_id = None
+            return False
+        self.task_id = answer.get("taskId")
+        self.api.stats.sessions_started += self.api.stats.measuring
+        return True
+
+    async def flush(self, *, notices: bool = False, summary: str | None = None) -> None:
+        arguments: dict = {"sessionId": self.session_id, "toolUses": self.buffer,
+                           "heartbeat": True}
+        if self.api.stats.measuring:
+            self.api.stats.flush_sizes.append(len(self.buffer))
+        self.buffer, self.last_flush = [], time.monotonic()
+        if summary:
+            arguments["conversationSummary"] = summary
+        if notices:
+            arguments["notices"] = True
+        answer = await self.call("record_activity", arguments)
+        if answer and answer.get("notices"):
+            self.api.stats.notices += len(answer["notices"])
+
+    async def turn(self) -> bool:
+        await self.flush(notices=True)  # UserPromptSubmit
+        for _ in range(self.rng.randint(1, 12)):
+            if not await self.sleep(self.rng.uniform(*self.args.think)):
+                return False
+            width = 1 if self.rng.random() < 0.7 else self.rng.randint(2, 5)
+            for tool in self.rng.choices(TOOL_NAMES, TOOL_WEIGHTS, k=width):
+                entry = {"tool": tool, "success": self.rng.random() > 0.03,
+                         "timestamp": iso_now()}
+                if tool in EDITING:
+                    path = f"src/module_{self.rng.randrange(FILES_PER_PROJECT)}.py"
+                    answer = await self.call("claim_files", {"sessionId": self.session_id,
+                                                             "paths": [path]})
+                    if answer and answer.get("message"):
+                        self.api.stats.warned += 1
+                    entry["summary"], entry["filePaths"] = f"{tool} {path}", [path]
+                elif tool == "Bash":
+                    entry["summary"] = "Bash .venv/bin/pytest -q tests/test_login.py"
+                else:
+                    entry["summary"] = f"{tool} src/module_{self.rng.randrange(40)}.py"
+                self.buffer.append(entry)
+                if time.monotonic() - self.last_flush >= FLUSH_SECONDS:  # PostToolUse
+                    await self.flush(notices=True)
+        if self.task_id and self.rng.random() < self.args.save_every:
+            await self.call("save_context_snapshot", {
+                "taskId": self.task_id, "sessionId": self.session_id,
+                "changeSummary": "progress",
+                "updates": {"immediateContext": {"workingOn": CONTEXT,
+                                                 "nextStep": "run the tests"}}})
+        await self.flush(summary=SUMMARY)  # Stop
+        return True
+
+    async def between_turns(self) -> bool:
+        """The user reads and types; the watchdog fills a long silence with heartbeats."""
+        pause_ends = time.monotonic() + self.rng.uniform(5, 40)
+        while True:
+            beat_at = self.last_call + WATCHDOG_QUIET
+            now = time.monotonic()
+            if beat_at >= pause_ends:
+                return await self.sleep(pause_ends - now)
+            if not await self.sleep(beat_at - now):
+                return False
+            await self.call("heartbeat", {"sessionId": self.session_id})
+
+    async def end(self) -> None:
+        if not self.session_id:
+            return
+        if self.buffer:
+            await self.flush()
+        await self.call("end_session", {
+            "sessionId": self.session_id,
+            "summary": "Claude Code session ended (prompt_input_exit).\n" + SUMMARY})
+        self.api.stats.sessions_ended += self.api.stats.measuring
+        self.session_id = None
+
+
+# -- CPU of the processes ------------------------------------------------------------------
+
+ROLES = (("celery", " worker", "celery worker"), ("celery", " beat", "celery beat"),
+         ("orchestrator.ops.webserver", "", "web"), ("postgres", "", "postgres"),
+         ("valkey", "", "redis"), ("redis-server", "", "redis"), ("java", "", "arcadedb"),
+         ("orchestrator.ops.launcher", "", "launcher"), ("orchestrator.ops.serve", "", "serve"))
+
+
+def role_of(proc) -> str | None:
+    import psutil
+
+    try:
+        chain = [proc, *proc.parents()]
+        for candidate in chain:
+            line = " ".join(candidate.cmdline())
+            for needle, also, role in ROLES:
+                if needle in line and also in line:
+                    return role
+    except psutil.Error:
+        return None
+    return None
+
+
+def server_processes(root_pid: int | None) -> list:
+    import psutil
+
+    if root_pid:
+        with contextlib.suppress(psutil.Error):
+            root = psutil.Process(root_pid)
+            return [root, *root.children(recursive=True)]
+        return []
+    me = os.getuid()
+    found = []
+    for proc in psutil.process_iter(["uids"]):
+        with contextlib.suppress(psutil.Error, TypeError):
+            if proc.info["uids"].real == me and proc.pid != os.getpid() \
+                    and role_of(proc) is not None:
+                found.append(proc)
+    return found
+
+
+class CpuMeter:
+    """CPU seconds per process group over the measured window. Sampled every second
+    (``sample``), so a process that exits meanwhile (a Postgres backend, a Celery child)
+    still counts up to its last sample; roles are fixed when a process is first seen."""
+
+    def __init__(self, root_pid: int | None) -> None:
+        self.root_pid = root_pid
+        self.t0, self.wall0 = time.monotonic(), time.time()
+        self.procs: dict[int, object] = {}
+        self.roles: dict[int, str] = {}
+        self.start: dict[int, float] = {}
+        self.last: dict[int, float] = {}
+        self.sample()
+
+    def sample(self) -> None:
+        import psutil
+
+        for proc in [*server_processes(self.root_pid), psutil.Process()]:
+            if proc.pid not in self.procs:
+                try:
+                    new = proc.create_time() >= self.wall0
+                    self.start[proc.pid] = 0.0 if new else self._times(proc)
+                except psutil.Error:
+                    continue
+                self.procs[proc.pid] = proc
+                self.roles[proc.pid] = "bench (this)" if proc.pid == os.getpid() \
+                    else (role_of(proc) or "other")
+        for pid, proc in self.procs.items():
+            used = self._times(proc)
+            if used is not None:
+                self.last[pid] = used
+
+    @staticmethod
+    def _times(proc) -> float | None:
+        import psutil
+
+        try:
+            t = proc.cpu_times()
+            return t.user + t.system
+        except psutil.Error:
+            return None
+
+    def read(self) -> dict[str, tuple[int, float]]:
+        """role -> (processes, % of one core) since the start."""
+        self.sample()
+        wall = time.monotonic() - self.t0
+        out: dict[str, tuple[int, float]] = {}
+        for pid, role in self.roles.items():
+            used = self.last.get(pid, 0.0) - self.start.get(pid, 0.0)
+            count, pct = out.get(role, (0, 0.0))
+            out[role] = (count + 1, pct + 100 * max(0.0, used) / wall)
+        return out
+
+
+# -- one load level ------------------------------------------------------------------------
+
+async def loop_lag(stats: Stats, stop: asyncio.Event) -> None:
+    """How late this process's event loop runs: if high, the generator is the bottleneck."""
+    while not stop.is_set():
+        started = time.perf_counter()
+        await asyncio.sleep(0.1)
+        if stats.measuring:
+            stats.loop_lag.append(time.perf_counter() - started - 0.1)
+
+
+async def run_level(n: int, args: argparse.Namespace, url: str, token: str,
+                    root_pid: int | None) -> dict:
+    stats = Stats()
+    pool = Pool(url, token)
+    api = Api(pool, stats)
+    stop = asyncio.Event()
+    rng = random.Random(n)
+    agents = [Agent(i, api, args, stop, random.Random(rng.random())) for i in range(n)]
+    ramp = args.ramp if args.ramp is not None else min(20.0, max(5.0, args.seconds / 4))
+    tasks = [asyncio.create_task(a.run(ramp * i / n)) for i, a in enumerate(agents)]
+    lag = asyncio.create_task(loop_lag(stats, stop))
+    await asyncio.sleep(ramp + 2)
+    meter = CpuMeter(root_pid)
+    stats.measuring = True
+    started = time.monotonic()
+    while (left := started + args.seconds - time.monotonic()) > 0:
+        await asyncio.sleep(min(1.0, left))
+        await asyncio.to_thread(meter.sample)
+    stats.measuring = False
+    wall = time.monotonic() - started
+    cpu = meter.read()
+    stop.set()  # agents finish the call in flight and end their sessions
+    await asyncio.wait(tasks, timeout=120)
+    lag.cancel()
+    pool.close()
+    return {"n": n, "stats": stats, "wall": wall, "cpu": cpu, "pool": pool}
+
+
+def report(level: dict, p99_limit: float) -> bool:
+    stats: Stats = level["stats"]
+    wall = level["wall"]
+    n = level["n"]
+    total = sum(len(s) for s in stats.samples.values())
+    errors = sum(stats.errors.values())
+    rows = []
+    worst = 0.0
+    for tool in (*HOOK_CALLS, "save_context_snapshot"):
+        samples = stats.samples.get(tool, [])
+        if not samples and not stats.errors.get(tool):
+            continue
+        p50 = percentile(samples, 0.5) * 1000 if samples else float("nan")
+        p99 = percentile(samples, 0.99) * 1000 if samples else float("nan")
+        if tool in HOOK_CALLS and samples:
+            worst = max(worst, p99)
+        rows.append([tool, str(len(samples)), f"{len(samples) / wall:.1f}", f"{p50:.1f}",
+                     f"{p99:.1f}", f"{max(samples) * 1000:.0f}" if samples else "",
+                     str(stats.errors.get(tool, 0))])
+    hook = [s for t in HOOK_CALLS for s in stats.samples.get(t, [])]
+    if hook:
+        rows.append(["all hook calls", str(len(hook)), f"{len(hook) / wall:.1f}",
+                     f"{percentile(hook, 0.5) * 1000:.1f}",
+                     f"{percentile(hook, 0.99) * 1000:.1f}", f"{max(hook) * 1000:.0f}",
+                     str(sum(stats.errors.get(t, 0) for t in HOOK_CALLS))])
+    held = bool(hook) and errors == 0 and worst <= p99_limit
+    print(f"\n== {n} agents: {total / wall:.1f} requests/s over {wall:.0f} s, "
+          f"{errors} errors, worst hook-call p99 {worst:.1f} ms -> "
+          f"{'HELD' if held else 'FAILED'}")
+    table(["call", "count", "per s", "p50 ms", "p99 ms", "max ms", "errors"], rows)
+    lag = stats.loop_lag
+    pool: Pool = level["pool"]
+    print(f"sessions started {stats.sessions_started}, ended {stats.sessions_ended}; "
+          f"claim warnings {stats.warned}, notices {stats.notices}; connections opened "
+          f"{pool.opened} (reconnects after keep-alive close {pool.reconnects}); "
+          f"tool uses per record_activity: {flush_mix(stats.flush_sizes)}; "
+          f"generator loop lag p99 "
+          f"{percentile(lag, 0.99) * 1000 if lag else 0:.1f} ms")
+    cpu_rows = [[role, str(count), f"{pct:.0f}%"]
+                for role, (count, pct) in sorted(level["cpu"].items(), key=lambda x: -x[1][1])]
+    cpu_rows.append(["total", str(sum(c for c, _ in level["cpu"].values())),
+                     f"{sum(p for _, p in level['cpu'].values()):.0f}% "
+                     f"(of {os.cpu_count() * 100}%)"])
+    table(["process", "procs", "CPU (100% = one core)"], cpu_rows)
+    for example in stats.error_examples:
+        print(f"  error: {example}")
+    return held
+
+
+def flush_mix(sizes: list[int]) -> str:
+    if not sizes:
+        return "-"
+    uses = [s for s in sizes if s]
+    share = f"{100 * (len(sizes) - len(uses)) / len(sizes):.0f}% empty"
+    if not uses:
+        return share
+    return f"{share}, else mean {sum(uses) / len(uses):.1f}, max {max(uses)}"
+
+
+def table(header: list[str], rows: list[list[str]]) -> None:
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    line = "+" + "+".join("-" * (w + 2) for w in widths) + "+"
+    print(line)
+    for i, row in enumerate([header, *rows]):
+        print("| " + " | ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) + " |")
+        if i == 0:
+            print(line)
+    print(line)
+
+
+# -- the stack -----------------------------------------------------------------------------
+
+class Stack:
+    """``make run`` (launcher + serve) on a free port with fresh data, and a token."""
+
+    def __init__(self, workers: int | None) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.tmp = Path(tempfile.mkdtemp(prefix="bench-agents-"))
+        self.workers = workers
+        self.process: subprocess.Popen | None = None
+        self.token = ""
+
+    def __enter__(self) -> Stack:
+        token_file = self.tmp / "token"
+        env = dict(os.environ, PORT=str(self.port))
+        if self.workers:
+            env["WEB_WORKERS"] = str(self.workers)
+        script = (f"{PY} manage.py migrate --noinput -v 0 && "
+                  f"{PY} manage.py create_api_token bench-agents | tail -n 1 > {token_file} && "
+                  f"exec {PY} -m orchestrator.ops.serve")
+        log = open(self.tmp / "stack.log", "w")  # noqa: SIM115 - lives with the stack
+        self.process = subprocess.Popen(
+            [PY, "-m", "orchestrator.ops.launcher", "--temp", "--", "sh", "-c", script],
+            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        deadline = time.monotonic() + 300
+        while True:
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                tail = (self.tmp / "stack.log").read_text()[-3000:]
+                self.__exit__()
+                raise SystemExit(f"the stack did not start:\n{tail}")
+            try:
+                urllib.request.urlopen(f"{self.url}/healthz", timeout=2).close()
+                break
+            except OSError:
+                time.sleep(0.5)
+        self.token = token_file.read_text().strip()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.process and self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+def create_projects(url: str, token: str, count: int) -> None:
+    for i in range(count):
+        body = json.dumps({"projectId": f"bench-agents-{i}", "name": f"bench agents {i}"})
+        request = urllib.request.Request(
+            f"{url}/api/v1/tools/create_project/", data=body.encode(), method="POST",
+            headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
+        try:
+            urllib.request.urlopen(request, timeout=30).close()
+        except urllib.error.HTTPError as exc:
+            text = exc.read().decode(errors="replace")
+            if "exist" not in text.lower():
+                raise SystemExit(f"create_project failed: {exc.code} {text[:300]}") from None
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--agents", default="100,500,1000,2000,4000",
+                        help="concurrent agents per level, comma separated")
+    parser.add_argument("--seconds", type=float, default=120, help="measured per level")
+    parser.add_argument("--ramp", type=float, default=None,
+                        help="agents start spread over this many seconds (default: "
+                             "seconds/4 within 5-20)")
+    parser.add_argument("--url", help="a running service (default: start `make run`'s stack)")
+    parser.add_argument("--token", default=os.environ.get("ORCHESTRATOR_TOKEN"),
+                        help="its API token (write scope)")
+    parser.add_argument("--workers", type=int, help="WEB_WORKERS of the stack started here")
+    parser.add_argument("--projects", type=int, default=10, help="repositories the agents share")
+    parser.add_argument("--think", type=lambda s: tuple(float(x) for x in s.split("-")),
+                        default=(2.0, 5.0), help="seconds per model step, e.g. 2-5")
+    parser.add_argument("--save-every", type=float, default=0.25,
+                        help="chance that a turn ends with a save")
+    parser.add_argument("--p99-ms", type=float, default=100.0,
+                        help="a level holds when every hook call's p99 is at most this")
+    args = parser.parse_args(argv)
+    if args.url and not args.token:
+        parser.error("--url needs --token (or ORCHESTRATOR_TOKEN)")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    levels = [int(x) for x in args.agents.split(",") if x.strip()]
+    with contextlib.ExitStack() as stack:
+        if args.url:
+            url, token, root_pid = args.url.rstrip("/"), args.token, None
+            print(f"service: {url} (CPU: processes of this user that look like the stack)")
+        else:
+            print("starting the `make run` stack (launcher + serve) ...", flush=True)
+            started = time.monotonic()
+            server = stack.enter_context(Stack(args.workers))
+            url, token, root_pid = server.url, server.token, server.process.pid
+            print(f"service: {url}, up in {time.monotonic() - started:.0f} s "
+                  f"(WEB_WORKERS={args.workers or os.environ.get('WEB_WORKERS', '2')})")
+        create_projects(url, token, args.projects)
+        best = 0
+        for n in levels:
+            level = asyncio.run(run_level(n, args, url, token, root_pid))
+            if not report(level, args.p99_ms):
+                break
+            best = n
+        print(f"\nlargest N that held ({args.seconds:.0f} s, hook-call p99 <= "
+              f"{args.p99_ms:.0f} ms, no error): {best or 'none'}")
+        print(machine_line())
+        print(f"capacity: {best} agents on one server")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
