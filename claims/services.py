@@ -30,6 +30,7 @@ advisory lock per (project, path), so one of them always sees the other.
 
 from __future__ import annotations
 
+import json
 import logging
 import posixpath
 from dataclasses import dataclass, field
@@ -105,8 +106,6 @@ def claimant(session_id: str) -> Claimant:
 
 def _json(value: Any) -> Any:
     if isinstance(value, str):
-        import json
-
         try:
             return json.loads(value)
         except ValueError:
@@ -262,8 +261,6 @@ ON CONFLICT (session_id, path) DO UPDATE SET
 
 def _upsert(who: Claimant, known: dict[str, set[str]], ttl: int, source: str,
             pending: dict[str, set[str]]) -> None:
-    import json
-
     rows = [{"path": path, "known": sorted(sessions),
              "pending": sorted(pending.get(path, ()))} for path, sessions in known.items()]
     with connection.cursor() as cursor:

@@ -18,8 +18,6 @@ failure the next checks skip the call for a moment (the client's ``down-until`` 
 from __future__ import annotations
 
 import json
-import os
-import time
 
 from orchestrator_hook import lite
 
@@ -28,7 +26,6 @@ from orchestrator_hook import lite
 # answers a claim in a few milliseconds (a conflict is recorded after its answer).
 CONNECT_SECONDS = 0.1
 CALL_SECONDS = 0.15
-DOWN_SECONDS = 2.0
 SESSION_GONE = frozenset({"E1600", "E1602", "E1603"})
 
 
@@ -42,9 +39,10 @@ def check_edit(payload: dict[str, object]) -> dict[str, object] | None:
     if not (config["url"] and config["token"]):
         return None
     root = lite.state_root(project_dir)
-    session_id = mapped_session_id(root, lite.claude_session_of(payload))
-    paths = edited_paths(payload, project_dir)
-    if not session_id or not paths or service_down(root):
+    entry = lite.mapped_session(root, lite.claude_session_of(payload)) or {}
+    session_id = None if entry.get("ended") else entry.get("sessionId")
+    paths = lite.edited_paths(payload.get("tool_input"), project_dir)
+    if not isinstance(session_id, str) or not paths or lite.service_down(root):
         return None
     from orchestrator_hook.transport import Client, ServiceUnavailable, ToolRefused
 
@@ -54,15 +52,15 @@ def check_edit(payload: dict[str, object]) -> dict[str, object] | None:
         answer = client.call("claim_files", {"sessionId": session_id, "paths": paths},
                              CALL_SECONDS)
     except ServiceUnavailable as exc:
-        mark_down(root)
-        log(root, f"edit check skipped: service unavailable: {exc}")
+        lite.mark_down(root)
+        lite.log(root, f"PreEdit: edit check skipped: service unavailable: {exc}")
         return None
     except ToolRefused as exc:
         if exc.code not in SESSION_GONE:
-            log(root, f"edit check refused: {exc}")
+            lite.log(root, f"PreEdit: edit check refused: {exc}")
         return None
     except ValueError as exc:
-        log(root, f"edit check skipped: {exc}")
+        lite.log(root, f"PreEdit: edit check skipped: {exc}")
         return None
     return decision(answer)
 
@@ -81,48 +79,6 @@ def decision(answer: dict[str, object]) -> dict[str, object] | None:
         return None
     return {"hookSpecificOutput": {"hookEventName": "PreToolUse",
                                    "additionalContext": text[:9000]}}
-
-
-def edited_paths(payload: dict[str, object], project_dir: str) -> list[str]:
-    tool_input = payload.get("tool_input")
-    if not isinstance(tool_input, dict):
-        return []
-    return [lite.repository_relative(tool_input[key], project_dir)
-            for key in ("file_path", "notebook_path")
-            if isinstance(tool_input.get(key), str) and tool_input[key]]
-
-
-def mapped_session_id(root: str, claude_session: str) -> str | None:
-    sessions = lite.read_json(os.path.join(root, "sessions.json"), {})
-    entry = sessions.get(claude_session) if isinstance(sessions, dict) else None
-    if not isinstance(entry, dict) or entry.get("ended"):
-        return None
-    session_id = entry.get("sessionId")
-    return session_id if isinstance(session_id, str) else None
-
-
-def service_down(root: str) -> bool:
-    try:
-        with open(os.path.join(root, "down-until"), encoding="utf-8") as handle:
-            return float(handle.read()) > time.time()
-    except (OSError, ValueError):
-        return False
-
-
-def mark_down(root: str) -> None:
-    try:  # noqa: SIM105 - contextlib costs this path more than the write
-        with open(os.path.join(root, "down-until"), "w", encoding="utf-8") as handle:
-            handle.write(str(time.time() + DOWN_SECONDS))
-    except OSError:
-        pass
-
-
-def log(root: str, message: str) -> None:
-    try:  # noqa: SIM105
-        with open(os.path.join(root, "hook.log"), "a", encoding="utf-8") as handle:
-            handle.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} PreEdit {message}\n")
-    except OSError:
-        pass
 
 
 def main_output(payload: dict[str, object]) -> str:

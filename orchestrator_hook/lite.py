@@ -63,6 +63,57 @@ class locked:  # lower case: used like the function it replaces, ``with locked(p
         os.close(self.fd)
 
 
+# -- the client's own state: the session map, the outage memo, the log -------------------
+# Here with string paths for the fast paths (the check before an edit); ``state.
+# ProjectState`` is the same in pathlib for the full handlers.
+
+# After a failed call, the hooks leave the service alone this long.
+DOWN_SECONDS = 2.0
+LOG_LIMIT_BYTES = 256 * 1024
+
+
+def mapped_session(root: str, claude_session_id: str) -> dict[str, object] | None:
+    """This Claude session's entry in ``sessions.json`` (its orchestrator session)."""
+    sessions = read_json(os.path.join(root, "sessions.json"), {})
+    entry = sessions.get(claude_session_id) if isinstance(sessions, dict) else None
+    return entry if isinstance(entry, dict) else None
+
+
+def service_down(root: str) -> bool:
+    try:
+        with open(os.path.join(root, "down-until"), encoding="utf-8") as handle:
+            return float(handle.read()) > time.time()
+    except (OSError, ValueError):
+        return False
+
+
+def mark_down(root: str, seconds: float = DOWN_SECONDS) -> None:
+    try:  # noqa: SIM105 - contextlib costs the fast paths more than this write
+        os.makedirs(root, exist_ok=True)
+        with open(os.path.join(root, "down-until"), "w", encoding="utf-8") as handle:
+            handle.write(str(time.time() + seconds))
+    except OSError:
+        pass
+
+
+def log(root: str, message: str) -> None:
+    """A line in ``hook.log`` (rotated past LOG_LIMIT_BYTES); a log that cannot be written
+    must not break the hook."""
+    try:
+        os.makedirs(root, exist_ok=True)
+        path = os.path.join(root, "hook.log")
+        try:
+            if os.stat(path).st_size > LOG_LIMIT_BYTES:
+                os.replace(path, path + ".1")
+        except OSError:
+            pass
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime())
+        with open(path, "a", encoding="utf-8") as handle:
+            handle.write(f"{stamp} [{os.getpid()}] {message}\n")
+    except OSError:
+        pass
+
+
 def file_safe(name: str) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)[:120] or "unknown"
 
@@ -158,12 +209,19 @@ def tool_use_entry(payload: dict[str, object], project_dir: str | os.PathLike[st
     entry: dict[str, object] = {"tool": name, "success": success, "timestamp": iso_now(),
                                 "summary": summary[:500]}
     if name in EDITING_TOOLS:
-        paths = [repository_relative(tool_input[key], project_dir)
-                 for key in ("file_path", "notebook_path")
-                 if isinstance(tool_input.get(key), str) and tool_input[key]]
+        paths = edited_paths(tool_input, project_dir)
         if paths:
             entry["filePaths"] = paths
     return entry
+
+
+def edited_paths(tool_input: object, project_dir: str | os.PathLike[str]) -> list[str]:
+    """The files an editing tool's input names, as claims and keyFiles name them."""
+    if not isinstance(tool_input, dict):
+        return []
+    return [repository_relative(tool_input[key], project_dir)
+            for key in ("file_path", "notebook_path")
+            if isinstance(tool_input.get(key), str) and tool_input[key]]
 
 
 def describe_tool_use(name: str, tool_input: object) -> str:

@@ -16,7 +16,6 @@ if TYPE_CHECKING:
 
 # After a failed call, hooks of this project don't try the network for this long: a
 # service that is down costs one failed connection per few seconds, not one per hook.
-DOWN_SECONDS = 2.0
 # Don't start a call with less time than this left in the hook's budget.
 MIN_CALL_SECONDS = 0.05
 
@@ -42,7 +41,7 @@ class Service:
         try:
             return self.client.call(tool, arguments, self.remaining())
         except ServiceUnavailable as exc:
-            self.state.mark_down(DOWN_SECONDS)
+            self.state.mark_down()
             self.state.log(f"{tool}: service unavailable: {exc}")
             raise
 

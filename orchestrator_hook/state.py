@@ -30,7 +30,6 @@ if TYPE_CHECKING:
 __all__ = ["STATE_DIR", "ProjectState", "locked", "read_json", "write_json_atomic"]
 
 STATE_DIR = Path(lite.STATE_DIR_NAME)
-LOG_LIMIT_BYTES = 256 * 1024
 MAPPED_SESSIONS_KEPT = 200
 
 
@@ -53,17 +52,7 @@ class ProjectState:
 
     # -- log ---------------------------------------------------------------------------
     def log(self, message: str) -> None:
-        try:
-            self.root.mkdir(parents=True, exist_ok=True)
-            path = self.root / "hook.log"
-            with contextlib.suppress(OSError):
-                if path.stat().st_size > LOG_LIMIT_BYTES:
-                    os.replace(path, path.with_suffix(".log.1"))
-            stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime())
-            with open(path, "a", encoding="utf-8") as handle:
-                handle.write(f"{stamp} [{os.getpid()}] {message}\n")
-        except OSError:
-            pass  # a log that cannot be written must not break the hook
+        lite.log(str(self.root), message)
 
     # -- Claude session -> orchestrator session -----------------------------------------
     @property
@@ -71,8 +60,7 @@ class ProjectState:
         return self.root / "sessions.json"
 
     def mapped_session(self, claude_session_id: str) -> dict[str, Any] | None:
-        entry = (read_json(self.sessions_path, {}) or {}).get(claude_session_id)
-        return entry if isinstance(entry, dict) else None
+        return lite.mapped_session(str(self.root), claude_session_id)
 
     def update_session(self, claude_session_id: str, **fields: Any) -> dict[str, Any]:
         with locked(self.root / "sessions.lock"):
@@ -212,15 +200,10 @@ class ProjectState:
 
     # -- service outage memo -------------------------------------------------------------
     def service_down(self) -> bool:
-        try:
-            return float((self.root / "down-until").read_text()) > time.time()
-        except (OSError, ValueError):
-            return False
+        return lite.service_down(str(self.root))
 
-    def mark_down(self, seconds: float) -> None:
-        with contextlib.suppress(OSError):
-            self.root.mkdir(parents=True, exist_ok=True)
-            (self.root / "down-until").write_text(str(time.time() + seconds))
+    def mark_down(self, seconds: float = lite.DOWN_SECONDS) -> None:
+        lite.mark_down(str(self.root), seconds)
 
     def mark_up(self) -> None:
         with contextlib.suppress(OSError):

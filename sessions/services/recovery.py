@@ -57,6 +57,18 @@ SESSION_BOOKKEEPING = frozenset({
 _STAMP = "'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"'"
 
 
+def log_capped(one: str, many: str, recovery_type: str,
+               sessions: list[dict[str, Any]]) -> None:
+    """One WARN line per session (spec 9.2.3), but a mass end (a host died, a long
+    outage) must not flood the log: past CRASH_LOG_LINES, one line with the count."""
+    for extra in sessions[:CRASH_LOG_LINES]:
+        logger.warning(one, extra={**extra, "recoveryType": recovery_type})
+    if len(sessions) > CRASH_LOG_LINES:
+        logger.warning(many, extra={"count": len(sessions),
+                                    "notListed": len(sessions) - CRASH_LOG_LINES,
+                                    "recoveryType": recovery_type})
+
+
 def snapshot_sql(recovery_type_param: str = "%s") -> str:
     """SQL for the new context_snapshot of session row ``s``, taken inside the UPDATE."""
     return (
@@ -95,17 +107,10 @@ def _flip_to_crashed(where: str, params: list[Any]) -> list[tuple]:
             "s.project_id",
             ["crash", *params])
         rows = cursor.fetchall()
-        # One WARN line per crashed session (spec 9.2.3), but a mass crash (a host died,
-        # a long outage) must not flood the log: past the cap, one line with the count.
-        for session_id, last_heartbeat, project_id in rows[:CRASH_LOG_LINES]:
-            logger.warning("Session crashed", extra={
-                "sessionId": session_id, "projectId": project_id,
-                "lastHeartbeat": last_heartbeat,
-                "recoveryType": "crash"})
-        if len(rows) > CRASH_LOG_LINES:
-            logger.warning("Sessions crashed", extra={
-                "count": len(rows), "notListed": len(rows) - CRASH_LOG_LINES,
-                "recoveryType": "crash"})
+        log_capped("Session crashed", "Sessions crashed", "crash",
+                   [{"sessionId": session_id, "projectId": project_id,
+                     "lastHeartbeat": last_heartbeat}
+                    for session_id, last_heartbeat, project_id in rows])
         announce_ends([r[0] for r in rows], "crashed")
     return rows
 
@@ -172,15 +177,11 @@ def clean_stale_sessions() -> list[str]:
             cursor.execute(f"UPDATE {DETAIL_TABLE} SET paused_at = NULL WHERE session_id = "
                            "ANY(%s) AND paused_at IS NOT NULL", [closed])
             announce_ends(closed, "ended")
-    for session_id, project_id in rows[:CRASH_LOG_LINES]:
+    for session_id, project_id in rows:
         markers.mark_gone(session_id, project_id, "ended")
-        logger.warning("Session abandoned", extra={"sessionId": session_id,
-                                                   "projectId": project_id,
-                                                   "recoveryType": "timeout"})
-    if len(rows) > CRASH_LOG_LINES:
-        logger.warning("Sessions abandoned", extra={
-            "count": len(rows), "notListed": len(rows) - CRASH_LOG_LINES,
-            "recoveryType": "timeout"})
+    log_capped("Session abandoned", "Sessions abandoned", "timeout",
+               [{"sessionId": session_id, "projectId": project_id}
+                for session_id, project_id in rows])
     return closed
 
 
