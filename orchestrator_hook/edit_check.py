@@ -53,14 +53,14 @@ def check_edit(payload: dict[str, object]) -> dict[str, object] | None:
                              CALL_SECONDS)
     except ServiceUnavailable as exc:
         lite.mark_down(root)
-        lite.log(root, f"PreEdit: edit check skipped: service unavailable: {exc}")
+        lite.log(root, f"PreEdit edit check skipped: service unavailable: {exc}")
         return None
     except ToolRefused as exc:
         if exc.code not in SESSION_GONE:
-            lite.log(root, f"PreEdit: edit check refused: {exc}")
+            lite.log(root, f"PreEdit edit check refused: {exc}")
         return None
     except ValueError as exc:
-        lite.log(root, f"PreEdit: edit check skipped: {exc}")
+        lite.log(root, f"PreEdit edit check skipped: {exc}")
         return None
     return decision(answer)
 
