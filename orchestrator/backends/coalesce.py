@@ -7,6 +7,9 @@ every call that changes a row costs that call the whole summary: 30 ms per switc
 A ``CoalescingWriter`` instead marks its file stale; one daemon thread per process
 rewrites it INDEX_FILE_DELAY_MS later, covering every change made before the rewrite
 starts. With a delay of 0 the caller rewrites it at once (the tests use that).
+``CoalescingWriters`` does the same for a file per key (a project's registry) with one
+thread for all keys: a thread per project would mean hundreds of threads per web worker
+on a server of many repositories, each waking and reconnecting to Postgres on its own.
 Pending rewrites are flushed at interpreter exit. The graph outbox drain
 (graph/services/outbox.py) uses the same machinery with its own delay setting.
 """
@@ -29,8 +32,9 @@ from orchestrator.observability import metrics
 logger = logging.getLogger("orchestrator.files")
 
 # A writer thread that has had nothing to do for this long gives its database
-# connection back instead of holding it open.
-IDLE_CLOSE_SECONDS = 1.0
+# connection back instead of holding it open. Long enough that a busy server's writers
+# keep theirs between bursts (a new Postgres connection costs a backend process).
+IDLE_CLOSE_SECONDS = 10.0
 
 
 class CoalescingWriter:
@@ -87,30 +91,42 @@ class CoalescingWriter:
 
 
 class CoalescingWriters:
-    """A ``CoalescingWriter`` per key (a project's index file), made on its first request."""
+    """Rewrites of a file per key (a project's index file), coalesced like a
+    ``CoalescingWriter``'s, by one thread for all keys: a burst writes each stale key
+    once, in key order."""
 
     def __init__(self, name: str, write: Callable[[str], bool],
                  delay_setting: str = "INDEX_FILE_DELAY_MS") -> None:
         self.name = name
         self._write = write
         self._delay_setting = delay_setting
-        self._writers: dict[str, CoalescingWriter] = {}
+        self._stale: set[str] = set()
         self._lock = threading.Lock()
-
-    def writer(self, key: str) -> CoalescingWriter:
-        with self._lock:
-            found = self._writers.get(key)
-            if found is None:
-                found = self._writers[key] = CoalescingWriter(
-                    f"{self.name}:{key}", lambda: self._write(key), self._delay_setting)
-            return found
+        self._writer = CoalescingWriter(name, self._write_stale, delay_setting)
 
     def request(self, key: str) -> bool | None:
-        return self.writer(key).request()
+        """Ask for a rewrite of ``key``: the write's result when done at once, None when
+        scheduled."""
+        if getattr(settings, self._delay_setting) <= 0:
+            return self._write(key)
+        with self._lock:
+            self._stale.add(key)
+        return self._writer.request()
 
     def flush(self) -> None:
         """Rewrite every pending key now."""
+        self._writer.flush()
+
+    def _write_stale(self) -> bool:
         with self._lock:
-            writers = list(self._writers.values())
-        for writer in writers:
-            writer.flush()
+            keys, self._stale = sorted(self._stale), set()
+        written = True
+        for key in keys:
+            try:
+                written = self._write(key) and written
+            except Exception:  # one key's failure must not keep the others stale
+                logger.exception("index file %s:%s not rewritten; retrying on its next "
+                                 "change", self.name, key)
+                metrics.backend_failures_total.labels("file", self.name).inc()
+                written = False
+        return written

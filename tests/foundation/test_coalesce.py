@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 
-from orchestrator.backends.coalesce import CoalescingWriter
+from orchestrator.backends.coalesce import CoalescingWriter, CoalescingWriters
 from tests.waiting import wait_for
 
 
@@ -41,3 +41,25 @@ def test_a_delay_of_zero_writes_in_the_caller(settings):
     settings.INDEX_FILE_DELAY_MS = 0
     writer = CoalescingWriter("test-sync", lambda: True)
     assert writer.request() is True
+
+
+def test_keyed_writers_share_one_thread_and_write_each_stale_key_once(settings):
+    settings.INDEX_FILE_DELAY_MS = 100
+    written: list[str] = []
+
+    def write(key: str) -> bool:
+        if key == "broken":
+            raise RuntimeError("disk full")
+        written.append(key)
+        return True
+
+    writers = CoalescingWriters("test-keyed", write)
+    before = threading.active_count()
+    for _ in range(5):
+        for key in ("p2", "p1", "broken", "p3"):
+            assert writers.request(key) is None
+    assert wait_for(lambda: sorted(written) == ["p1", "p2", "p3"])
+    # One writer thread for all keys (a project each on a real server), not one per key.
+    assert threading.active_count() - before == 1
+    writers.request("p1")  # a failing key does not stop the thread
+    assert wait_for(lambda: written.count("p1") == 2)
