@@ -54,8 +54,11 @@ steps; a step runs 1 tool (70%) or 2-5 in parallel (30%); a step takes ``--think
 Write 5%, WebFetch 3% (Claude Code transcripts of this repository's own sessions, roughly);
 the user needs 5-40 s between turns; a session is 2-8 turns (the first one of each agent
 1-8, so that ends are spread from the start). Each agent is its own branch (its own task)
-in one of ``--projects`` repositories; its edits pick from 40 files of that repository,
-so claims of two agents meet (warnings, file conflicts, notices) as they do in a team.
+in a repository of ``--team`` (8) agents, so the repositories grow with N (``--projects``
+fixes their number instead); a repository has 300 files, an agent edits in its own area of
+15 of them (teammates' areas may coincide) and ``--elsewhere`` (15%) of its edits
+anywhere in the repository, so claims of two agents meet (warnings, file conflicts,
+notices) as they do in a team.
 
 Hook calls (the pass criterion): start_session, claim_files, record_activity, heartbeat,
 end_session. save_context_snapshot is reported but is the model's call, not a hook's.
@@ -77,6 +80,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -90,7 +94,8 @@ WATCHDOG_QUIET = 30.0  # half of HEARTBEAT_INTERVAL_MS (60 s)
 TOOLS = (("Read", 35), ("Bash", 20), ("Edit", 22), ("Grep", 10), ("Glob", 5), ("Write", 5),
          ("WebFetch", 3))
 EDITING = frozenset({"Edit", "Write"})
-FILES_PER_PROJECT = 40
+FILES_PER_PROJECT = 300
+AREA_FILES = 15  # an agent works mostly in one area (a module) of its repository
 CALL_TIMEOUT = 30.0
 
 
@@ -207,6 +212,9 @@ class Stats:
     sessions_ended: int = 0
     loop_lag: list[float] = field(default_factory=list)
     flush_sizes: list[int] = field(default_factory=list)
+    failovers: int = 0  # calls a refused server passed on to the next one
+    # (taskId, version, marker) of every save the service acknowledged
+    acknowledged_saves: list[tuple[str, int, str]] = field(default_factory=list)
 
     def add(self, tool: str, seconds: float) -> None:
         if self.measuring:
@@ -220,15 +228,34 @@ class Stats:
 
 
 class Api:
-    def __init__(self, pool: Pool, stats: Stats) -> None:
-        self.pool, self.stats = pool, stats
+    """Calls spread round-robin over the servers' pools, call by call (so one session's
+    calls go through every server). A server that refuses the connection (it is down)
+    passes the call to the next one, as a load balancer's retry would: the request never
+    reached it. A call cut off in flight is an error: it may or may not have been done."""
+
+    def __init__(self, pools: list[Pool], stats: Stats) -> None:
+        self.pools, self.stats = pools, stats
+        self.turn = 0
+
+    async def _post(self, tool: str, body: bytes, project: str | None) -> tuple[int, bytes]:
+        self.turn += 1
+        first = self.turn  # other calls move the turn on while this one waits
+        for attempt in range(len(self.pools)):
+            pool = self.pools[(first + attempt) % len(self.pools)]
+            try:
+                return await pool.post(tool, body, project)
+            except ConnectionRefusedError:
+                if attempt == len(self.pools) - 1:
+                    raise
+                self.stats.failovers += self.stats.measuring
+        raise AssertionError("unreachable")
 
     async def call(self, tool: str, arguments: dict, project: str | None) -> dict | None:
         body = json.dumps(arguments).encode()
         started = time.perf_counter()
         try:
-            status, answer = await asyncio.wait_for(
-                self.pool.post(tool, body, project), CALL_TIMEOUT)
+            status, answer = await asyncio.wait_for(self._post(tool, body, project),
+                                                    CALL_TIMEOUT)
         except (TimeoutError, ConnectionError, OSError, asyncio.IncompleteReadError,
                 ServerClosed) as exc:
             self.stats.error(tool, f"{type(exc).__name__}: {exc}")
@@ -267,9 +294,12 @@ CONTEXT = "Working through the login flow; tests for the remember-me cookie next
 
 class Agent:
     def __init__(self, number: int, api: Api, args: argparse.Namespace, stop: asyncio.Event,
-                 rng: random.Random) -> None:
+                 rng: random.Random, projects: int) -> None:
         self.number, self.api, self.args, self.stop, self.rng = number, api, args, stop, rng
-        self.project = f"bench-agents-{number % args.projects}"
+        self.project = project_name(number % projects)
+        # Most edits fall in the agent's own area; teammates' areas can coincide, and a
+        # share of edits lands anywhere in the repository: claims meet as in a team.
+        self.area = rng.randrange(FILES_PER_PROJECT // AREA_FILES) * AREA_FILES
         self.project_dir = f"/home/dev/{self.project}"
         self.branch = f"agent-{number}"
         self.session_id: str | None = None
@@ -277,6 +307,7 @@ class Agent:
         self.buffer: list[dict] = []
         self.last_flush = 0.0
         self.last_call = 0.0
+        self.saves = 0
 
     async def call(self, tool: str, arguments: dict) -> dict | None:
         self.last_call = time.monotonic()
@@ -344,7 +375,7 @@ class Agent:
                 entry = {"tool": tool, "success": self.rng.random() > 0.03,
                          "timestamp": iso_now()}
                 if tool in EDITING:
-                    path = f"src/module_{self.rng.randrange(FILES_PER_PROJECT)}.py"
+                    path = f"src/module_{self.edited_file()}.py"
                     answer = await self.call("claim_files", {"sessionId": self.session_id,
                                                              "paths": [path]})
                     if answer and answer.get("message"):
@@ -358,13 +389,23 @@ class Agent:
                 if time.monotonic() - self.last_flush >= FLUSH_SECONDS:  # PostToolUse
                     await self.flush(notices=True)
         if self.task_id and self.rng.random() < self.args.save_every:
-            await self.call("save_context_snapshot", {
+            self.saves += 1
+            marker = f"{self.session_id}/{self.saves}"
+            answer = await self.call("save_context_snapshot", {
                 "taskId": self.task_id, "sessionId": self.session_id,
                 "changeSummary": "progress",
                 "updates": {"immediateContext": {"workingOn": CONTEXT,
-                                                 "nextStep": "run the tests"}}})
+                                                 "nextStep": f"run the tests ({marker})"}}})
+            if answer and answer.get("success") and isinstance(answer.get("version"), int):
+                self.api.stats.acknowledged_saves.append(
+                    (self.task_id, answer["version"], marker))
         await self.flush(summary=SUMMARY)  # Stop
         return True
+
+    def edited_file(self) -> int:
+        if self.rng.random() < self.args.elsewhere:
+            return self.rng.randrange(FILES_PER_PROJECT)
+        return self.area + self.rng.randrange(AREA_FILES)
 
     async def between_turns(self) -> bool:
         """The user reads and types; the watchdog fills a long silence with heartbeats."""
@@ -452,9 +493,12 @@ class CpuMeter:
             if proc.pid not in self.procs:
                 try:
                     new = proc.create_time() >= self.wall0
-                    self.start[proc.pid] = 0.0 if new else self._times(proc)
                 except psutil.Error:
                     continue
+                used = 0.0 if new else self._times(proc)
+                if used is None:  # gone between the listing and this read
+                    continue
+                self.start[proc.pid] = used
                 self.procs[proc.pid] = proc
                 self.roles[proc.pid] = "bench (this)" if proc.pid == os.getpid() \
                     else (role_of(proc) or "other")
@@ -496,23 +540,32 @@ async def loop_lag(stats: Stats, stop: asyncio.Event) -> None:
             stats.loop_lag.append(time.perf_counter() - started - 0.1)
 
 
-async def run_level(n: int, args: argparse.Namespace, url: str, token: str,
-                    root_pid: int | None) -> dict:
+async def run_level(n: int, args: argparse.Namespace, urls: list[str], token: str,
+                    root_pid: int | None, *, seconds: float | None = None,
+                    midway: Callable[[], None] | None = None) -> dict:
+    """N agents against ``urls``; ``midway`` (blocking) runs halfway through the measured
+    window (the failover run kills a stack there)."""
+    seconds = seconds or args.seconds
     stats = Stats()
-    pool = Pool(url, token)
-    api = Api(pool, stats)
+    pools = [Pool(url, token) for url in urls]
+    api = Api(pools, stats)
     stop = asyncio.Event()
     rng = random.Random(n)
-    agents = [Agent(i, api, args, stop, random.Random(rng.random())) for i in range(n)]
-    ramp = args.ramp if args.ramp is not None else min(20.0, max(5.0, args.seconds / 4))
+    projects = projects_for(n, args)
+    agents = [Agent(i, api, args, stop, random.Random(rng.random()), projects)
+              for i in range(n)]
+    ramp = args.ramp if args.ramp is not None else min(20.0, max(5.0, seconds / 4))
     tasks = [asyncio.create_task(a.run(ramp * i / n)) for i, a in enumerate(agents)]
     lag = asyncio.create_task(loop_lag(stats, stop))
     await asyncio.sleep(ramp + 2)
     meter = CpuMeter(root_pid)
     stats.measuring = True
     started = time.monotonic()
-    while (left := started + args.seconds - time.monotonic()) > 0:
+    while (left := started + seconds - time.monotonic()) > 0:
         await asyncio.sleep(min(1.0, left))
+        if midway and time.monotonic() - started >= seconds / 2:
+            await asyncio.to_thread(midway)
+            midway = None
         await asyncio.to_thread(meter.sample)
     stats.measuring = False
     wall = time.monotonic() - started
@@ -520,8 +573,9 @@ async def run_level(n: int, args: argparse.Namespace, url: str, token: str,
     stop.set()  # agents finish the call in flight and end their sessions
     await asyncio.wait(tasks, timeout=120)
     lag.cancel()
-    pool.close()
-    return {"n": n, "stats": stats, "wall": wall, "cpu": cpu, "pool": pool}
+    for pool in pools:
+        pool.close()
+    return {"n": n, "stats": stats, "wall": wall, "cpu": cpu, "pools": pools}
 
 
 def report(level: dict, p99_limit: float) -> bool:
@@ -555,10 +609,11 @@ def report(level: dict, p99_limit: float) -> bool:
           f"{'HELD' if held else 'FAILED'}")
     table(["call", "count", "per s", "p50 ms", "p99 ms", "max ms", "errors"], rows)
     lag = stats.loop_lag
-    pool: Pool = level["pool"]
+    pools: list[Pool] = level["pools"]
     print(f"sessions started {stats.sessions_started}, ended {stats.sessions_ended}; "
           f"claim warnings {stats.warned}, notices {stats.notices}; connections opened "
-          f"{pool.opened} (reconnects after keep-alive close {pool.reconnects}); "
+          f"{sum(p.opened for p in pools)} (reconnects after keep-alive close "
+          f"{sum(p.reconnects for p in pools)}); "
           f"tool uses per record_activity: {flush_mix(stats.flush_sizes)}; "
           f"generator loop lag p99 "
           f"{percentile(lag, 0.99) * 1000 if lag else 0:.1f} ms")
@@ -597,11 +652,15 @@ def table(header: list[str], rows: list[list[str]]) -> None:
 # -- the stack -----------------------------------------------------------------------------
 
 class Stack:
-    """``make run`` (launcher + serve) on a free port with fresh data, and a token."""
+    """``make run``'s stack on free ports with fresh data, and a token. With ``servers``
+    > 1: that many complete stacks (web workers, Celery worker and beat: ``serve``), each
+    on its own port with its own metrics directory, sharing one launcher's Postgres, Redis
+    and graph server and one CONTEXT_DIR / RECOVERY_DIR (a shared volume), as several
+    hosts behind a load balancer would."""
 
-    def __init__(self, workers: int | None) -> None:
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
+    def __init__(self, workers: int | None, servers: int = 1) -> None:
+        self.ports = [free_port() for _ in range(servers)]
+        self.urls = [f"http://127.0.0.1:{port}" for port in self.ports]
         self.tmp = Path(tempfile.mkdtemp(prefix="bench-agents-"))
         self.workers = workers
         self.process: subprocess.Popen | None = None
@@ -609,29 +668,61 @@ class Stack:
 
     def __enter__(self) -> Stack:
         token_file = self.tmp / "token"
-        env = dict(os.environ, PORT=str(self.port))
+        env = dict(os.environ, CONTEXT_DIR=str(self.tmp / "contexts"),
+                   RECOVERY_DIR=str(self.tmp / "recovery"))
         if self.workers:
             env["WEB_WORKERS"] = str(self.workers)
+        serves = [f"env PORT={port} ORCHESTRATOR_DATA_DIR={self.tmp / f'stack-{i}'} "
+                  f"{PY} -m orchestrator.ops.serve" for i, port in enumerate(self.ports)]
+        for i in range(len(self.ports)):
+            (self.tmp / f"stack-{i}").mkdir()
         script = (f"{PY} manage.py migrate --noinput -v 0 && "
-                  f"{PY} manage.py create_api_token bench-agents | tail -n 1 > {token_file} && "
-                  f"exec {PY} -m orchestrator.ops.serve")
+                  f"{PY} manage.py create_api_token bench-agents | tail -n 1 > {token_file} "
+                  "|| exit 1; " + "".join(f"{serve} & " for serve in serves[1:])
+                  + f"exec {serves[0]}")
         log = open(self.tmp / "stack.log", "w")  # noqa: SIM115 - lives with the stack
         self.process = subprocess.Popen(
-            [PY, "-m", "orchestrator.ops.launcher", "--temp", "--", "sh", "-c", script],
+            [PY, "-m", "orchestrator.ops.launcher", "--data-dir", str(self.tmp / "data"),
+             "--", "sh", "-c", script],
             cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         deadline = time.monotonic() + 300
-        while True:
-            if self.process.poll() is not None or time.monotonic() > deadline:
-                tail = (self.tmp / "stack.log").read_text()[-3000:]
-                self.__exit__()
-                raise SystemExit(f"the stack did not start:\n{tail}")
-            try:
-                urllib.request.urlopen(f"{self.url}/healthz", timeout=2).close()
-                break
-            except OSError:
-                time.sleep(0.5)
+        for url in self.urls:
+            while True:
+                if self.process.poll() is not None or time.monotonic() > deadline:
+                    tail = (self.tmp / "stack.log").read_text()[-3000:]
+                    self.__exit__()
+                    raise SystemExit(f"the stack did not start:\n{tail}")
+                try:
+                    urllib.request.urlopen(f"{url}/healthz", timeout=2).close()
+                    break
+                except OSError:
+                    time.sleep(0.5)
         self.token = token_file.read_text().strip()
         return self
+
+    def database_url(self) -> str:
+        for line in (self.tmp / "data" / "servers.env").read_text().splitlines():
+            if line.startswith("DATABASE_URL="):
+                return line.split("=", 1)[1]
+        return os.environ["DATABASE_URL"]
+
+    def kill(self, index: int) -> int:
+        """SIGKILL one stack (its serve and every process under it); processes killed."""
+        import psutil
+
+        victims = []
+        for proc in psutil.Process(self.process.pid).children(recursive=True):
+            try:
+                if "orchestrator.ops.serve" in " ".join(proc.cmdline()) and \
+                        proc.environ().get("PORT") == str(self.ports[index]):
+                    victims = [proc, *proc.children(recursive=True)]
+                    break
+            except psutil.Error:
+                continue
+        for proc in victims:
+            with contextlib.suppress(psutil.Error):
+                proc.kill()
+        return len(victims)
 
     def __exit__(self, *exc) -> None:
         if self.process and self.process.poll() is None:
@@ -644,9 +735,35 @@ class Stack:
         shutil.rmtree(self.tmp, ignore_errors=True)
 
 
-def create_projects(url: str, token: str, count: int) -> None:
-    for i in range(count):
-        body = json.dumps({"projectId": f"bench-agents-{i}", "name": f"bench agents {i}"})
+def lost_saves(database_url: str, saves: list[tuple[str, int, str]]) -> list[tuple]:
+    """Acknowledged saves whose version row (with their marker) is not in Postgres."""
+    import psycopg
+
+    versions = f'"{os.environ.get("MCP_SCHEMA", "mcp_contexts")}"."context_versions"'
+    if not saves:
+        return []
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        rows = conn.execute(
+            f"SELECT w.task_id, w.version, w.marker FROM unnest(%s::text[], %s::int[], "
+            f"%s::text[]) AS w(task_id, version, marker) WHERE NOT EXISTS (SELECT 1 FROM "
+            f"{versions} v WHERE v.task_id = w.task_id AND "
+            "v.version = w.version AND strpos(v.snapshot::text, w.marker) > 0)",
+            [[t for t, _, _ in saves], [v for _, v, _ in saves], [m for _, _, m in saves]])
+        return rows.fetchall()
+
+
+def project_name(number: int) -> str:
+    return f"bench-agents-{number}"
+
+
+def projects_for(agents: int, args: argparse.Namespace) -> int:
+    """Repositories at a level: --projects when given, else one per --team agents."""
+    return args.projects or max(1, -(-agents // args.team))
+
+
+def create_projects(url: str, token: str, count: int, start: int = 0) -> None:
+    for i in range(start, count):
+        body = json.dumps({"projectId": project_name(i), "name": f"bench agents {i}"})
         request = urllib.request.Request(
             f"{url}/api/v1/tools/create_project/", data=body.encode(), method="POST",
             headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
@@ -670,44 +787,120 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--token", default=os.environ.get("ORCHESTRATOR_TOKEN"),
                         help="its API token (write scope)")
     parser.add_argument("--workers", type=int, help="WEB_WORKERS of the stack started here")
-    parser.add_argument("--projects", type=int, default=10, help="repositories the agents share")
+    parser.add_argument("--team", type=int, default=8,
+                        help="agents per repository (a team's repository; the repositories "
+                             "grow with N)")
+    parser.add_argument("--projects", type=int, default=0,
+                        help="a fixed number of repositories instead of one per --team agents")
+    parser.add_argument("--elsewhere", type=float, default=0.15,
+                        help="share of edits outside the agent's own area of 15 files "
+                             f"(of {FILES_PER_PROJECT} per repository)")
     parser.add_argument("--think", type=lambda s: tuple(float(x) for x in s.split("-")),
                         default=(2.0, 5.0), help="seconds per model step, e.g. 2-5")
     parser.add_argument("--save-every", type=float, default=0.25,
                         help="chance that a turn ends with a save")
     parser.add_argument("--p99-ms", type=float, default=100.0,
                         help="a level holds when every hook call's p99 is at most this")
+    parser.add_argument("--servers", type=int, default=2,
+                        help="also measure this many stacks sharing the servers (1: only one)")
+    parser.add_argument("--failover-seconds", type=float, default=60,
+                        help="the run that kills one of the stacks halfway (0: none)")
     args = parser.parse_args(argv)
     if args.url and not args.token:
         parser.error("--url needs --token (or ORCHESTRATOR_TOKEN)")
     return args
 
 
+def capacity(args: argparse.Namespace, levels: list[int], urls: list[str], token: str,
+             root_pid: int | None) -> tuple[int, list[list[str]]]:
+    """Run the levels until one fails: (largest N that held, a summary row per level)."""
+    best, created, rows = 0, 0, []
+    for n in levels:
+        if projects_for(n, args) > created:
+            create_projects(urls[0], token, projects_for(n, args), start=created)
+            created = projects_for(n, args)
+        level = asyncio.run(run_level(n, args, urls, token, root_pid))
+        held = report(level, args.p99_ms)
+        rows.append(summary_row(level, held))
+        if not held:
+            break
+        best = n
+    return best, rows
+
+
+def summary_row(level: dict, held: bool) -> list[str]:
+    stats: Stats = level["stats"]
+    hook = [x for t in HOOK_CALLS for x in stats.samples.get(t, [])]
+    total = sum(len(x) for x in stats.samples.values())
+    cpu = sum(p for _, p in level["cpu"].values())
+    return [str(level["n"]), f"{total / level['wall']:.0f}",
+            f"{percentile(hook, 0.5) * 1000:.1f}" if hook else "-",
+            f"{percentile(hook, 0.99) * 1000:.1f}" if hook else "-",
+            str(sum(stats.errors.values())), f"{cpu:.0f}%", "held" if held else "FAILED"]
+
+
+def failover(args: argparse.Namespace, n: int, server: Stack) -> list[str]:
+    """N agents over two stacks; one is killed (SIGKILL) halfway; the other carries on.
+    Every save the service acknowledged must be in Postgres."""
+    killed: list[int] = []
+    level = asyncio.run(run_level(n, args, server.urls, server.token, server.process.pid,
+                                  seconds=args.failover_seconds,
+                                  midway=lambda: killed.append(server.kill(1))))
+    held = report(level, args.p99_ms)
+    stats: Stats = level["stats"]
+    lost = lost_saves(server.database_url(), stats.acknowledged_saves)
+    print(f"failover: stack 2 killed (SIGKILL, {killed[0] if killed else 0} processes) "
+          f"{args.failover_seconds / 2:.0f} s into the run; {stats.failovers} calls refused "
+          f"by it went to stack 1; {sum(stats.errors.values())} calls cut off in flight; "
+          f"{len(stats.acknowledged_saves)} saves acknowledged, {len(lost)} of them missing "
+          "from Postgres")
+    for row in lost[:5]:
+        print(f"  lost: {row}")
+    return [f"{n} (one of 2 killed)", *summary_row(level, held)[1:-1],
+            f"{len(lost)} of {len(stats.acknowledged_saves)} acknowledged saves lost"]
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     levels = [int(x) for x in args.agents.split(",") if x.strip()]
-    with contextlib.ExitStack() as stack:
-        if args.url:
-            url, token, root_pid = args.url.rstrip("/"), args.token, None
-            print(f"service: {url} (CPU: processes of this user that look like the stack)")
-        else:
-            print("starting the `make run` stack (launcher + serve) ...", flush=True)
-            started = time.monotonic()
-            server = stack.enter_context(Stack(args.workers))
-            url, token, root_pid = server.url, server.token, server.process.pid
-            print(f"service: {url}, up in {time.monotonic() - started:.0f} s "
-                  f"(WEB_WORKERS={args.workers or os.environ.get('WEB_WORKERS', '2')})")
-        create_projects(url, token, args.projects)
-        best = 0
-        for n in levels:
-            level = asyncio.run(run_level(n, args, url, token, root_pid))
-            if not report(level, args.p99_ms):
-                break
-            best = n
-        print(f"\nlargest N that held ({args.seconds:.0f} s, hook-call p99 <= "
-              f"{args.p99_ms:.0f} ms, no error): {best or 'none'}")
+    if args.url:
+        print(f"service: {args.url} (CPU: processes of this user that look like the stack)")
+        best, rows = capacity(args, levels, [args.url.rstrip("/")], args.token, None)
+        table(["agents", "req/s", "hook p50 ms", "hook p99 ms", "errors", "CPU", ""], rows)
         print(machine_line())
         print(f"capacity: {best} agents on one server")
+        return 0
+    results: dict[int, tuple[int, list[list[str]]]] = {}
+    fail_row: list[str] | None = None
+    for servers in sorted({1, max(1, args.servers)}):
+        print(f"\nstarting {servers} `make run` stack(s) (launcher + serve) ...", flush=True)
+        started = time.monotonic()
+        with Stack(args.workers, servers) as server:
+            print(f"services: {', '.join(server.urls)}, up in "
+                  f"{time.monotonic() - started:.0f} s (WEB_WORKERS="
+                  f"{args.workers or os.environ.get('WEB_WORKERS', '2')} each)")
+            results[servers] = capacity(args, levels, server.urls, server.token,
+                                        server.process.pid)
+            if servers > 1 and args.failover_seconds > 0:
+                n = results[1][0] or levels[0]
+                print(f"\n-- failover: {n} agents over {servers} stacks, one killed halfway")
+                fail_row = failover(args, n, server)
+    print(f"\nCapacity ({args.seconds:.0f} s per level, a level holds with every hook "
+          f"call's p99 <= {args.p99_ms:.0f} ms and no error):")
+    rows = [[f"{servers} server{'s' if servers > 1 else ''}", *row]
+            for servers, (_, level_rows) in sorted(results.items()) for row in level_rows]
+    if fail_row:
+        rows.append(["2 servers, failover", *fail_row])
+    table(["stacks", "agents", "req/s", "hook p50 ms", "hook p99 ms", "errors", "CPU", ""],
+          rows)
+    print(machine_line())
+    one = results[1][0]
+    if len(results) > 1:
+        many = max(results)
+        print(f"capacity: {one} agents on one server, {results[many][0]} on "
+              f"{'two' if many == 2 else many}")
+    else:
+        print(f"capacity: {one} agents on one server")
     return 0
 
 
