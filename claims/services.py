@@ -47,7 +47,7 @@ from conflicts.services.store import OPEN_STATUSES, store_candidates
 from contexts.services.edit_policy import EditPolicy, policy_from
 from contexts.services.key_files import append_key_files
 from orchestrator.backends.coalesce import CoalescingWriter
-from orchestrator.core.db import in_callers_transaction, qualified
+from orchestrator.core.db import in_callers_transaction, qualified, retried_transaction
 from orchestrator.core.errors import OrchestratorError, session_not_found, task_not_found
 from orchestrator.core.stamps import iso, now_iso
 from orchestrator.observability import metrics
@@ -293,9 +293,9 @@ def claim(session_id: str, paths: list[str], *, ttl_seconds: int | None = None,
     wanted = list(dict.fromkeys(repository_path(p, who.root) for p in paths))
     ignored = [p for p in wanted if who.policy.ignores(p)]
     counted = [p for p in wanted if p not in ignored]
-    outcome = Outcome()
-    blocked_by: list[Holder] = []
-    with transaction.atomic():
+
+    def locked() -> tuple[Outcome, list[Holder], list[Holder], list[dict[str, Any]]]:
+        outcome, blocked_by = Outcome(), []
         if counted:
             _lock_paths(who.project_id, counted)
         others = _others(who, counted) if counted else []
@@ -310,6 +310,11 @@ def claim(session_id: str, paths: list[str], *, ttl_seconds: int | None = None,
                 "holders": [h.as_dict() for h in blocked_by]})
         # A flush takes its notices itself (record_activity's notices argument).
         notices = take_notices(session_id) if source != "activity" else []
+        return outcome, blocked_by, others, notices
+
+    # Agents editing the same files lock each other's claim rows (told marks): Postgres
+    # may pick this claim as a deadlock's victim, and it is run again.
+    outcome, blocked_by, others, notices = retried_transaction(locked)
     if outcome.recording:
         outcome.conflicts = _after_claim(session_id)
     _count(blocked_by, outcome, bool(counted))
@@ -385,24 +390,29 @@ def record_overlaps(session_id: str | None = None) -> list[dict[str, Any]]:
     session, or all): each overlap whose holder still holds the file is a file_conflict
     by the detector's rules, and its holder gets a notice. Returns the conflicts."""
     found: list[dict[str, Any]] = []
-    while True:
-        with transaction.atomic():
+
+    def batch() -> int:
+        with connection.cursor() as cursor:
+            cursor.execute(_PENDING, [session_id, session_id])
+            rows = cursor.fetchall()
+        recorded = []
+        for claim_id, project_id, path, claimer, task_id, pending, agent_id in rows:
+            who = Claimant(claimer, project_id, task_id, "", agent_id, EditPolicy())
+            holders = [h for h in _others(who, [path])
+                       if h.held and h.task_id and h.session_id in pending]
+            if holders and task_id:
+                conflicts = _record_conflicts(who, holders)
+                _notify_holders(who, holders, conflicts)
+                recorded += [c for c in conflicts if c not in recorded]
             with connection.cursor() as cursor:
-                cursor.execute(_PENDING, [session_id, session_id])
-                rows = cursor.fetchall()
-            for claim_id, project_id, path, claimer, task_id, pending, agent_id in rows:
-                who = Claimant(claimer, project_id, task_id, "", agent_id, EditPolicy())
-                holders = [h for h in _others(who, [path])
-                           if h.held and h.task_id and h.session_id in pending]
-                if holders and task_id:
-                    conflicts = _record_conflicts(who, holders)
-                    _notify_holders(who, holders, conflicts)
-                    found += [c for c in conflicts if c not in found]
-                with connection.cursor() as cursor:
-                    cursor.execute(f"UPDATE {CLAIMS_TABLE} SET overlaps_pending = '{{}}' "
-                                   "WHERE id = %s", [claim_id])
-        if len(rows) < 50:
-            return found
+                cursor.execute(f"UPDATE {CLAIMS_TABLE} SET overlaps_pending = '{{}}' "
+                               "WHERE id = %s", [claim_id])
+        found.extend(c for c in recorded if c not in found)  # once the batch committed
+        return len(rows)
+
+    while retried_transaction(batch) == 50:
+        pass
+    return found
 
 
 def _record_overlaps_in_background() -> bool:

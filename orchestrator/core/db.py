@@ -2,8 +2,17 @@
 
 from __future__ import annotations
 
+import logging
+import random
+import time
+from collections.abc import Callable
+from typing import TypeVar
+
 from django.conf import settings
-from django.db import connection
+from django.db import OperationalError, connection, transaction
+
+logger = logging.getLogger("orchestrator.db")
+T = TypeVar("T")
 
 
 def spec_table(name: str) -> str:
@@ -53,3 +62,28 @@ def in_callers_transaction() -> bool:
     when called on its own.
     """
     return any(not block._from_testcase for block in connection.atomic_blocks)
+
+
+# Postgres aborts one of two transactions that wait on each other (deadlock_detected) or
+# that serialise badly (serialization_failure); run again, the victim usually goes through.
+RETRIED_SQLSTATES = frozenset({"40P01", "40001"})
+RETRY_ATTEMPTS = 3
+
+
+def retried_transaction(function: Callable[[], T]) -> T:
+    """``function()`` in a transaction of its own, run again (up to RETRY_ATTEMPTS, after
+    a short random pause) when Postgres chose it as the victim of a deadlock. Only for
+    work whose every effect is in that transaction; inside a caller's transaction it runs
+    once (the caller's transaction is what would have to run again)."""
+    for attempt in range(1, RETRY_ATTEMPTS + 1):
+        try:
+            with transaction.atomic():
+                return function()
+        except OperationalError as exc:
+            sqlstate = getattr(exc.__cause__, "sqlstate", None)
+            if (sqlstate not in RETRIED_SQLSTATES or attempt == RETRY_ATTEMPTS
+                    or in_callers_transaction()):
+                raise
+            logger.info("transaction retried after %s (attempt %d)", sqlstate, attempt)
+            time.sleep(random.uniform(0.005, 0.025) * attempt)
+    raise AssertionError("unreachable")

@@ -1,0 +1,74 @@
+"""A deadlock's victim is run again: two real transactions taking two locks in opposite
+orders on the real Postgres."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from django.db import OperationalError, connection, transaction
+
+from orchestrator.core.db import retried_transaction
+
+KEYS = (0x7465_7374_0001, 0x7465_7374_0002)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_both_sides_of_a_deadlock_get_through():
+    both_hold_one = threading.Barrier(2, timeout=10)
+    runs = {0: 0, 1: 0}
+    results: dict[int, object] = {}
+
+    def work(side: int) -> str:
+        runs[side] += 1
+        first, second = KEYS if side == 0 else KEYS[::-1]
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [first])
+            if runs[side] == 1:
+                both_hold_one.wait()
+            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [second])
+        return f"side {side} done"
+
+    def run(side: int) -> None:
+        try:
+            results[side] = retried_transaction(lambda: work(side))
+        except Exception as exc:  # reported by the assertion below
+            results[side] = exc
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=run, args=(side,)) for side in (0, 1)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert results == {0: "side 0 done", 1: "side 1 done"}
+    assert sorted(runs.values()) == [1, 2]  # Postgres aborted one of them; it ran again
+
+
+@pytest.mark.django_db(transaction=True)
+def test_other_errors_and_a_callers_transaction_are_not_retried():
+    calls = []
+
+    def failing() -> None:
+        calls.append(1)
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 1/0")
+
+    with pytest.raises(Exception, match="division by zero"):
+        retried_transaction(failing)
+    assert len(calls) == 1
+
+    def deadlock_victim() -> None:
+        calls.append(1)
+        with connection.cursor() as cursor:
+            cursor.execute("DO $$ BEGIN RAISE EXCEPTION USING ERRCODE = '40P01'; END $$")
+
+    calls.clear()
+    with pytest.raises(OperationalError):
+        retried_transaction(deadlock_victim)
+    assert len(calls) == 3  # RETRY_ATTEMPTS
+    calls.clear()
+    with pytest.raises(OperationalError), transaction.atomic():
+        retried_transaction(deadlock_victim)
+    assert len(calls) == 1  # the caller's transaction is the one to run again
