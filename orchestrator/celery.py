@@ -4,9 +4,14 @@ The schedule lives here, in one table, rather than in each app's tasks.py: Celer
 those modules only after the app is configured, so per-module ``on_after_configure``
 hooks never ran and beat scheduled nothing. Each job is a thin task calling a service
 (see the apps' tasks.py), and each also exists as a management command.
+
+Beat keeps this schedule in Redis (celery-redbeat) and only the beat holding the leader
+lock sends it, so several stacks sharing the servers run each job once per period
+(orchestrator/ops/beat.py).
 """
 
 import os
+from typing import Any
 
 from celery import Celery
 
@@ -42,6 +47,29 @@ def periodic_jobs() -> dict[str, dict]:
             for name, (task, seconds) in jobs.items()}
 
 
+# celery-redbeat's keys (orchestrator/ops/beat.py): the schedule entries, the set of
+# static entry names, and the leader lock "orchestrator:beat::lock".
+BEAT_KEY_PREFIX = "orchestrator:beat:"
+
+
+def beat_leadership() -> dict[str, Any]:
+    """celery-redbeat's settings. They are set on the app, not as CELERY_REDBEAT_* Django
+    settings: redbeat tells whether a key is configured without Celery's namespace, so
+    it would take those for absent (and drop its Redis client options)."""
+    from django.conf import settings
+
+    # A Redis that accepts and never answers must not hold beat past its lock period.
+    timeout = min(5.0, settings.BEAT_LOCK_TIMEOUT_SECONDS / 3)
+    return {"redbeat_redis_url": settings.CELERY_BROKER_URL,
+            "redbeat_key_prefix": BEAT_KEY_PREFIX,
+            "redbeat_lock_timeout": settings.BEAT_LOCK_TIMEOUT_SECONDS,
+            "redbeat_redis_options": {"socket_connect_timeout": timeout,
+                                      "socket_timeout": timeout}}
+
+
 @app.on_after_configure.connect
 def install_beat_schedule(sender, **kwargs) -> None:
+    # The beat that starts writes this into Redis (redbeat's setup_schedule): definitions
+    # replaced, last runs kept, entries no longer here removed.
     sender.conf.beat_schedule = periodic_jobs()
+    sender.conf.update(beat_leadership())

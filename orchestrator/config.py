@@ -126,6 +126,7 @@ class Settings:
     max_versions_limit: int
     hot_sync_interval_seconds: int
     slack_webhook_url: str
+    beat_lock_timeout_seconds: int
     extra: dict[str, str] = field(default_factory=dict)
 
 
@@ -301,6 +302,7 @@ def load_settings(env: Mapping[str, str] | None = None, base_dir: Path | None = 
         max_versions_limit=max_limit,
         hot_sync_interval_seconds=read.integer("HOT_SYNC_INTERVAL_SECONDS", 300, minimum=1),
         slack_webhook_url=read.string("SLACK_WEBHOOK_URL", ""),
+        beat_lock_timeout_seconds=read.integer("BEAT_LOCK_TIMEOUT_SECONDS", 30, minimum=2),
     )
 
 

@@ -328,6 +328,14 @@ CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TIMEZONE = "UTC"
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+# Beat leadership (orchestrator/ops/beat.py, on celery-redbeat; its own settings are in
+# orchestrator/celery.py): every stack may run a beat; the one holding a Redis lock sends
+# the periodic jobs, the others wait for it. The holder renews it on every pass of its
+# loop, at least six times per lock period, and a waiting beat tries every loop: a leader
+# killed with -9 is replaced within BEAT_LOCK_TIMEOUT_SECONDS plus one loop.
+BEAT_LOCK_TIMEOUT_SECONDS = ORCH.beat_lock_timeout_seconds
+CELERY_BEAT_SCHEDULER = "orchestrator.ops.beat.LeaderScheduler"
+CELERY_BEAT_MAX_LOOP_INTERVAL = BEAT_LOCK_TIMEOUT_SECONDS / 6
 
 # --- Logging: one JSON object per line (spec 9.2.1) ------------------------------------
 LOGGING = {

@@ -1,4 +1,5 @@
-"""Real server processes for tests (web workers, Celery worker) against the test database."""
+"""Real server processes for tests (web workers, Celery worker and beat) against the test
+database."""
 
 from __future__ import annotations
 
@@ -54,19 +55,22 @@ def answers(url: str) -> bool:
 
 
 @contextmanager
-def running(commands: dict[str, list[str]], env: dict[str, str], log: Path) -> Iterator[None]:
-    """Run each command (python -m ... args) until the block ends; output goes to ``log``."""
-    procs = []
+def running(commands: dict[str, list[str]], env: dict[str, str],
+            log: Path) -> Iterator[dict[str, subprocess.Popen]]:
+    """Run each command (python -m ... args) until the block ends; output goes to ``log``.
+    Yields the processes by name (to kill one on purpose)."""
+    procs: dict[str, subprocess.Popen] = {}
     with log.open("w") as out:
         try:
-            for argv in commands.values():
-                procs.append(subprocess.Popen([sys.executable, *argv], cwd=ROOT, env=env,
-                                              stdout=out, stderr=subprocess.STDOUT))
-            yield
+            for name, argv in commands.items():
+                procs[name] = subprocess.Popen([sys.executable, *argv], cwd=ROOT, env=env,
+                                               stdout=out, stderr=subprocess.STDOUT)
+            yield procs
         finally:
-            for proc in procs:
-                proc.terminate()
-            for proc in procs:
+            for proc in procs.values():
+                if proc.poll() is None:
+                    proc.terminate()
+            for proc in procs.values():
                 try:
                     proc.wait(timeout=15)
                 except subprocess.TimeoutExpired:
@@ -85,10 +89,9 @@ def celery_worker(loglevel: str = "WARNING") -> list[str]:
             "--loglevel", loglevel]
 
 
-def celery_beat(tmp_path: Path) -> list[str]:
-    """Celery beat with its schedule file under the test's ``tmp_path``."""
-    return ["-m", "celery", "-A", "orchestrator", "beat", "--loglevel", "WARNING",
-            "--schedule", str(tmp_path / "beat-schedule")]
+def celery_beat(loglevel: str = "WARNING") -> list[str]:
+    """Celery beat (schedule and leader lock in Redis); ``INFO`` logs each task it sends."""
+    return ["-m", "celery", "-A", "orchestrator", "beat", "--loglevel", loglevel]
 
 
 def wait_until_serving(base_url: str, log: Path, timeout: float = 60) -> None:

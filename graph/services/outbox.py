@@ -31,6 +31,7 @@ from graph.services import mirror
 from graph.services.mirror import Statements
 from orchestrator.backends.coalesce import CoalescingWriter
 from orchestrator.core.stamps import now_iso
+from orchestrator.observability import metrics
 from sessions.models import ActiveSession
 
 logger = logging.getLogger("orchestrator.graph")
@@ -76,6 +77,7 @@ def forget(ids: list[int]) -> None:
     """Drop queued rows that a full sync has covered."""
     for start in range(0, len(ids), 10000):
         GraphOutboxEntry.objects.filter(id__in=ids[start:start + 10000]).delete()
+    metrics.graph_outbox_applied_total.labels("sync").inc(len(ids))
 
 
 def _task_statements(task_ids: list[str]) -> Statements:
@@ -206,8 +208,9 @@ def drain_outbox() -> dict[str, Any]:
     applied = 0
     try:
         while True:
-            done = _drain_batch()
+            done = _drain_batch()  # committed: these rows are out of the queue
             applied += done
+            metrics.graph_outbox_applied_total.labels("drain").inc(done)
             if done < BATCH_SIZE:
                 break
     except Exception as exc:

@@ -9,9 +9,11 @@ from Postgres at scrape time by the endpoint (orchestrator.web.metrics).
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import time
+from typing import Any
 
 from prometheus_client import (
     Counter,
@@ -58,9 +60,23 @@ tool_call_duration_seconds = Histogram(
 job_last_success_timestamp_seconds = Gauge(
     P + "job_last_success_timestamp_seconds", "Unix time a periodic job last succeeded",
     ["job"], multiprocess_mode="max")
+# Rows leaving the graph outbox: applied by a drain, or covered by a full sync_graph. Both
+# take one advisory lock in turn, so over all processes and servers this adds up to the
+# rows queued, each applied once.
+graph_outbox_applied_total = Counter(
+    P + "graph_outbox_applied_total",
+    "Graph outbox rows applied to the Bolt mirror, by a drain or a full sync", ["via"])
 backend_failures_total = Counter(
     P + "backend_failures_total", "Secondary backend write failures (repaired by sync)",
     ["backend", "operation"])
+
+
+@functools.cache
+def labelled(metric: Counter | Histogram | Gauge, *values: str) -> Any:
+    """``metric.labels(*values)``, remembered: the hot paths (every save, every tool call)
+    ask for the same few children over and over, and ``labels`` validates and locks each
+    time. Label values come from small fixed sets (tools, transports, codes, backends)."""
+    return metric.labels(*values)
 
 
 def mark_job_success(job: str) -> None:

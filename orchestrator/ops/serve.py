@@ -119,8 +119,9 @@ class Serve:
                            "--port", port, "--workers", os.environ.get("WEB_WORKERS", "2")])
         self.start("worker", [PY, "-m", "celery", "-A", "orchestrator", "worker",
                               "--loglevel=INFO", "--concurrency=2"])
-        self.start("beat", [PY, "-m", "celery", "-A", "orchestrator", "beat", "--loglevel=INFO",
-                            "--schedule", str(data_dir / "celerybeat-schedule")])
+        # Its schedule and leader lock are in Redis (orchestrator/ops/beat.py): no file, and
+        # the beat of a second stack on the same servers (another port) waits as standby.
+        self.start("beat", [PY, "-m", "celery", "-A", "orchestrator", "beat", "--loglevel=INFO"])
 
         base = f"http://127.0.0.1:{port}"
         deadline, announced = time.monotonic() + HEALTH_TIMEOUT, False

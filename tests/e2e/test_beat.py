@@ -37,11 +37,10 @@ EVERY_SECOND = {"HOT_SYNC_INTERVAL_SECONDS": "1", "HEARTBEAT_INTERVAL_MS": "1000
                 "ENABLE_NEO4J": "true", "ENABLE_CONFLICT_DETECTION": "true"}
 
 
-def test_beat_sends_every_job(tmp_path):
+def test_beat_sends_every_job():
     env = {**os.environ, **EVERY_SECOND}
     beat = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "orchestrator", "beat", "--loglevel=INFO",
-         "--schedule", str(tmp_path / "beat-schedule")],
+        [sys.executable, *processes.celery_beat("INFO")],
         cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     seen: set[str] = set()
     output: list[str] = []
@@ -76,7 +75,7 @@ def test_a_real_worker_runs_every_job_beat_sends(tmp_path):
                 if any(f"Task {job}[" in line and "succeeded" in line for line in lines)}
 
     with processes.running({"worker": processes.celery_worker("INFO"),
-                            "beat": processes.celery_beat(tmp_path)}, env, log):
+                            "beat": processes.celery_beat()}, env, log):
         wait_for(lambda: succeeded() == set(JOBS) or "unregistered" in log.read_text(),
                  timeout=90, interval=0.5)
     text = log.read_text()

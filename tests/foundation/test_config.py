@@ -55,6 +55,7 @@ def test_defaults_match_the_spec():
     assert s.enable_neo4j and s.enable_file_sync and s.enable_conflict_detection
     assert s.context_dir == Path("/srv/.claude/contexts")
     assert s.recovery_dir == Path("/srv/.claude/recovery")
+    assert s.beat_lock_timeout_seconds == 30
 
 
 def test_urls_win_over_parts():
@@ -85,6 +86,7 @@ def test_yaml_file_with_interpolation_and_env_precedence(tmp_path):
     ({"NEO4J_URI": "http://x"}, "E1690", "NEO4J_URI"),
     ({"MCP_SCHEMA": "bad-schema;drop"}, "E1690", "MCP_SCHEMA"),
     ({"MAX_VERSIONS_DEFAULT": "500"}, "E1690", "MAX_VERSIONS_DEFAULT"),
+    ({"BEAT_LOCK_TIMEOUT_SECONDS": "1"}, "E1690", "BEAT_LOCK_TIMEOUT_SECONDS"),
     ({"ORCHESTRATOR_CONFIG": "/nonexistent/config.yaml"}, "E1691", "ORCHESTRATOR_CONFIG"),
 ])
 def test_bad_values_name_the_setting(env, code, setting):

@@ -23,7 +23,7 @@ def test_real_worker_and_beat_flip_a_stale_session_and_leave_a_fresh_one(tools, 
                                 CONTEXT_DIR=str(tmp_path / "ctx"))
     log = tmp_path / "celery.log"
     with processes.running({"worker": processes.celery_worker(),
-                            "beat": processes.celery_beat(tmp_path)}, env, log):
+                            "beat": processes.celery_beat()}, env, log):
         wait_for(lambda: status_of("stale")[0] == "crashed", timeout=30, interval=0.2)
     assert status_of("stale") == ("crashed", True, "crash"), log.read_text()[-3000:]
     assert status_of("fresh") == ("active", False, None)
