@@ -10,7 +10,9 @@ overhead several times over.
 
 from __future__ import annotations
 
+import gc
 import os
+import sys
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "orchestrator.settings")
 
@@ -71,3 +73,21 @@ async def route(scope, receive, send):
                                                body, _header(scope, CLIENT_PROJECT))
         return await fastlane.send_json(send, *answer)
     return await django_app(scope, receive, send)
+
+
+def _tune_for_many_threads() -> None:
+    """A web worker's event loop, tool threads and writer threads share one GIL, and a
+    tool call waits for it after each of its ~10-20 database round trips. With the default
+    5 ms switch interval a busy neighbour makes every wait up to 5 ms: at 500 agents a
+    20 ms start_session took 200-500 ms and the tool-thread queue grew to seconds.
+    Likewise a full garbage collection stops every thread, and it scanned every object
+    Django and the drivers made at import (75-180 ms pauses, several a second under load).
+    So: a shorter switch interval (WEB_GIL_SWITCH_INTERVAL_MS), and what import made is
+    frozen out of the collector's scans, with fewer young collections."""
+    sys.setswitchinterval(float(os.environ.get("WEB_GIL_SWITCH_INTERVAL_MS") or 1) / 1000)
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(20_000, 20, 20)
+
+
+_tune_for_many_threads()
