@@ -36,6 +36,21 @@ def test_spec_12_3_2_detect_and_recover_a_crashed_session(tools):
 
 
 @pytest.mark.django_db
+def test_a_start_sweeps_its_own_project_only(tools):
+    """start_session's recovery check flips the stale sessions of the project it reports
+    on; the other projects' wait for beat's sweep of the whole server."""
+    for key in ("web", "api"):
+        tools.ok("create_project", {"projectId": key, "name": key})
+        tools.ok("start_session", {"sessionId": f"stale-{key}", "projectId": key})
+        backdate(f"stale-{key}", 10)
+    started = tools.ok("start_session", {"sessionId": "new-web", "projectId": "web"})
+    assert [s["sessionId"] for s in started["recovery"]["sessions"]] == ["stale-web"]
+    assert status_of("stale-web")[0] == "crashed"
+    assert status_of("stale-api")[0] == "active"
+    assert recovery.detect_crashed_sessions() == ["stale-api"]
+
+
+@pytest.mark.django_db
 def test_sweep_flips_only_stale_sessions_and_snapshots_the_task(tools):
     tools.ok("create_task", {"taskId": "t1", "name": "Parser", "currentPhase": "implementation",
                              "iteration": 3})
