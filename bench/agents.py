@@ -97,6 +97,8 @@ EDITING = frozenset({"Edit", "Write"})
 FILES_PER_PROJECT = 300
 AREA_FILES = 15  # an agent works mostly in one area (a module) of its repository
 CALL_TIMEOUT = 30.0
+RAMP_STARTS_PER_SECOND = 25
+SETTLE_SECONDS = 10.0
 
 
 # -- a cheap keep-alive HTTP/1.1 client on asyncio streams ---------------------------------
@@ -554,10 +556,12 @@ async def run_level(n: int, args: argparse.Namespace, urls: list[str], token: st
     projects = projects_for(n, args)
     agents = [Agent(i, api, args, stop, random.Random(rng.random()), projects)
               for i in range(n)]
-    ramp = args.ramp if args.ramp is not None else min(20.0, max(5.0, seconds / 4))
+    # An agent's first session makes its task (a fresh install's day one): ~25 of those a
+    # second, then SETTLE_SECONDS for what queued to drain before the window opens.
+    ramp = args.ramp if args.ramp is not None else max(5.0, n / RAMP_STARTS_PER_SECOND)
     tasks = [asyncio.create_task(a.run(ramp * i / n)) for i, a in enumerate(agents)]
     lag = asyncio.create_task(loop_lag(stats, stop))
-    await asyncio.sleep(ramp + 2)
+    await asyncio.sleep(ramp + SETTLE_SECONDS)
     meter = CpuMeter(root_pid)
     stats.measuring = True
     started = time.monotonic()
@@ -782,7 +786,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--seconds", type=float, default=120, help="measured per level")
     parser.add_argument("--ramp", type=float, default=None,
                         help="agents start spread over this many seconds (default: "
-                             "seconds/4 within 5-20)")
+                             f"N/{RAMP_STARTS_PER_SECOND}, at least 5)")
     parser.add_argument("--url", help="a running service (default: start `make run`'s stack)")
     parser.add_argument("--token", default=os.environ.get("ORCHESTRATOR_TOKEN"),
                         help="its API token (write scope)")
