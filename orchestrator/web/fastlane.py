@@ -39,7 +39,10 @@ T = TypeVar("T")
 # sync_to_async: that adds a context copy and future chaining per call, and its default
 # executor lets more threads fight over the GIL. Measured on 2 cores, 8 clients,
 # 2 workers: heartbeats 1,600 -> 1,750/s. TOOL_THREADS is per web worker process.
-TOOL_THREADS = ThreadPoolExecutor(int(os.environ.get("TOOL_THREADS") or 4),
+# Eight, not four: under agent load a hook call spends most of its time waiting on
+# Postgres, and with four threads calls queued behind those waits (bench.agents, 1,000
+# agents: hook-call p50 1.6 s with 4, 10 ms with 8, 25 ms with 12 as the GIL grows busier).
+TOOL_THREADS = ThreadPoolExecutor(int(os.environ.get("TOOL_THREADS") or 8),
                                   thread_name_prefix="tool")
 
 
