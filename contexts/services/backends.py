@@ -37,9 +37,9 @@ def cache_task(task: TaskContext, *, hot: bool) -> bool:
                        extra={"taskId": task.task_id})
         return False
     finally:
-        metrics.context_save_duration_seconds.labels("redis").observe(
+        metrics.labelled(metrics.context_save_duration_seconds, "redis").observe(
             time.perf_counter() - started)
-    metrics.context_saves_total.labels("redis").inc()
+    metrics.labelled(metrics.context_saves_total, "redis").inc()
     return True
 
 
@@ -70,15 +70,16 @@ def write_task_file(task: TaskContext) -> bool:
 
     started = time.perf_counter()
     ok = _file_backup("task_file", write, task.task_id)
-    metrics.context_save_duration_seconds.labels("file").observe(time.perf_counter() - started)
+    metrics.labelled(metrics.context_save_duration_seconds, "file").observe(
+        time.perf_counter() - started)
     if ok:
-        metrics.context_saves_total.labels("file").inc()
+        metrics.labelled(metrics.context_saves_total, "file").inc()
     return ok
 
 
 def write_hot_file(task: TaskContext) -> bool:
     return _file_backup("hot_file", lambda: files.write_json_atomic(
-        files.context_dir(task.project_id) / "_hot_context.json",
+        files.hot_context_file(task.project_id),
         representation.hot_context(task),
         fsync_now=False), task.task_id)
 
@@ -134,7 +135,7 @@ def publish_task(task: TaskContext, *, active: bool, to_file: bool = True,
     with tracing.backend_span("redis_update", "redis", **{"task.id": task.task_id}):
         redis_ok = cache_task(task, hot=active)
     file_ok = False
-    if to_file:
+    if to_file and settings.ENABLE_FILE_SYNC:  # off: no file, and no file save timed
         with tracing.backend_span("file_sync", "file", **{"task.id": task.task_id}):
             file_ok = write_task_file(task)
             if active:

@@ -39,6 +39,9 @@ return 1
 """
 
 
+_encode = json.JSONEncoder(default=str).encode  # json.dumps(..., default=str), built once
+
+
 def task_cache_key(task_id: str) -> str:
     return redis_store.key("task", task_id)
 
@@ -70,7 +73,7 @@ def write_task_cache(task: TaskContext, *, hot: bool) -> None:
     def pipelined(r) -> None:
         pipe = r.pipeline(transaction=False)
         for name, value, ttl in writes:
-            pipe.eval(SET_IF_NOT_OLDER_LUA, 1, name, json.dumps(value, default=str),
+            pipe.eval(SET_IF_NOT_OLDER_LUA, 1, name, _encode(value),
                       value.get("version") or 0, value.get("taskId") or "", ttl)
         pipe.execute()
 

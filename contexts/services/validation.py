@@ -32,6 +32,8 @@ TEXT_LIMITS = {
     "resumePrompt": (20000, True),
 }
 IMMEDIATE_TEXT = {"workingOn": 5000, "lastAction": 5000, "nextStep": 5000, "notes": 20000}
+IMMEDIATE_FIELDS = frozenset(IMMEDIATE_TEXT) | {"blockers"}
+_encode = json.JSONEncoder(default=str).encode  # json.dumps(..., default=str), built once
 
 
 def _fail(field: str, problem: str, value: Any = None) -> OrchestratorError:
@@ -99,7 +101,7 @@ def _immediate_context(value: Any) -> dict[str, Any] | None:
         return None
     if not isinstance(value, dict):
         raise _fail("immediateContext", "must be an object (spec 4.2.11)", value)
-    unknown = sorted(set(value) - set(IMMEDIATE_TEXT) - {"blockers"})
+    unknown = sorted(value.keys() - IMMEDIATE_FIELDS)
     if unknown:
         raise _fail("immediateContext", f"unknown field(s): {', '.join(unknown)}")
     result: dict[str, Any] = {}
@@ -107,9 +109,10 @@ def _immediate_context(value: Any) -> dict[str, Any] | None:
         if key in value:
             result[key] = _text(f"immediateContext.{key}", value[key], limit, True)
     blockers = value.get("blockers", [])
-    if not isinstance(blockers, list) or not all(isinstance(b, str) for b in blockers):
+    if not isinstance(blockers, list) or (
+            blockers and not all(isinstance(b, str) for b in blockers)):
         raise _fail("immediateContext.blockers", "must be a list of strings", None)
-    if len(blockers) > 100 or any(len(b) > 2000 for b in blockers):
+    if blockers and (len(blockers) > 100 or any(len(b) > 2000 for b in blockers)):
         raise _fail("immediateContext.blockers", "at most 100 blockers of 2000 characters")
     result["blockers"] = list(blockers)
     return result
@@ -119,10 +122,10 @@ def validate_changes(changes: Any) -> dict[str, Any]:
     """camelCase changes -> {column: value}; raise E1612 on the first invalid field."""
     if not isinstance(changes, dict):
         raise _fail("updates", "must be an object")
-    unknown = sorted(set(changes) - set(FIELD_COLUMNS))
+    unknown = sorted(changes.keys() - FIELD_COLUMNS.keys())
     if unknown:
         raise _fail(unknown[0], "is not a writable task field")
-    size = len(json.dumps(changes, default=str))
+    size = len(_encode(changes))
     if size > MAX_CHANGES_BYTES:
         raise _fail("updates", f"are {size} bytes of JSON; the limit is {MAX_CHANGES_BYTES}")
     values: dict[str, Any] = {}

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import operator
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -33,7 +34,7 @@ from functools import partial
 from typing import Any
 
 from django.conf import settings
-from django.db import DatabaseError, connection, transaction
+from django.db import DEFAULT_DB_ALIAS, DatabaseError, connection, connections, transaction
 
 from contexts import signals
 from contexts.models import TaskContext
@@ -59,6 +60,7 @@ MIRRORED_COLUMNS = frozenset({"task_id", "name", "status", "current_phase", "pri
                               "score", "agent_type"})
 # The columns whose old values a write keeps, to tell what it changed.
 WATCHED_COLUMNS = tuple(sorted(REGISTRY_COLUMNS | MIRRORED_COLUMNS | {"version"}))
+_before_values = operator.itemgetter(*(f"before_{column}" for column in WATCHED_COLUMNS))
 COLUMN_FIELDS = {column: name for name, column in FIELD_COLUMNS.items()}
 
 
@@ -131,7 +133,8 @@ def write_task(task_id: str, changes: Changes, *, change_type: str,
                 done = _update_in_one_statement(task_id, changes, change_type=change_type,
                                                 summary=summary, session_id=session_id,
                                                 actor=actor, enforce_locks=enforce_locks)
-            deferred = in_callers_transaction()
+            # The one statement ran in autocommit: no caller's transaction to wait for.
+            deferred = done is None and in_callers_transaction()
             if done is None:
                 with transaction.atomic():
                     done = _update_locked_row(task_id, changes, change_type=change_type,
@@ -148,8 +151,8 @@ def write_task(task_id: str, changes: Changes, *, change_type: str,
     task, before = done
     if before is None:  # the derived change found nothing to write
         return TaskWrite(task=task, changed=False, registry=False, graph="unchanged")
-    metrics.context_saves_total.labels("database").inc()
-    metrics.context_save_duration_seconds.labels("database").observe(
+    metrics.labelled(metrics.context_saves_total, "database").inc()
+    metrics.labelled(metrics.context_save_duration_seconds, "database").observe(
         time.perf_counter() - started)
     result = TaskWrite(
         task=task, changed=task.version != before["version"],
@@ -287,9 +290,10 @@ def _update_in_one_statement(task_id: str, changes: TaskChanges, *, change_type:
                              ) -> tuple[TaskContext, dict[str, Any]] | None:
     """(updated task, its watched columns before), or None when the full path must decide
     (an unknown task, or the lock rule might object)."""
-    fields = [TaskContext._meta.get_field(column) for column in changes.columns]
-    sql = _update_sql(tuple(f.column for f in fields), enforce_locks)
-    params = [f.get_db_prep_save(changes.columns[f.name], connection) for f in fields]
+    db = connections[DEFAULT_DB_ALIAS]  # once, rather than a lookup per use of `connection`
+    sql, fields = _update_plan(tuple(changes.columns), enforce_locks)
+    params = [field.get_db_prep_save(value, db)
+              for field, value in zip(fields, changes.columns.values(), strict=True)]
     params += [change_type or "", summary or "", session_id or "",
                actor or session_id or "", task_id]
     row = prepared.fetch_one(sql, params)
@@ -297,10 +301,17 @@ def _update_in_one_statement(task_id: str, changes: TaskChanges, *, change_type:
         return None
     task = prepared.model_from_row(TaskContext, row)
     task.is_active = row["is_active"]
-    before = {column: row[f"before_{column}"] for column in WATCHED_COLUMNS}
-    if task.version != before["version"]:
-        notify_changed(task_id, change_type)  # autocommit: sent right away
+    before = dict(zip(WATCHED_COLUMNS, _before_values(row), strict=True))
+    if task.version != before["version"]:  # autocommit: committed, so sent right away
+        signals.task_changed.send(sender=TaskContext, task_id=task_id, change_type=change_type)
     return task, before
+
+
+@functools.cache
+def _update_plan(names: tuple[str, ...], enforce_locks: bool) -> tuple[str, tuple[Any, ...]]:
+    """(the statement, the model fields) for one set of updated fields, in their order."""
+    fields = tuple(TaskContext._meta.get_field(name) for name in names)
+    return _update_sql(tuple(field.column for field in fields), enforce_locks), fields
 
 
 @functools.cache

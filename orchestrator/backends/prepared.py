@@ -18,39 +18,86 @@ own save metrics.
 
 from __future__ import annotations
 
+import functools
+import operator
+from collections.abc import Callable
 from typing import Any
 
 import psycopg
-from django.db import connection
-from django.db.models import Model
+from django.db import DEFAULT_DB_ALIAS, connections
+from django.db.models import Model, signals
+from django.db.models.base import ModelState
 
 from orchestrator.observability import tracing
 
 
 def fetch_one(sql: str, params: list[Any]) -> dict[str, Any] | None:
     """Run ``sql`` (``%s`` placeholders) prepared; its first row by column name, or None."""
+    # The thread's connection looked up once: each attribute of django.db.connection is
+    # a lookup in the thread's connections of its own.
+    db = connections[DEFAULT_DB_ALIAS]
     # As Django's own cursors do: a pooled connection the server cut is replaced first
     # (CONN_HEALTH_CHECKS; ensure_connection alone would hand it over dead).
-    connection.close_if_health_check_failed()
-    connection.ensure_connection()
-    with (tracing.statement_span(sql), connection.wrap_database_errors,
-          psycopg.Cursor(connection.connection) as cursor):
+    db.close_if_health_check_failed()
+    db.ensure_connection()
+    with (tracing.statement_span(sql), db.wrap_database_errors,
+          psycopg.Cursor(db.connection) as cursor):
         cursor.execute(sql, params, prepare=True)
-        row = cursor.fetchone()
-        if row is None:
+        values = cursor.fetchone()
+        if values is None:
             return None
-        return {column.name: value for column, value in zip(cursor.description, row,
-                                                             strict=True)}
+        return dict(zip(_column_names(sql, cursor.pgresult), values, strict=True))
+
+
+# Column names by statement. Reading them from each result (a Column object each for
+# ``cursor.description``, or a decode each) cost more than decoding the row's values;
+# a statement's text fixes its columns, and the count is checked anyway.
+_names: dict[str, tuple[int, tuple[str, ...]]] = {}
+
+
+def _column_names(sql: str, result: Any) -> tuple[str, ...]:
+    count = result.nfields
+    known = _names.get(sql)
+    if known is None or known[0] != count:
+        known = _names[sql] = (count, tuple(result.fname(i).decode() for i in range(count)))
+    return known[1]
 
 
 def model_from_row(model: type[Model], row: dict[str, Any]) -> Model:
     """An instance of ``model`` as the ORM would load it from ``row`` (column -> value);
     columns that are not the model's fields are ignored."""
-    names, values = [], []
-    for field in model._meta.concrete_fields:
-        value = row[field.column]
-        for converter in field.get_db_converters(connection):
-            value = converter(value, None, connection)
-        names.append(field.attname)
-        values.append(value)
-    return model.from_db(connection.alias, names, values)
+    db = connections[DEFAULT_DB_ALIAS]
+    attnames, columns, converted = _loaders(model, db.alias)
+    values = list(columns(row))
+    for index, converters in converted:
+        value = values[index]
+        for converter in converters:
+            value = converter(value, None, db)
+        values[index] = value
+    if model.__init__ is not Model.__init__ or signals.pre_init.receivers \
+            or signals.post_init.receivers:
+        return model.from_db(db.alias, attnames, values)
+    # What Model.__init__ does with a value for every field, when nothing listens to its
+    # signals and the model does not override it: one setattr per field, which for a
+    # 30-column row cost more than the rest of this function.
+    instance = model.__new__(model)
+    instance.__dict__.update(zip(attnames, values, strict=True))
+    instance._state = state = ModelState()
+    state.adding, state.db = False, db.alias
+    return instance
+
+
+@functools.cache
+def _loaders(model: type[Model], db: str) -> tuple[
+        tuple[str, ...], Callable[[dict[str, Any]], tuple[Any, ...]],
+        tuple[tuple[int, tuple[Callable[..., Any], ...]], ...]]:
+    """The attnames of ``model``'s concrete fields, a getter of their columns' values from
+    a row, and (index, converters) of the fields that have converters: worked out once
+    per model and database, not per row."""
+    fields = model._meta.concrete_fields
+    converted = tuple((index, tuple(converters)) for index, field in enumerate(fields)
+                      if (converters := field.get_db_converters(connections[db])))
+    columns = [field.column for field in fields]
+    getter = (operator.itemgetter(*columns) if len(columns) > 1
+              else lambda row: (row[columns[0]],))
+    return tuple(field.attname for field in fields), getter, converted

@@ -82,6 +82,51 @@ def find_unstorable_value(arguments: Any) -> dict[str, str] | None:
 
 def scan_input(arguments: Any) -> tuple[dict[str, str] | None, bool]:
     """(the first unstorable value as in find_unstorable_value, whether a float occurs)."""
+    clean, has_float = _scan_quickly(arguments)
+    if clean:
+        return None, has_float
+    return _scan(arguments)
+
+
+def _scan_quickly(arguments: Any) -> tuple[bool, bool]:
+    """(nothing unstorable, whether a float occurs): ``_scan``'s verdict on clean input,
+    which is nearly all of it, without the path of every value (only the first problem
+    needs one, and ``_scan`` finds it)."""
+    has_float = False
+    search = FORBIDDEN_CHARACTERS.search
+    stack: list[tuple[Any, int]] = [(arguments, 0)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, dict):
+            if depth >= MAX_DEPTH and value:
+                return False, has_float
+            for key, item in value.items():
+                if isinstance(key, str) and search(key):
+                    return False, has_float
+                if isinstance(item, str):
+                    if search(item):
+                        return False, has_float
+                elif isinstance(item, dict | list | float):
+                    stack.append((item, depth + 1))
+        elif isinstance(value, list):
+            if depth >= MAX_DEPTH and value:
+                return False, has_float
+            for item in value:
+                if isinstance(item, str):
+                    if search(item):
+                        return False, has_float
+                elif isinstance(item, dict | list | float):
+                    stack.append((item, depth + 1))
+        elif isinstance(value, float):
+            has_float = True
+            if not math.isfinite(value):
+                return False, has_float
+        elif isinstance(value, str) and search(value):
+            return False, has_float
+    return True, has_float
+
+
+def _scan(arguments: Any) -> tuple[dict[str, str] | None, bool]:
     has_float = False
     stack: list[tuple[Any, tuple[Any, ...]]] = [(arguments, ())]
     while stack:

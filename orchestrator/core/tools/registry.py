@@ -167,8 +167,9 @@ def _run_tool(tool: Tool, arguments: Any, context: ToolContext, span: Any) -> di
         duration = time.perf_counter() - started
         failure = outcome.get("error") if outcome.get("success") is False else None
         code = failure.get("code", "error") if isinstance(failure, dict) else "ok"
-        metrics.tool_calls_total.labels(tool.name, context.transport, code).inc()
-        metrics.tool_call_duration_seconds.labels(tool.name).observe(duration)
+        metrics.labelled(metrics.tool_calls_total, tool.name, context.transport,
+                         str(code)).inc()
+        metrics.labelled(metrics.tool_call_duration_seconds, tool.name).observe(duration)
         tracing.record_tool_outcome(span, outcome)
         for hook in _AFTER_CALL:
             try:
