@@ -14,6 +14,11 @@ Slices, all on the same Postgres in the same run, ~2 KB of task context per save
   production web server, two workers, the bare keep-alive client of bench/common.py):
   save_context_snapshot, cached get_unified_context and heartbeat, 1 and 8 clients,
   with the graph mirror off and on;
+- the save against its own floor (bench/floor.py): the work one save promises (one
+  UPDATE firing the version trigger, one Redis pipeline with both keys, the two atomic
+  file writes) done alone through the same drivers and servers, with and without the
+  files, interleaved in blocks with our save at the service level and over HTTP, file
+  sync on and off (``--only floor`` runs just this slice);
 - the scaling curve: save, cached read, detect_conflicts, the crash sweep and
   get_task_graph (depth 2, Postgres reader) at 1k and 10k tasks (``--full``: 100k).
 
@@ -23,18 +28,23 @@ Timings on a shared or busy machine describe the machine: compare rows of one ru
 from __future__ import annotations
 
 import argparse
+import atexit
 import os
 import random
+import shutil
 import statistics
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 from bench.common import (
     ServerProcess,
     ToolClients,
     free_port,
+    machine_line,
     measure,
     percentile,
     print_table,
@@ -43,6 +53,7 @@ from bench.common import (
 
 CONTEXT = "x" * 1900  # with the JSON around it, ~2 KB of immediateContext per save
 CLIENT_COUNTS = (1, 8)
+SLICES = ("langgraph", "floor", "ours", "scale", "agents")
 
 
 @dataclass
@@ -55,9 +66,13 @@ class Row:
     samples: list[float]
     wall: float
     peer: str | None = None  # the LangGraph row this one compares to
+    # Measured in interleaved blocks (bench/floor.py): p50 is the median of the blocks'.
+    block_p50: float | None = None
 
     @property
     def p50(self) -> float:
+        if self.block_p50 is not None:
+            return self.block_p50 * 1000
         return statistics.median(self.samples) * 1000
 
     def cells(self, peers: dict[tuple[str, int], Row]) -> list[str]:
@@ -78,7 +93,21 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--full", action="store_true", help="add 100,000 tasks to the curve")
     parser.add_argument("--no-graph", action="store_true",
                         help="skip the graph-on rows (no Bolt server configured)")
-    return parser.parse_args()
+    parser.add_argument("--only", default=",".join(SLICES),
+                        help=f"slices to run, comma separated, of {','.join(SLICES)} "
+                        "(default all)")
+    parser.add_argument("--agents", default="100,500,750,1000,1500,2000,4000",
+                        help="the agents slice's load levels (python -m bench.agents --agents)")
+    parser.add_argument("--agents-seconds", type=float, default=120,
+                        help="measured seconds per load level of the agents slice")
+    parser.add_argument("--blocks", type=int, default=30,
+                        help="interleaved blocks of the floor slice, each of requests/blocks "
+                        "calls (its rows' p50 is the median of the blocks' p50s)")
+    args = parser.parse_args()
+    args.only = {s.strip() for s in args.only.split(",") if s.strip()}
+    if args.only - set(SLICES):
+        parser.error(f"--only: unknown slice(s) {', '.join(sorted(args.only - set(SLICES)))}")
+    return args
 
 
 def timed(operation: Callable[[int, int], object], clients: int, requests: int,
@@ -93,6 +122,23 @@ def close_connection() -> None:
     from django.db import connection
 
     connection.close()
+
+
+def fresh_file_dirs() -> Path:
+    """A new CONTEXT_DIR and RECOVERY_DIR for this run, in a directory made beside the
+    configured CONTEXT_DIR (so on the same file system), for this process and the web
+    servers it starts. Files left by an earlier run against another database would hold
+    higher versions than this run's, and a save does not write a task file over a newer
+    one: the saves would skip their task file and look cheaper than they are."""
+    from django.conf import settings
+
+    parent = Path(settings.CONTEXT_DIR).resolve().parent
+    parent.mkdir(parents=True, exist_ok=True)
+    root = Path(tempfile.mkdtemp(prefix=".bench-files-", dir=parent))
+    for name, sub in (("CONTEXT_DIR", "contexts"), ("RECOVERY_DIR", "recovery")):
+        setattr(settings, name, root / sub)
+        os.environ[name] = str(root / sub)
+    return root
 
 
 # --- LangGraph -------------------------------------------------------------------------
@@ -136,7 +182,10 @@ def langgraph_rows(requests: int) -> list[Row]:
 # --- ours ------------------------------------------------------------------------------
 
 def prepare_tasks() -> None:
+    """Tasks bench-0..7, a session on each, and bench-0 the active task: an agent saves
+    the task it works on, so a 1-client save writes both Redis keys and both files."""
     from contexts.models import TaskContext
+    from contexts.services.switch import switch_task
     from contexts.services.tasks import create_task
     from sessions.services.lifecycle import start_session
 
@@ -146,6 +195,7 @@ def prepare_tasks() -> None:
             create_task(task_id, {"name": f"Bench {client}"})
         start_session(session_id=f"bench-s{client}-{random.randrange(10**9)}",
                       task_id=task_id, agent_id="bench")
+    switch_task("bench-0", save_current_state=False)
 
 
 def session_ids() -> list[str]:
@@ -232,6 +282,68 @@ def our_rows(requests: int, graph_modes: list[str]) -> list[Row]:
                                     peer=PEERS.get(name)))
                     print(f"  http {name} graph {graph} x{clients}", file=sys.stderr)
                     rows += filter(None, [settle_outbox(graph)])
+    return rows
+
+
+# --- the save against its own floor ---------------------------------------------------
+
+FLOOR = "floor: UPDATE + Redis pipeline + 2 atomic file writes"
+FLOOR_NO_FILES = "floor: UPDATE + Redis pipeline (no files)"
+SAVE = "save_context_snapshot"
+
+
+def save_name(file_sync: bool) -> str:
+    return f"{SAVE}, file sync {'on' if file_sync else 'off'}"
+
+
+def floor_rows(requests: int, blocks: int) -> list[Row]:
+    """The floor (bench/floor.py) with and without files, and our save at the service
+    level and over HTTP with file sync on and off, 1 client, graph off, all on task
+    bench-0 (the active task), measured in interleaved blocks."""
+    from django.conf import settings
+
+    from bench.floor import Floor, interleaved, median_of_block_p50s
+    from orchestrator.core.models import ApiToken
+
+    _, token = ApiToken.issue(f"bench-floor-{random.randrange(10**9)}")
+    settings.ENABLE_NEO4J = False
+    os.environ["ENABLE_NEO4J"] = "false"
+    floor, bare = Floor("bench-0", CONTEXT), Floor("bench-0", CONTEXT, files=False)
+    servers = {}
+    try:
+        for file_sync in (True, False):  # the web server reads it from its environment
+            os.environ["ENABLE_FILE_SYNC"] = "true" if file_sync else "false"
+            servers[file_sync] = ServerProcess(free_port()).__enter__()
+        os.environ.pop("ENABLE_FILE_SYNC")
+        service = our_operations(service_call)[SAVE]
+        http = {sync: our_operations(ToolClients(server.url, token).call)[SAVE]
+                for sync, server in servers.items()}
+        variants = {FLOOR: floor.save, FLOOR_NO_FILES: bare.save,
+                    (save_name(True), "service"): service,
+                    (save_name(False), "service"): service,
+                    (save_name(True), "http"): http[True],
+                    (save_name(False), "http"): http[False]}
+        flip = {(save_name(sync), "service"): (
+            lambda sync=sync: setattr(settings, "ENABLE_FILE_SYNC", sync))
+            for sync in (True, False)}
+        print(f"  floor and our save, {blocks} interleaved blocks", file=sys.stderr)
+        measured = interleaved(
+            variants, requests=requests, blocks=blocks, before=flip,
+            run=lambda operation, clients, n: timed(operation, clients, n, close_connection))
+    finally:
+        settings.ENABLE_FILE_SYNC = True
+        floor.close()
+        for server in servers.values():
+            server.__exit__()
+    rows = []
+    for name, done in measured.items():
+        operation, transport = (name, "in-process") if isinstance(name, str) else name
+        samples = [s for block, _ in done for s in block]
+        # ops/s of one client: calls back to back, without the blocks' warm-up calls
+        rows.append(Row("floor" if transport == "in-process" else "ours", operation,
+                        transport, "off", 1, samples, sum(samples),
+                        peer=None if transport == "in-process" else "put",
+                        block_p50=median_of_block_p50s(done)))
     return rows
 
 
@@ -364,6 +476,15 @@ def targets(rows: list[Row], sizes: list[int]) -> list[list[str]]:
     conflicts = find(rows, f"detect_conflicts @ {sizes[-1]:,} tasks", "service", "off", 1)
     checks.append((f"detect_conflicts at {sizes[-1]:,} tasks",
                    conflicts and conflicts.p50 / 1000, 2.0, "s"))
+    floors = {True: find(rows, FLOOR, "in-process", "off", 1),
+              False: find(rows, FLOOR_NO_FILES, "in-process", "off", 1)}
+    for file_sync, floor in floors.items():
+        against = "floor" if file_sync else "floor without files"
+        for transport, bound in (("service", 1.3), ("http", 2.5)):
+            row = find(rows, save_name(file_sync), transport, "off", 1)
+            checks.append((f"save {transport} p50 / {against} p50, file sync "
+                           f"{'on' if file_sync else 'off'}",
+                           row and floor and row.p50 / floor.p50, bound, "x"))
     table = []
     for name, value, bound, unit in checks:
         if value is None:
@@ -381,21 +502,49 @@ def main() -> None:
     from django.core.management import call_command
 
     call_command("migrate", verbosity=0)
+    # Removed at exit, after the writers that flush at exit (registered later, run earlier).
+    atexit.register(shutil.rmtree, fresh_file_dirs(), ignore_errors=True)
+    run(args)
+
+
+def run(args: argparse.Namespace) -> None:
     sizes = [int(s) for s in args.scale.split(",") if s] + ([100_000] if args.full else [])
-    print("LangGraph PostgresSaver ...", file=sys.stderr)
-    rows = langgraph_rows(args.requests)
+    rows = []
+    if "langgraph" in args.only:
+        print("LangGraph PostgresSaver ...", file=sys.stderr)
+        rows += langgraph_rows(args.requests)
     prepare_tasks()
-    graph_modes = ["off"] if args.no_graph else ["off", "on"]
-    print("ours ...", file=sys.stderr)
-    rows += our_rows(args.requests, graph_modes)
-    rows += scaling_rows(sizes, args.requests)
+    if "floor" in args.only:
+        print("the save's floor ...", file=sys.stderr)
+        rows += floor_rows(args.requests, args.blocks)
+    if "ours" in args.only:
+        graph_modes = ["off"] if args.no_graph else ["off", "on"]
+        print("ours ...", file=sys.stderr)
+        rows += our_rows(args.requests, graph_modes)
+    if "scale" in args.only:
+        rows += scaling_rows(sizes, args.requests)
+    else:
+        sizes = sizes[:1]
     peers = {(r.operation, r.clients): r for r in rows if r.slice == "langgraph"}
     print(f"\n~2 KB context per save/put; {args.requests} timed calls per row "
           "(split over the clients); ratio = our p50 / LangGraph p50 at the same clients")
     print_table(["slice", "operation", "transport", "graph", "clients", "n", "p50 ms",
                  "p99 ms", "ops/s", "vs LangGraph"], [r.cells(peers) for r in rows])
-    print("\nIssue 11 targets, this run:")
+    if "floor" in args.only:
+        print("floor slice: 1 client, graph off, task bench-0 (the active task); its rows were "
+              f"measured in {args.blocks} interleaved blocks and their p50 is the median of "
+              "the blocks' p50s")
+    print("\nTargets (issues 11 and 24), this run:")
     print_table(["target", "measured", "met"], targets(rows, sizes))
+    if "agents" in args.only:
+        # Last: its stacks start their own servers, and it ends with the capacity line.
+        from bench import agents
+
+        print("\nAgents against the `make run` stack, one server and two (bench.agents) ...",
+              flush=True)
+        agents.main(["--agents", args.agents, "--seconds", str(args.agents_seconds)])
+    else:
+        print(machine_line())
 
 
 if __name__ == "__main__":

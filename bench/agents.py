@@ -1,24 +1,29 @@
-"""``python -m bench.agents``: how many Claude Code agents one server holds.
+"""``python -m bench.agents``: how many Claude Code agents one server holds, and two.
 
-    .venv/bin/python -m bench.agents                       # starts the `make run` stack itself
-    .venv/bin/python -m bench.agents --agents 50,200 --seconds 30
+    .venv/bin/python -m bench.agents                       # starts the `make run` stacks itself
+    .venv/bin/python -m bench.agents --agents 50,200 --seconds 30 --servers 1
     .venv/bin/python -m bench.agents --url http://127.0.0.1:8000 --token TOKEN
 
 N simulated Claude Code sessions, all in this one asyncio process, against the production
-stack. Without ``--url`` it starts that stack the way ``make run`` does:
-``orchestrator.ops.launcher --temp -- orchestrator.ops.serve`` (embedded Postgres, Redis
+stack. Without ``--url`` it starts that stack the way ``make run`` does on a fresh clone:
+``orchestrator.ops.launcher -- orchestrator.ops.serve`` (its own embedded Postgres, Redis
 and ArcadeDB, then migrate, the web workers, the Celery worker and beat) on a free port,
-waits for ``/healthz`` and issues a token with ``manage.py create_api_token`` first.
+waits for ``/healthz`` and issues a token with ``manage.py create_api_token`` first. Then
+the same with two complete stacks (``serve`` twice, two ports) on one launcher's servers,
+calls spread round-robin call by call, and a failover run: N agents (one server's
+capacity) over the two stacks, one stack SIGKILLed halfway, refused calls passed to the
+other, and every save the service acknowledged looked up in Postgres.
 Requests go over a pool of keep-alive HTTP/1.1 connections driven by asyncio streams (no
 httpx: the generator shares the 2 cores with the server, see ``bench.common.RawHttpClient``).
 
-For each N (``--agents``, default 100,500,1000,2000,4000) the agents ramp up over
-``--ramp`` seconds, then ``--seconds`` are measured, then every open session is ended. It
+For each N (``--agents``, default 100,500,750,1000,1500,2000,4000) the agents start at 25
+a second, 10 s pass, then ``--seconds`` are measured, then every open session is ended. It
 prints requests/s, p50/p99 per call, errors, the CPU of each server process group and of
-the generator, and stops at the first N that fails. It ends with the largest N that held:
-every hook call's p99 <= ``--p99-ms`` (100) and no error. Closed loop: an agent waits for
-an answer before it thinks again, like the real client, so a slow server lowers the
-request rate rather than piling up requests; read the rate next to the latencies.
+the generator, and stops at the first N that fails. It ends with the capacity table and
+``capacity: N agents on one server, M on two``: the largest N whose every hook call's p99
+is <= ``--p99-ms`` (100) with no error. Closed loop: an agent waits for an answer before
+it thinks again, like the real client, so a slow server lowers the request rate rather
+than piling up requests; read the rate next to the latencies.
 
 What one agent sends: the hook client's traffic (orchestrator_hook/), call for call
 -----------------------------------------------------------------------------------------
@@ -655,6 +660,14 @@ def table(header: list[str], rows: list[list[str]]) -> None:
 
 # -- the stack -----------------------------------------------------------------------------
 
+# What points a process at servers (orchestrator.ops.launcher skips a configured one) or
+# at another process's directories.
+CONFIGURED_SERVERS = frozenset({
+    "DATABASE_URL", "POSTGRES_HOST", "REDIS_URL", "REDIS_HOST", "CELERY_BROKER_URL",
+    "NEO4J_URI", "NEO4J_USER", "NEO4J_PASSWORD", "NEOMODEL_DATABASE_URL",
+    "ORCHESTRATOR_DATA_DIR", "PROMETHEUS_MULTIPROC_DIR"})
+
+
 class Stack:
     """``make run``'s stack on free ports with fresh data, and a token. With ``servers``
     > 1: that many complete stacks (web workers, Celery worker and beat: ``serve``), each
@@ -672,8 +685,11 @@ class Stack:
 
     def __enter__(self) -> Stack:
         token_file = self.tmp / "token"
-        env = dict(os.environ, CONTEXT_DIR=str(self.tmp / "contexts"),
-                   RECOVERY_DIR=str(self.tmp / "recovery"))
+        # Servers of its own, as `make run` starts them on a fresh clone: the CPU table
+        # then counts them, and `make bench`'s own servers (configured in this process's
+        # environment) are not shared with the load.
+        env = {k: v for k, v in os.environ.items() if k not in CONFIGURED_SERVERS}
+        env.update(CONTEXT_DIR=str(self.tmp / "contexts"), RECOVERY_DIR=str(self.tmp / "recovery"))
         if self.workers:
             env["WEB_WORKERS"] = str(self.workers)
         serves = [f"env PORT={port} ORCHESTRATOR_DATA_DIR={self.tmp / f'stack-{i}'} "
@@ -781,7 +797,7 @@ def create_projects(url: str, token: str, count: int, start: int = 0) -> None:
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--agents", default="100,500,1000,2000,4000",
+    parser.add_argument("--agents", default="100,500,750,1000,1500,2000,4000",
                         help="concurrent agents per level, comma separated")
     parser.add_argument("--seconds", type=float, default=120, help="measured per level")
     parser.add_argument("--ramp", type=float, default=None,
