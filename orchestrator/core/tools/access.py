@@ -89,8 +89,13 @@ def record_session_owner(session_id: str, context: ToolContext) -> None:
     callers, which are not tokens)."""
     if context.scope is None or not context.actor:
         return
-    SessionOwner.objects.update_or_create(session_id=session_id,
-                                          defaults={"token_name": context.actor})
+    # One upsert (update_or_create is a transaction of a locking SELECT and a write: four
+    # round trips on every start_session).
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO {SessionOwner._meta.db_table} (session_id, token_name, created_at) "
+            "VALUES (%s, %s, now()) ON CONFLICT (session_id) DO UPDATE "
+            "SET token_name = EXCLUDED.token_name", [session_id, context.actor])
     _remember(session_id, context.actor)
 
 
