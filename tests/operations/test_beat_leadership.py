@@ -24,7 +24,8 @@ RETENTION = "retention"
 
 @pytest.fixture
 def beat_schedule(settings):
-    """Build schedulers from this test's settings, as a beat starting now would."""
+    """Build schedulers from this test's settings, as a beat starting now would; the jobs
+    they published are taken off the broker's queue afterwards."""
     def install() -> None:
         celery_app.conf.beat_schedule = periodic_jobs()
 
@@ -32,12 +33,21 @@ def beat_schedule(settings):
     install()
     yield install
     celery_app.conf.beat_schedule = before
+    celery_app.control.purge()
 
 
 def scheduler(sent: list[str]) -> LeaderScheduler:
-    """A beat's scheduler whose sends land in ``sent``."""
+    """A beat's scheduler whose sends are published to the test Redis as beat publishes
+    them, and listed in ``sent`` once published (the ``queued_jobs`` fixture empties the
+    broker's queue afterwards: no worker of a later test runs them)."""
     beat = LeaderScheduler(app=celery_app)
-    beat.apply_async = lambda entry, **kwargs: sent.append(entry.name)
+
+    def publish(entry, **kwargs):
+        result = LeaderScheduler.apply_async(beat, entry, **kwargs)
+        sent.append(entry.name)
+        return result
+
+    beat.apply_async = publish
     return beat
 
 
