@@ -44,7 +44,6 @@ from bench.common import (
     ServerProcess,
     ToolClients,
     free_port,
-    machine_line,
     measure,
     percentile,
     print_table,
@@ -543,8 +542,6 @@ def run(args: argparse.Namespace) -> None:
         print("\nAgents against the `make run` stack, one server and two (bench.agents) ...",
               flush=True)
         agents.main(["--agents", args.agents, "--seconds", str(args.agents_seconds)])
-    else:
-        print(machine_line())
 
 
 if __name__ == "__main__":

@@ -97,21 +97,15 @@ def _scan_quickly(arguments: Any) -> tuple[bool, bool]:
     stack: list[tuple[Any, int]] = [(arguments, 0)]
     while stack:
         value, depth = stack.pop()
-        if isinstance(value, dict):
+        if isinstance(value, dict | list):
             if depth >= MAX_DEPTH and value:
                 return False, has_float
-            for key, item in value.items():
-                if isinstance(key, str) and search(key):
+            items = value
+            if isinstance(value, dict):
+                if any(isinstance(key, str) and search(key) for key in value):
                     return False, has_float
-                if isinstance(item, str):
-                    if search(item):
-                        return False, has_float
-                elif isinstance(item, dict | list | float):
-                    stack.append((item, depth + 1))
-        elif isinstance(value, list):
-            if depth >= MAX_DEPTH and value:
-                return False, has_float
-            for item in value:
+                items = value.values()
+            for item in items:
                 if isinstance(item, str):
                     if search(item):
                         return False, has_float
