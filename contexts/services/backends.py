@@ -68,6 +68,8 @@ def write_task_file(task: TaskContext) -> bool:
                     and existing["version"] > (task.version or 0)):
                 files.write_json_atomic(path, representation.task_file(task), fsync_now=False)
 
+    if not settings.ENABLE_FILE_SYNC:
+        return False  # no file written: no file save timed either
     started = time.perf_counter()
     ok = _file_backup("task_file", write, task.task_id)
     metrics.labelled(metrics.context_save_duration_seconds, "file").observe(
@@ -135,7 +137,7 @@ def publish_task(task: TaskContext, *, active: bool, to_file: bool = True,
     with tracing.backend_span("redis_update", "redis", **{"task.id": task.task_id}):
         redis_ok = cache_task(task, hot=active)
     file_ok = False
-    if to_file and settings.ENABLE_FILE_SYNC:  # off: no file, and no file save timed
+    if to_file:
         with tracing.backend_span("file_sync", "file", **{"task.id": task.task_id}):
             file_ok = write_task_file(task)
             if active:
