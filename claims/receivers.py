@@ -11,5 +11,6 @@ from sessions.signals import files_edited
 
 
 @receiver(files_edited, dispatch_uid="claims.renew_from_activity")
-def claim_edited_files(sender: Any, session_id: str, paths: list[str], **kwargs: Any) -> None:
-    renew_from_activity(session_id, paths)
+def claim_edited_files(sender: Any, session_id: str, paths: list[str], **kwargs: Any) -> bool:
+    """True when a claim was made (it may have left the session a notice)."""
+    return renew_from_activity(session_id, paths)

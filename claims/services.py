@@ -46,6 +46,7 @@ from conflicts.services.detection import Scope, detect_file_conflicts
 from conflicts.services.store import OPEN_STATUSES, store_candidates
 from contexts.services.edit_policy import EditPolicy, policy_from
 from contexts.services.key_files import append_key_files
+from orchestrator.backends import prepared
 from orchestrator.backends.coalesce import CoalescingWriter
 from orchestrator.core.db import in_callers_transaction, qualified, retried_transaction
 from orchestrator.core.errors import OrchestratorError, session_not_found, task_not_found
@@ -659,22 +660,22 @@ renewed AS (
     AND c.path IN (SELECT path FROM wanted) AND c.released_at IS NULL
     AND c.expires_at > now()
   RETURNING 1)
-SELECT (SELECT count(*) FROM wanted), (SELECT count(*) FROM renewed)
+SELECT (SELECT count(*) FROM wanted) AS wanted, (SELECT count(*) FROM renewed) AS renewed
 """
 
 
-def renew_from_activity(session_id: str, paths: list[str]) -> None:
+def renew_from_activity(session_id: str, paths: list[str]) -> bool:
     """Edits a flush reported: the session holds those paths. Usually the check before
     the edit claimed them and one statement renews them; a path it did not claim (the
     check did not reach the service, or a client without it) is claimed now, with what
-    a claim does (warning as a notice, conflict, the holder's notice)."""
-    with connection.cursor() as cursor:
-        cursor.execute(_RENEW, {"me": session_id, "paths": paths, "ttl": ttl_default()})
-        wanted, renewed = cursor.fetchone()
-    if wanted == renewed:
-        return
+    a claim does (warning as a notice, conflict, the holder's notice). True when it
+    claimed (the session may have a notice now)."""
+    row = prepared.fetch_one(_RENEW, {"me": session_id, "paths": paths, "ttl": ttl_default()})
+    if row["wanted"] == row["renewed"]:
+        return False
     try:
         claim(session_id, paths, source="activity")
     except OrchestratorError as exc:
         logger.info("claims not renewed", extra={"sessionId": session_id,
                                                   "reason": exc.code})
+    return True

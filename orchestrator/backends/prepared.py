@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import functools
 import operator
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import psycopg
@@ -31,8 +31,9 @@ from django.db.models.base import ModelState
 from orchestrator.observability import tracing
 
 
-def fetch_one(sql: str, params: list[Any]) -> dict[str, Any] | None:
-    """Run ``sql`` (``%s`` placeholders) prepared; its first row by column name, or None."""
+def fetch_one(sql: str, params: Sequence[Any] | Mapping[str, Any]) -> dict[str, Any] | None:
+    """Run ``sql`` (``%s`` placeholders with a sequence, ``%(name)s`` with a mapping)
+    prepared; its first row by column name, or None."""
     # The thread's connection looked up once: each attribute of django.db.connection is
     # a lookup in the thread's connections of its own.
     db = connections[DEFAULT_DB_ALIAS]

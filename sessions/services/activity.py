@@ -25,6 +25,7 @@ from django.db import connection
 
 from contexts.services.key_files import append_key_files
 from contexts.services.tasks import require_task
+from orchestrator.backends import prepared
 from orchestrator.core.errors import OrchestratorError
 from orchestrator.core.stamps import iso
 from sessions import signals
@@ -62,10 +63,10 @@ listed AS (
   SELECT k.path FROM {tasks} t CROSS JOIN LATERAL jsonb_array_elements_text(
     CASE WHEN jsonb_typeof(t.key_files) = 'array' THEN t.key_files ELSE '[]'::jsonb END
   ) AS k(path) WHERE t.task_id = %(task)s)
-SELECT (SELECT count(*) FROM inserted),
+SELECT (SELECT count(*) FROM inserted) AS recorded,
        ARRAY(SELECT path FROM (SELECT path, min(n) AS first FROM edited
                                WHERE path NOT IN (SELECT path FROM listed) GROUP BY path) p
-             ORDER BY first)
+             ORDER BY first) AS added
 FROM session, commit_mode
 """
 
@@ -111,19 +112,19 @@ def _record(session_id: str, task_id: str | None, tool_uses: list[dict[str, Any]
               else "1")  # inside a caller's transaction, never weaken its commit
     sql = _RECORD_SQL.format(commit=commit, sessions=sessions_table(), history=HISTORY_TABLE,
                              tasks=tasks_table())
-    with connection.cursor() as cursor:
-        cursor.execute(sql, {
-            "session": session_id, "task": task_id,
-            "tools": [u["tool"] for u in tool_uses],
-            "successes": [u["success"] for u in tool_uses],
-            "stamps": [u["timestamp"] for u in tool_uses],
-            "summaries": [u.get("summary") or None for u in tool_uses],
-            "paths": paths})
-        row = cursor.fetchone()
+    # Prepared (orchestrator.backends.prepared): a flush every few seconds per agent,
+    # and Postgres planned this statement each time it was sent.
+    row = prepared.fetch_one(sql, {
+        "session": session_id, "task": task_id,
+        "tools": [u["tool"] for u in tool_uses],
+        "successes": [u["success"] for u in tool_uses],
+        "stamps": [u["timestamp"] for u in tool_uses],
+        "summaries": [u.get("summary") or None for u in tool_uses],
+        "paths": paths})
     if row is None:  # the session vanished since the heartbeat (cleaned up meanwhile)
         raise refuse_for_status(session_id, session_status(session_id),
                                 action="recording activity")
-    return row[0], list(row[1]) if task_id else []
+    return row["recorded"], list(row["added"]) if task_id else []
 
 
 def record_activity(session_id: str, *, task_id: str | None = None,
@@ -135,9 +136,10 @@ def record_activity(session_id: str, *, task_id: str | None = None,
     tool_uses = tool_uses or []
     for index, use in enumerate(tool_uses):  # before anything is written
         _check_stamp(use["timestamp"], index)
+    notices_waiting = True
     if heartbeat:
-        beat = lifecycle.heartbeat(session_id, task_id=task_id,
-                                   conversation_summary=conversation_summary)
+        beat, notices_waiting = lifecycle.beat(session_id, task_id=task_id,
+                                               conversation_summary=conversation_summary)
         task_id, last_heartbeat = beat["taskId"], beat["lastHeartbeat"]
         if beat["paused"]:
             # A hook reporting work (a prompt, a tool use, a finished turn): the agent
@@ -159,8 +161,13 @@ def record_activity(session_id: str, *, task_id: str | None = None,
               "recorded": recorded, "keyFilesAdded": added, "lastHeartbeat": last_heartbeat}
     if heartbeat:  # a live session: a late batch of a dead one claims nothing
         if paths:
-            signals.files_edited.send(sender=ActiveSession, session_id=session_id,
-                                      task_id=task_id, paths=list(dict.fromkeys(paths)))
+            # A receiver answers True when it may have left this session a notice (a
+            # claim made now, for an edit the check before it did not claim).
+            replies = signals.files_edited.send(sender=ActiveSession, session_id=session_id,
+                                                task_id=task_id,
+                                                paths=list(dict.fromkeys(paths)))
+            notices_waiting = notices_waiting or any(reply for _, reply in replies)
         if notices:
-            answer["notices"] = take_notices(session_id)
+            # Read by the heartbeat's own statement: most flushes have none to take.
+            answer["notices"] = take_notices(session_id) if notices_waiting else []
     return answer

@@ -30,6 +30,7 @@ from sessions.services.common import (
     sessions_table,
     tasks_table,
 )
+from sessions.services.notices import NOTICES_TABLE
 from sessions.services.work import record_work
 
 
@@ -134,6 +135,16 @@ def heartbeat(session_id: str, *, task_id: str | None = None,
               conversation_summary: str | None = None,
               unsaved_changes: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """One conditional UPDATE; reasons for refusal are looked up only when it touched nothing."""
+    return beat(session_id, task_id=task_id, conversation_summary=conversation_summary,
+                unsaved_changes=unsaved_changes)[0]
+
+
+def beat(session_id: str, *, task_id: str | None = None,
+         conversation_summary: str | None = None,
+         unsaved_changes: list[dict[str, Any]] | None = None
+         ) -> tuple[dict[str, Any], bool]:
+    """``heartbeat``'s answer, and whether the session has notices waiting (read by the
+    same statement, so record_activity takes them only when there are some)."""
     summary, changes = conversation_summary, unsaved_changes
     table = sessions_table()
     # The self-join reads the row as the statement's snapshot saw it: the previous
@@ -159,7 +170,9 @@ def heartbeat(session_id: str, *, task_id: str | None = None,
         # A paused session's heartbeat (a watchdog beating while the agent waits at a
         # usage limit) leaves the pause alone; the answer says it is paused.
         f"EXISTS (SELECT 1 FROM {DETAIL_TABLE} d WHERE d.session_id = s.session_id "
-        "AND d.paused_at IS NOT NULL) AS paused",
+        "AND d.paused_at IS NOT NULL) AS paused, "
+        f"EXISTS (SELECT 1 FROM {NOTICES_TABLE} n WHERE n.session_id = s.session_id "
+        "AND n.delivered_at IS NULL) AS notices_waiting",
         [task_id, summary, None if changes is None else json.dumps(changes), session_id,
          task_id, task_id])
     if row is None:
@@ -187,7 +200,7 @@ def heartbeat(session_id: str, *, task_id: str | None = None,
     return {"success": True, "sessionId": session_id, "status": status,
             "lastHeartbeat": iso(last), "taskId": current_task,
             "nextHeartbeatMs": settings.HEARTBEAT_INTERVAL_MS, "savedTo": saved_to,
-            "paused": bool(row["paused"])}
+            "paused": bool(row["paused"])}, bool(row["notices_waiting"])
 
 
 def end_session(session_id: str, *, summary: str | None = None,

@@ -121,14 +121,16 @@ def test_record_activity_costs_three_database_round_trips(tools):
     tools.ok("start_session", {"sessionId": "s1", "taskId": "t1", "projectDir": "/repo"})
     tools.ok("claim_files", {"sessionId": "s1", "paths": ["a.py"]})
     uses = [use("Edit", "/repo/a.py"), use("Read", "/repo/b"), use("Bash")] * 20
-    activity.record_activity("s1")  # prepares the heartbeat's statement
+    # Prepares the statements (a statement's first run on a connection costs one more).
+    activity.record_activity("s1", tool_uses=uses[:3])
     trace = PostgresTrace()  # round trips on the wire: prepared statements included
     with trace.capture():
         assert activity.record_activity("s1", tool_uses=uses)["recorded"] == 60
     assert trace.round_trips() == 3, trace.statements()
+    # Notices asked for, none waiting: the heartbeat's own statement said so.
     with trace.capture():
-        activity.record_activity("s1")
-    assert trace.round_trips() == 1
+        assert activity.record_activity("s1", notices=True)["notices"] == []
+    assert trace.round_trips() == 1, trace.statements()
 
 
 @pytest.mark.django_db
