@@ -8,9 +8,9 @@ measures that alone: one client, one call at a time (no queueing, no contention)
 of ``--calls`` calls of one kind, and the CPU every server process group used over the
 block (web workers, Postgres backends, Redis, Celery), divided by the calls. The calls are
 the hook client's (see bench.agents): start_session (resolveTask, createTask, a bundle,
-the recovery check), claim_files of one file, record_activity with 3 tool uses (one an
-Edit) and with none (notices, as UserPromptSubmit sends it), heartbeat, end_session with a
-summary.
+the recovery check), claim_files of one file (a session's first claim, then the same
+file again), record_activity with 3 tool uses (one an Edit of a file new to the task) and
+with none (notices, as UserPromptSubmit sends it), heartbeat, end_session with a summary.
 """
 
 from __future__ import annotations
@@ -84,7 +84,9 @@ def main(argv: list[str] | None = None) -> int:
             client.call(tool, arguments)
         measure("start_session", [("start_session", start_args(s, i, project))
                                   for i, s in enumerate(sessions)], client, root_pid, rows)
-        measure("claim_files", [("claim_files", {"sessionId": s, "paths": [
+        measure("claim_files, a session's first", [("claim_files", {"sessionId": s, "paths": [
+            f"src/module_{i % 300}.py"]}) for i, s in enumerate(sessions)], client, root_pid, rows)
+        measure("claim_files, a file of its own", [("claim_files", {"sessionId": s, "paths": [
             f"src/module_{i % 300}.py"]}) for i, s in enumerate(sessions)], client, root_pid, rows)
         measure("record_activity, 3 uses", [("record_activity", {
             "sessionId": s, "heartbeat": True, "notices": True, "toolUses": [

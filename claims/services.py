@@ -38,24 +38,29 @@ from datetime import datetime
 from typing import Any
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import OperationalError, connection, transaction
 
 from claims.models import FileClaim
 from conflicts.models import ContextConflict
 from conflicts.services.detection import Scope, detect_file_conflicts
 from conflicts.services.store import OPEN_STATUSES, store_candidates
-from contexts.services.edit_policy import EditPolicy, policy_from
+from contexts.services.edit_policy import POLICY_KEY, EditPolicy, policy_from
 from contexts.services.key_files import append_key_files
 from orchestrator.backends import prepared
 from orchestrator.backends.coalesce import CoalescingWriter
-from orchestrator.core.db import in_callers_transaction, qualified, retried_transaction
+from orchestrator.core.db import (
+    RETRIED_SQLSTATES,
+    in_callers_transaction,
+    qualified,
+    retried_transaction,
+)
 from orchestrator.core.errors import OrchestratorError, session_not_found, task_not_found
 from orchestrator.core.stamps import iso, now_iso
 from orchestrator.observability import metrics
 from sessions.models import SessionDetail
 from sessions.services.common import LIVE_STATUSES, refuse_for_status
 from sessions.services.events import append_event
-from sessions.services.notices import add_notices, take_notices
+from sessions.services.notices import NOTICES_TABLE, add_notices, take_notices
 
 logger = logging.getLogger("orchestrator.claims")
 
@@ -85,6 +90,15 @@ class Claimant:
     policy: EditPolicy
 
 
+# session id -> (project, repository root, the project's fileClaims as stored, its policy),
+# as claimant() last read them: what the one-round-trip claim (_claim_at_once) needs to
+# know before it is sent. A session's project and root never change; the policy can, so
+# that statement checks it is still the one cached (else the claim takes the long way,
+# which reads it again). Per process, bounded: cleared when full.
+_claimants: dict[str, tuple[str, str, str | None, EditPolicy]] = {}
+CACHED_CLAIMANTS = 20000
+
+
 def claimant(session_id: str) -> Claimant:
     """The session with its project's policy; E1600 unknown, E1602 / E1603 not live."""
     with connection.cursor() as cursor:
@@ -101,8 +115,15 @@ def claimant(session_id: str) -> Claimant:
     status = row[0] or "active"
     if status not in LIVE_STATUSES:
         raise refuse_for_status(session_id, status, action="claiming files")
-    return Claimant(session_id, row[1], row[2], (row[3] or "").rstrip("/"), row[4],
-                    policy_from(_json(row[5])))
+    stored = _json(row[5])
+    who = Claimant(session_id, row[1], row[2], (row[3] or "").rstrip("/"), row[4],
+                   policy_from(stored))
+    if len(_claimants) >= CACHED_CLAIMANTS:
+        _claimants.clear()
+    raw = stored.get(POLICY_KEY) if isinstance(stored, dict) else None
+    _claimants[session_id] = (who.project_id, who.root,
+                              None if raw is None else json.dumps(raw), who.policy)
+    return who
 
 
 def _json(value: Any) -> Any:
@@ -220,13 +241,15 @@ class Outcome:
     conflicts: list[dict[str, Any]] = field(default_factory=list)
 
 
+_LOCK = ("SELECT count(pg_advisory_xact_lock(hashtextextended(%(project)s || '|' || p, 7))) "
+         "FROM unnest(%(sorted)s::text[]) AS p")
+
+
 def _lock_paths(project_id: str, paths: list[str]) -> None:
     """One advisory lock per (project, path), taken in path order (no deadlock between
     two claimants of overlapping sets)."""
     with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT count(pg_advisory_xact_lock(hashtextextended(%s || '|' || p, 7))) "
-            "FROM unnest(%s::text[]) AS p", [project_id, sorted(paths)])
+        cursor.execute(_LOCK, {"project": project_id, "sorted": sorted(paths)})
 
 
 def _known(session_id: str, paths: list[str]) -> dict[str, set[str]]:
@@ -285,11 +308,103 @@ def _mark_known(session_ids_by_path: dict[tuple[str, str], None], claimant_id: s
             [claimant_id, claimant_id, holders, paths])
 
 
+# The commonest claim, sent as one simple query: the path locks, then the upsert of the
+# session's claims only if no other session on another task holds or recently held one of
+# the paths (nothing to warn, record or block: what the long way would do then). Several
+# statements in one query run as one transaction, and under read committed each statement
+# reads what committed before it started: the upsert sees a claim another claimant
+# committed while this one waited for the lock, as the long way's separate read does.
+_AT_ONCE = _LOCK + f""";
+WITH s AS (
+  SELECT s.session_id, s.task_id FROM {qualified('active_sessions')} s
+  LEFT JOIN {qualified('global_context')} g ON g.project_id = s.project_id
+  WHERE s.session_id = %(me)s AND s.project_id = %(project)s
+    AND rtrim(coalesce(s.project_dir, ''), '/') = %(root)s
+    AND s.status IN ('active', 'compacted')
+    AND (g.orchestrator_context -> '{POLICY_KEY}') IS NOT DISTINCT FROM %(policy)s::jsonb),
+others AS (
+  SELECT 1 FROM {CLAIMS_TABLE} c
+  JOIN {qualified('active_sessions')} o ON o.session_id = c.session_id, s
+  WHERE c.project_id = %(project)s AND c.path = ANY(%(paths)s::text[])
+    AND c.session_id <> s.session_id
+    AND (s.task_id IS NULL OR c.task_id IS DISTINCT FROM s.task_id)
+    AND c.released_at IS NULL AND c.expires_at > now() - make_interval(secs => %(recent)s)
+    AND o.status IN ('active', 'compacted')
+    AND o.last_heartbeat > now() - make_interval(secs => %(live)s)),
+claimed AS (
+  INSERT INTO {CLAIMS_TABLE} AS c (project_id, path, session_id, task_id, source,
+                                   claimed_at, touched_at, expires_at, known_sessions,
+                                   overlaps_pending)
+  SELECT %(project)s, p, s.session_id, s.task_id, %(source)s, now(), now(),
+         now() + make_interval(secs => %(ttl)s), '{{}}', '{{}}'
+  FROM s, unnest(%(paths)s::text[]) AS p WHERE NOT EXISTS (SELECT 1 FROM others)
+  ON CONFLICT (session_id, path) DO UPDATE SET
+    task_id = EXCLUDED.task_id, source = EXCLUDED.source, touched_at = now(),
+    claimed_at = CASE WHEN c.released_at IS NOT NULL OR c.expires_at <= now()
+                      THEN now() ELSE c.claimed_at END,
+    expires_at = GREATEST(EXCLUDED.expires_at,
+                          CASE WHEN c.released_at IS NULL THEN c.expires_at END),
+    released_at = NULL,
+    -- as _known reads them: a claim that lapsed starts knowing no one again
+    known_sessions = CASE WHEN c.released_at IS NULL
+                          AND c.expires_at > now() - make_interval(secs => %(recent)s)
+                          THEN c.known_sessions ELSE '{{}}' END
+  RETURNING 1)
+SELECT s.task_id, (SELECT count(*) FROM claimed),
+       EXISTS (SELECT 1 FROM {NOTICES_TABLE} n WHERE n.session_id = s.session_id
+               AND n.delivered_at IS NULL)
+FROM s
+"""
+
+
+def _claim_at_once(session_id: str, paths: list[str], ttl: int,
+                   source: str) -> dict[str, Any] | None:
+    """The claim in one round trip when it is the common case (_AT_ONCE); None when it is
+    not (the session not cached, not live, its policy changed, another session holds a
+    path), having written nothing: the caller takes the long way."""
+    cached = _claimants.get(session_id)
+    if cached is None:
+        return None
+    project_id, root, stored_policy, policy = cached
+    wanted = list(dict.fromkeys(repository_path(p, root) for p in paths))
+    ignored = [p for p in wanted if policy.ignores(p)]
+    counted = [p for p in wanted if p not in ignored]
+    if not counted:
+        return None
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute(_AT_ONCE, {
+                "me": session_id, "project": project_id, "root": root,
+                "policy": stored_policy, "paths": counted, "sorted": sorted(counted),
+                "source": source, "ttl": ttl, "recent": settings.FILE_CLAIM_RECENT_SECONDS,
+                "live": _live_seconds()})
+            cursor.nextset()
+            row = cursor.fetchone()
+    except OperationalError as exc:
+        # A deadlock's victim wrote nothing (its transaction was the query's): the long
+        # way runs it again. Inside a caller's transaction, that transaction is lost.
+        if getattr(exc.__cause__, "sqlstate", None) in RETRIED_SQLSTATES \
+                and not in_callers_transaction():
+            return None
+        raise
+    if row is None or row[1] != len(counted):
+        return None
+    task_id, _, notices_waiting = row
+    outcome = Outcome(claimed=counted)
+    _count([], outcome, True)
+    notices = take_notices(session_id) if notices_waiting and source != "activity" else []
+    return _answer(session_id, task_id, project_id, policy.mode, [], outcome, ignored, [],
+                   notices, ttl)
+
+
 def claim(session_id: str, paths: list[str], *, ttl_seconds: int | None = None,
           source: str = "tool") -> dict[str, Any]:
     """Claim ``paths`` for ``session_id``'s task; the answer says who else holds them,
     whether the policy blocked the claim, and what was recorded (module docstring)."""
     ttl = ttl_seconds or ttl_default()
+    quick = _claim_at_once(session_id, paths, ttl, source)
+    if quick is not None:
+        return quick
     who = claimant(session_id)
     wanted = list(dict.fromkeys(repository_path(p, who.root) for p in paths))
     ignored = [p for p in wanted if who.policy.ignores(p)]
@@ -319,18 +434,24 @@ def claim(session_id: str, paths: list[str], *, ttl_seconds: int | None = None,
     if outcome.recording:
         outcome.conflicts = _after_claim(session_id)
     _count(blocked_by, outcome, bool(counted))
-    answer: dict[str, Any] = {
-        "success": True, "sessionId": session_id, "taskId": who.task_id,
-        "projectId": who.project_id, "policy": who.policy.mode,
+    return _answer(session_id, who.task_id, who.project_id, who.policy.mode, blocked_by,
+                   outcome, ignored, others, notices, ttl)
+
+
+def _answer(session_id: str, task_id: str | None, project_id: str, policy: str,
+            blocked_by: list[Holder], outcome: Outcome, ignored: list[str],
+            others: list[Holder], notices: list[str], ttl: int) -> dict[str, Any]:
+    return {
+        "success": True, "sessionId": session_id, "taskId": task_id,
+        "projectId": project_id, "policy": policy,
         "blocked": bool(blocked_by), "claimed": outcome.claimed, "ignored": ignored,
         "holders": [h.as_dict() for h in (blocked_by or others)],
         "warnings": [h.as_dict() for h in outcome.warnings],
         "conflicts": outcome.conflicts, "notices": notices,
-        "expiresInSeconds": ttl, "timestamp": now_iso()}
-    message = (blocked_text(blocked_by) if blocked_by
-               else warning_text(outcome.warnings, outcome.conflicts, outcome.recording))
-    answer["message"] = message
-    return answer
+        "expiresInSeconds": ttl, "timestamp": now_iso(),
+        "message": (blocked_text(blocked_by) if blocked_by
+                    else warning_text(outcome.warnings, outcome.conflicts,
+                                      outcome.recording))}
 
 
 def _claim_locked(who: Claimant, paths: list[str], others: list[Holder],

@@ -30,10 +30,14 @@ from sessions.services.common import HISTORY_TABLE, fetch_dicts, sessions_table
 
 logger = logging.getLogger("orchestrator.sessions")
 
-# record_activity is a heartbeat carrying the hook's own rows, and get_context_bundle is
-# the hook reloading context after a compaction: neither is the agent's work, and as rows
-# they would push that work out of a resume prompt's last tool uses.
-NOT_RECORDED = frozenset({"heartbeat", "record_activity", "get_context_bundle"})
+# record_activity is a heartbeat carrying the hook's own rows, get_context_bundle is the
+# hook reloading context after a compaction, and claim_files is the check before an edit
+# (the edit itself arrives in the next flush, as its own row): none is the agent's work,
+# and as rows they would push that work out of a resume prompt's last tool uses. The
+# claim check is also a third of all calls from a team's agents: an INSERT each was a
+# third of its cost.
+NOT_RECORDED = frozenset({"heartbeat", "record_activity", "get_context_bundle",
+                          "claim_files"})
 MIRROR_SIZE = 50
 HISTORY_FILE = ".tool-history.json"
 

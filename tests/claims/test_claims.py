@@ -212,3 +212,78 @@ def test_ignored_paths_make_no_conflict_and_raise_no_severity(two_agents):
     assert conflict.severity == "medium" and conflict.evidence["actualValue"] == ["app.py"]
     found = tools.ok("detect_conflicts", {"conflictTypes": ["file_conflict"]})
     assert found["detected"] == []
+
+
+@pytest.mark.django_db
+def test_a_claim_nobody_else_holds_is_one_round_trip(two_agents):
+    """The common claim (the agent's own file again, or one nobody else holds): the locks
+    and the guarded upsert go in one query, the answer the same as the long way's."""
+    from bench.roundtrips import PostgresTrace
+
+    tools = two_agents
+    tools.ok("claim_files", {"sessionId": "s-main", "paths": ["a.py"]})  # caches the session
+    trace = PostgresTrace()
+    for paths in (["a.py"], ["/work/shop/src/new.py", "b.py"]):
+        with trace.capture():
+            body = conforms("claim_files", tools.ok("claim_files", {
+                "sessionId": "s-main", "paths": paths}))
+        assert trace.round_trips() == 1, trace.statements()
+        assert body["claimed"] == [p.removeprefix("/work/shop/") for p in paths]
+        assert body["holders"] == [] and body["message"] is None
+    claims = {c["path"] for c in tools.ok("get_file_claims", {"sessionId": "s-main"})["claims"]}
+    assert claims == {"a.py", "src/new.py", "b.py"}
+    # Held by another task: the one query writes nothing, the long way warns.
+    body = tools.ok("claim_files", {"sessionId": "s-feat", "paths": ["b.py"]})
+    body = tools.ok("claim_files", {"sessionId": "s-feat", "paths": ["c.py", "a.py"]})
+    assert [h["path"] for h in body["warnings"]] == ["a.py"] and body["claimed"] == ["c.py",
+                                                                                       "a.py"]
+
+
+@pytest.mark.django_db
+def test_a_policy_changed_since_the_last_claim_is_read_again(two_agents):
+    tools = two_agents
+    tools.ok("claim_files", {"sessionId": "s-main", "paths": ["x.lock"]})  # cached: no ignore
+    set_policy(tools, "warn", ["*.lock"])
+    body = tools.ok("claim_files", {"sessionId": "s-main", "paths": ["y.lock", "z.py"]})
+    assert body["ignored"] == ["y.lock"] and body["claimed"] == ["z.py"]
+    held = {c["path"] for c in tools.ok("get_file_claims", {"sessionId": "s-main"})["claims"]}
+    assert "y.lock" not in held
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_claim_waiting_for_the_path_lock_sees_what_its_holder_committed(tools, make_task):
+    """The one-query claim keeps the long way's promise (of two claimants of one file, the
+    second sees the first): a claim that waited for the path's lock reads what the lock's
+    holder committed meanwhile, and is warned."""
+    import threading
+    import time
+
+    import psycopg
+
+    from claims.services import claim
+
+    make_task("t-a")
+    make_task("t-b")
+    start(tools, "s-a", "t-a")
+    start(tools, "s-b", "t-b")
+    claim("s-a", ["warm.py"])  # s-a cached: its next claim is the one query
+    project = tools.ok("get_file_claims", {"sessionId": "s-a"})["claims"][0]["projectId"]
+    answers: list[dict] = []
+    with psycopg.connect(**connection.get_connection_params()) as other:
+        # Another claimant of race.py, mid-claim: it holds the path's lock and has
+        # written its claim, not yet committed.
+        other.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s || '|' || %s, 7))",
+                      [project, "race.py"])
+        other.execute("INSERT INTO file_claims (project_id, path, session_id, task_id, source, "
+                      "expires_at, known_sessions, overlaps_pending) VALUES (%s, 'race.py', "
+                      "'s-b', 't-b', 'tool', now() + interval '10 minutes', '{}', '{}')",
+                      [project])
+        waiting = threading.Thread(target=lambda: (
+            answers.append(claim("s-a", ["race.py"])), connection.close()))
+        waiting.start()
+        time.sleep(0.5)
+        assert waiting.is_alive()  # waits for the lock
+        other.commit()
+    waiting.join(10)
+    [answer] = answers
+    assert [(h["sessionId"], h["path"]) for h in answer["warnings"]] == [("s-b", "race.py")]
