@@ -264,6 +264,14 @@ def _known(session_id: str, paths: list[str]) -> dict[str, set[str]]:
         return {path: set(known or ()) for path, known in cursor.fetchall()}
 
 
+# What an upsert of a claim the session already has sets, in both claim statements.
+_RENEWED = """task_id = EXCLUDED.task_id, source = EXCLUDED.source, touched_at = now(),
+  claimed_at = CASE WHEN c.released_at IS NOT NULL OR c.expires_at <= now()
+                    THEN now() ELSE c.claimed_at END,
+  expires_at = GREATEST(EXCLUDED.expires_at,
+                        CASE WHEN c.released_at IS NULL THEN c.expires_at END),
+  released_at = NULL"""
+
 _UPSERT = f"""
 INSERT INTO {CLAIMS_TABLE} AS c (project_id, path, session_id, task_id, source, claimed_at,
                                  touched_at, expires_at, known_sessions, overlaps_pending)
@@ -273,12 +281,7 @@ FROM jsonb_to_recordset(%(rows)s::jsonb) AS p(path text, known text[], pending t
 ON CONFLICT (session_id, path) DO UPDATE SET
   overlaps_pending = ARRAY(SELECT DISTINCT unnest(c.overlaps_pending
                                                   || EXCLUDED.overlaps_pending)),
-  task_id = EXCLUDED.task_id, source = EXCLUDED.source, touched_at = now(),
-  claimed_at = CASE WHEN c.released_at IS NOT NULL OR c.expires_at <= now()
-                    THEN now() ELSE c.claimed_at END,
-  expires_at = GREATEST(EXCLUDED.expires_at,
-                        CASE WHEN c.released_at IS NULL THEN c.expires_at END),
-  released_at = NULL,
+  {_RENEWED},
   known_sessions = EXCLUDED.known_sessions
 """
 
@@ -339,12 +342,7 @@ claimed AS (
          now() + make_interval(secs => %(ttl)s), '{{}}', '{{}}'
   FROM s, unnest(%(paths)s::text[]) AS p WHERE NOT EXISTS (SELECT 1 FROM others)
   ON CONFLICT (session_id, path) DO UPDATE SET
-    task_id = EXCLUDED.task_id, source = EXCLUDED.source, touched_at = now(),
-    claimed_at = CASE WHEN c.released_at IS NOT NULL OR c.expires_at <= now()
-                      THEN now() ELSE c.claimed_at END,
-    expires_at = GREATEST(EXCLUDED.expires_at,
-                          CASE WHEN c.released_at IS NULL THEN c.expires_at END),
-    released_at = NULL,
+    {_RENEWED},
     -- as _known reads them: a claim that lapsed starts knowing no one again
     known_sessions = CASE WHEN c.released_at IS NULL
                           AND c.expires_at > now() - make_interval(secs => %(recent)s)
