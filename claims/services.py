@@ -49,7 +49,10 @@ from contexts.services.key_files import append_key_files
 from orchestrator.backends import prepared
 from orchestrator.backends.coalesce import CoalescingWriter
 from orchestrator.core.db import (
+    ASYNC_COMMIT,
     RETRIED_SQLSTATES,
+    SYNC_COMMIT,
+    async_commit_sql,
     in_callers_transaction,
     qualified,
     retried_transaction,
@@ -351,8 +354,13 @@ claimed AS (
 SELECT s.task_id, (SELECT count(*) FROM claimed),
        EXISTS (SELECT 1 FROM {NOTICES_TABLE} n WHERE n.session_id = s.session_id
                AND n.delivered_at IS NULL)
-FROM s
+FROM s, @COMMIT@ AS commit_mode
 """
+# The statements of one simple query are one transaction: set_config(..., true) in the
+# last one decides how it commits (db.ASYNC_COMMIT: a claim is coordination state, renewed
+# by every edit). Inside a caller's transaction the query is part of it: never weakened.
+_AT_ONCE_SQL = {commit: _AT_ONCE.replace("@COMMIT@", commit)
+                for commit in (ASYNC_COMMIT, SYNC_COMMIT)}
 
 
 def _claim_at_once(session_id: str, paths: list[str], ttl: int,
@@ -371,7 +379,7 @@ def _claim_at_once(session_id: str, paths: list[str], ttl: int,
         return None
     try:
         with connection.cursor() as cursor:
-            cursor.execute(_AT_ONCE, {
+            cursor.execute(_AT_ONCE_SQL[async_commit_sql()], {
                 "me": session_id, "project": project_id, "root": root,
                 "policy": stored_policy, "paths": counted, "sorted": sorted(counted),
                 "source": source, "ttl": ttl, "recent": settings.FILE_CLAIM_RECENT_SECONDS,
@@ -780,7 +788,9 @@ renewed AS (
     AND c.expires_at > now()
   RETURNING 1)
 SELECT (SELECT count(*) FROM wanted) AS wanted, (SELECT count(*) FROM renewed) AS renewed
+FROM @COMMIT@ AS commit_mode
 """
+_RENEW_SQL = {commit: _RENEW.replace("@COMMIT@", commit) for commit in (ASYNC_COMMIT, SYNC_COMMIT)}
 
 
 def renew_from_activity(session_id: str, paths: list[str]) -> bool:
@@ -789,7 +799,8 @@ def renew_from_activity(session_id: str, paths: list[str]) -> bool:
     check did not reach the service, or a client without it) is claimed now, with what
     a claim does (warning as a notice, conflict, the holder's notice). True when it
     claimed (the session may have a notice now)."""
-    row = prepared.fetch_one(_RENEW, {"me": session_id, "paths": paths, "ttl": ttl_default()})
+    row = prepared.fetch_one(_RENEW_SQL[async_commit_sql()],
+                             {"me": session_id, "paths": paths, "ttl": ttl_default()})
     if row["wanted"] == row["renewed"]:
         return False
     try:

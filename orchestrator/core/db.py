@@ -53,6 +53,25 @@ def set_change_context(
         )
 
 
+# A one-row relation for a statement's FROM list that makes the statement's own
+# transaction commit without waiting for the WAL flush. For coordination state that the
+# next hook call writes again (claims, their renewals, delivered notices, tool history,
+# heartbeats): a Postgres crash can lose its last ~0.6 s (3 x wal_writer_delay), our own
+# process dying loses nothing. Under agent load the commits that wait for the flush queue
+# on the WAL lock behind each other (pg_stat_activity: WALWrite/WalSync), and their locks
+# are held all that time. Acknowledged saves never use it.
+ASYNC_COMMIT = "(SELECT set_config('synchronous_commit', 'off', true))"
+# Its stand-in inside a caller's transaction: never weaken the commit of work one did not
+# start.
+SYNC_COMMIT = "(SELECT 1)"
+
+
+def async_commit_sql() -> str:
+    """``ASYNC_COMMIT``, or ``SYNC_COMMIT`` inside a transaction block (ours or a
+    caller's: set_config(..., true) would last until that transaction's commit)."""
+    return SYNC_COMMIT if connection.in_atomic_block else ASYNC_COMMIT
+
+
 def in_callers_transaction() -> bool:
     """True inside a ``transaction.atomic()`` block that someone else opened and commits.
 

@@ -26,6 +26,7 @@ from django.db import connection
 from contexts.services.key_files import append_key_files
 from contexts.services.tasks import require_task
 from orchestrator.backends import prepared
+from orchestrator.core.db import async_commit_sql
 from orchestrator.core.errors import OrchestratorError
 from orchestrator.core.stamps import iso
 from sessions import signals
@@ -45,7 +46,7 @@ from sessions.services.notices import take_notices
 EDIT_TOOLS = frozenset({"Edit", "Write", "MultiEdit", "NotebookEdit"})
 
 _RECORD_SQL = """
-WITH commit_mode AS (SELECT {commit}),
+WITH commit_mode AS {commit},
 session AS (SELECT session_id, rtrim(project_dir, '/') AS root FROM {sessions}
             WHERE session_id = %(session)s),
 uses AS (SELECT * FROM unnest(%(tools)s::text[], %(successes)s::boolean[],
@@ -108,10 +109,9 @@ def _recordable_session(session_id: str, task_id: str | None) -> tuple[str | Non
 def _record(session_id: str, task_id: str | None, tool_uses: list[dict[str, Any]],
             paths: list[str]) -> tuple[int, list[str]]:
     """Insert the tool-use rows; the edited paths the task does not list yet."""
-    commit = ("set_config('synchronous_commit', 'off', true)" if not connection.in_atomic_block
-              else "1")  # inside a caller's transaction, never weaken its commit
-    sql = _RECORD_SQL.format(commit=commit, sessions=sessions_table(), history=HISTORY_TABLE,
-                             tasks=tasks_table())
+    # Inside a caller's transaction its commit is never weakened (async_commit_sql).
+    sql = _RECORD_SQL.format(commit=async_commit_sql(), sessions=sessions_table(),
+                             history=HISTORY_TABLE, tasks=tasks_table())
     # Prepared (orchestrator.backends.prepared): a flush every few seconds per agent,
     # and Postgres planned this statement each time it was sent.
     row = prepared.fetch_one(sql, {

@@ -23,6 +23,7 @@ from django.db import connection, transaction
 
 from orchestrator.backends import files
 from orchestrator.backends.coalesce import CoalescingWriters
+from orchestrator.core.db import ASYNC_COMMIT, SYNC_COMMIT
 from orchestrator.core.stamps import iso
 from orchestrator.core.tools.registry import Tool, ToolContext
 from orchestrator.observability import metrics
@@ -65,15 +66,14 @@ def record_tool_call(tool: Tool, arguments: dict[str, Any], outcome: dict[str, A
             # Inside a caller's transaction: a savepoint, so that a failed INSERT cannot
             # poison it, and no asynchronous commit, which would weaken the caller's.
             with transaction.atomic(), connection.cursor() as cursor:
-                cursor.execute(statement.format(commit="(SELECT 1) AS sync_commit"), params)
+                cursor.execute(statement.format(commit=f"{SYNC_COMMIT} AS commit_mode"), params)
                 recorded = cursor.fetchone()
         else:
             # Its own one-statement transaction, committed without waiting for the WAL
             # flush; one round trip.
             with connection.cursor() as cursor:
-                cursor.execute(statement.format(commit=(
-                    "(SELECT set_config('synchronous_commit', 'off', true)) AS async_commit")),
-                    params)
+                cursor.execute(statement.format(commit=f"{ASYNC_COMMIT} AS commit_mode"),
+                               params)
                 recorded = cursor.fetchone()
     except Exception as exc:  # history is best effort; the tool's answer stands
         logger.warning("tool history not recorded: %s", exc, extra={"sessionId": session_id})

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from django.db import connection
 
+from orchestrator.core.db import async_commit_sql
 from sessions.models import SessionNotice
 
 NOTICES_TABLE = SessionNotice._meta.db_table
@@ -29,10 +30,13 @@ def add_notices(notices: list[tuple[str, str, str, str]]) -> None:
 
 
 def take_notices(session_id: str) -> list[str]:
-    """The session's pending notices, oldest first, marked delivered (one statement)."""
+    """The session's pending notices, oldest first, marked delivered (one statement,
+    committed asynchronously on its own: a mark lost in a Postgres crash delivers the
+    notice again, nothing worse)."""
     with connection.cursor() as cursor:
         cursor.execute(
-            f"UPDATE {NOTICES_TABLE} SET delivered_at = now() WHERE id IN ("
+            f"UPDATE {NOTICES_TABLE} SET delivered_at = now() "
+            f"FROM {async_commit_sql()} AS commit_mode WHERE id IN ("
             f"SELECT id FROM {NOTICES_TABLE} WHERE session_id = %s AND delivered_at IS NULL "
             "ORDER BY id LIMIT %s FOR UPDATE SKIP LOCKED) RETURNING id, text",
             [session_id, NOTICES_PER_ANSWER])
