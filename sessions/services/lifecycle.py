@@ -121,9 +121,8 @@ def start_session(*, session_id: str | None = None, task_id: str | None = None,
     if bundle is not None:
         result["contextBundle"] = bundle
     if settings.ENABLE_AUTO_RECOVERY_CHECK:
-        result["recovery"] = recovery.check_recovery(
-            project_ids=[project_id], exclude_session=session_id,
-            crashed_session_ids=crashed_session_ids)
+        result["recovery"] = recovery.start_report(project_id, session_id,
+                                                   crashed_session_ids)
     else:
         recovery.report_crashed(crashed_session_ids or [])
     result["notificationStatus"] = notifications.notify(

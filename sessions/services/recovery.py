@@ -18,6 +18,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
+from orchestrator.backends import prepared
 from orchestrator.core.db import qualified
 from orchestrator.core.errors import OrchestratorError, session_not_found
 from orchestrator.core.models import Project
@@ -40,7 +41,13 @@ from sessions.services.common import (
 )
 from sessions.services.pause import PAUSED_SQL
 from sessions.services.prompts import RecoveryState, resume_prompt, task_from_row
-from sessions.services.work import OrphanedWork, forget_sessions, one_per_task, orphaned_work
+from sessions.services.work import (
+    ORPHANED_WORK_PROBE,
+    OrphanedWork,
+    forget_sessions,
+    one_per_task,
+    orphaned_work,
+)
 
 HISTORY_LIMIT = 10
 CRASH_LOG_LINES = 50
@@ -54,6 +61,7 @@ SESSION_BOOKKEEPING = frozenset({
     "complete_compaction", "pause_session", "resume_session",
     # the check before each edit: the edit itself is in the history
     "claim_files", "release_files"})
+NOTHING_TO_RECOVER = "No sessions need recovery."
 _STAMP = "'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"'"
 
 
@@ -367,7 +375,7 @@ def check_recovery(*, mark_recovered_id: str | None = None, include_history: boo
     summary = (f"{len(sessions)} session(s) need recovery: " + ", ".join(
         f"{s['sessionId']} ({'paused' if 'pause' in s else s['recoveryType']})"
         for s in sessions)
-        if sessions else "No sessions need recovery.")
+        if sessions else NOTHING_TO_RECOVER)
     orphaned_tasks = _orphaned_tasks(orphans)
     result: dict[str, Any] = {"needsRecovery": bool(sessions), "sessions": sessions,
                               "orphanedTasks": orphaned_tasks,
@@ -379,6 +387,64 @@ def check_recovery(*, mark_recovered_id: str | None = None, include_history: boo
         result["markedRecovered"] = {"sessionId": mark_recovered_id, "status": marked}
         _log_coordinator_recovered(mark_recovered_id, marked_row, orphans_before, result)
     return result
+
+
+# Whether anything in one project needs check_recovery's full work, and its recent
+# completions (which every report carries), in one statement. Each EXISTS is one of the
+# full check's sources: a live session past the crash threshold (the sweep would flip
+# it), a session flagged for recovery, a pause overdue, orphaned work.
+_START_PROBE = f"""
+WITH flags AS (SELECT
+  EXISTS (SELECT 1 FROM {sessions_table()} s WHERE s.project_id = %(project)s
+          AND s.status IN ('active', 'compacted')
+          AND s.last_heartbeat < now() - make_interval(secs => %(crash)s)
+          AND NOT {PAUSED_SQL})
+  OR EXISTS (SELECT 1 FROM {sessions_table()} s WHERE s.project_id = %(project)s
+             AND s.recovery_needed AND s.session_id <> %(me)s)
+  OR EXISTS (SELECT 1 FROM {DETAIL_TABLE} d JOIN {sessions_table()} s
+             ON s.session_id = d.session_id
+             WHERE d.paused_at IS NOT NULL
+               AND d.pause_resets_at < now() - make_interval(secs => %(grace)s)
+               AND s.project_id = %(project)s AND s.status IN ('active', 'compacted')
+               AND s.session_id <> %(me)s)
+  OR EXISTS ({ORPHANED_WORK_PROBE}) AS something),
+done AS (SELECT task_id, name, project_id, updated_at FROM {tasks_table()}
+         WHERE project_id = %(project)s AND status = 'completed'
+           AND updated_at >= now() - make_interval(secs => %(window)s)
+         ORDER BY updated_at DESC, task_id LIMIT 100)
+SELECT flags.something,
+       (SELECT array_agg(task_id ORDER BY updated_at DESC, task_id) FROM done) AS task_ids,
+       (SELECT array_agg(name ORDER BY updated_at DESC, task_id) FROM done) AS names,
+       (SELECT array_agg(updated_at ORDER BY updated_at DESC, task_id) FROM done) AS completed
+FROM flags
+"""
+
+
+def start_report(project_id: str, exclude_session: str,
+                 crashed_session_ids: list[str] | None) -> dict[str, Any]:
+    """``check_recovery``'s report for a session starting in ``project_id``. Every
+    session start asks, and almost always nothing there needs recovery: one probe says
+    so (and reads the recent completions), the full check runs only when it finds
+    something, a client reports crashed sessions, or the heartbeat file is stale."""
+    if crashed_session_ids or _stale_file_state(project_id, {exclude_session}):
+        return check_recovery(project_ids=[project_id], exclude_session=exclude_session,
+                              crashed_session_ids=crashed_session_ids)
+    # Prepared (orchestrator.backends.prepared): planning it cost more than running it.
+    row = prepared.fetch_one(_START_PROBE, {
+        "project": project_id, "me": exclude_session,
+        "crash": settings.CRASH_THRESHOLD_MINUTES * 60,
+        "grace": pause.grace().total_seconds(),
+        "window": settings.RECENT_COMPLETION_WINDOW * 3600})
+    if row["something"]:
+        return check_recovery(project_ids=[project_id], exclude_session=exclude_session)
+    completions = zip(row["task_ids"] or (), row["names"] or (), row["completed"] or (),
+                      strict=True)
+    return {"needsRecovery": False, "sessions": [], "orphanedTasks": [],
+            "recentCompletions": [{"taskId": task_id, "name": name, "projectId": project_id,
+                                   "completedAt": iso(completed)}
+                                  for task_id, name, completed in completions],
+            "recentCompletionWindowHours": settings.RECENT_COMPLETION_WINDOW,
+            "summary": NOTHING_TO_RECOVER, "timestamp": now_iso()}
 
 
 def _scoped(rows: Any, project_ids: list[str] | None, project_dir: str | None,
@@ -466,7 +532,7 @@ def recent_completions(project_ids: list[str] | None) -> list[dict[str, Any]]:
         tasks = tasks.filter(project_id__in=project_ids)
     return [{"taskId": task_id, "name": name, "projectId": project_id,
              "completedAt": iso(updated_at)}
-            for task_id, name, project_id, updated_at in tasks.order_by("-updated_at")
+            for task_id, name, project_id, updated_at in tasks.order_by("-updated_at", "task_id")
             .values_list("task_id", "name", "project_id", "updated_at")[:100]]
 
 

@@ -1,0 +1,118 @@
+"""start_session's recovery report (recovery.start_report): one probe when nothing in the
+project needs recovery, the full check_recovery as soon as one of its sources has
+something. Each case compares the start's report with what check_recovery itself says."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.db import connection, transaction
+from django.utils import timezone
+
+from contexts.models import TaskContext
+from orchestrator.core.stamps import iso
+from sessions.services import recovery
+from tests.sessions.helpers import backdate, conforms
+
+
+def without_stamp(report: dict) -> dict:
+    return {k: v for k, v in report.items() if k != "timestamp"}
+
+
+def started_report(tools, session_id: str, **arguments) -> dict:
+    started = conforms("start_session", tools.ok("start_session",
+                                                 {"sessionId": session_id, **arguments}))
+    return started["recovery"]
+
+
+def full_check(session_id: str) -> dict:
+    """What check_recovery says for the project the session started in."""
+    project_id = recovery.ActiveSession.objects.get(session_id=session_id).project_id
+    return recovery.check_recovery(project_ids=[project_id], exclude_session=session_id)
+
+
+@pytest.mark.django_db
+def test_nothing_to_recover_reports_recent_completions_as_the_full_check(tools, settings):
+    settings.RECENT_COMPLETION_WINDOW = 24
+    tools.ok("create_task", {"taskId": "build", "name": "Build", "status": "in_progress"})
+    for task_id in ("shipped", "also-shipped", "long-ago"):
+        tools.ok("create_task", {"taskId": task_id, "name": task_id, "status": "completed"})
+    with transaction.atomic(), connection.cursor() as cursor:
+        # Past the trigger that stamps updated_at: completed 30 hours ago.
+        cursor.execute("SET LOCAL session_replication_role = replica")
+        TaskContext.objects.filter(task_id="long-ago").update(
+            updated_at=timezone.now() - timedelta(hours=30))
+    tools.ok("start_session", {"sessionId": "live", "taskId": "build"})
+
+    report = started_report(tools, "newcomer")
+    assert report["needsRecovery"] is False
+    assert report["summary"] == "No sessions need recovery."
+    assert [t["taskId"] for t in report["recentCompletions"]] == ["also-shipped", "shipped"]
+    shipped = TaskContext.objects.get(task_id="shipped")
+    assert report["recentCompletions"][1] == {
+        "taskId": "shipped", "name": "shipped", "projectId": shipped.project_id,
+        "completedAt": iso(shipped.updated_at)}
+    assert without_stamp(report) == without_stamp(full_check("newcomer"))
+
+
+@pytest.mark.django_db
+def test_no_completions_is_an_empty_list(tools):
+    report = started_report(tools, "alone")
+    assert report["recentCompletions"] == [] and report["sessions"] == []
+    assert without_stamp(report) == without_stamp(full_check("alone"))
+
+
+@pytest.mark.django_db
+def test_a_session_flagged_by_the_sweep_is_reported(tools):
+    tools.ok("create_task", {"taskId": "t1", "name": "Parser"})
+    tools.ok("start_session", {"sessionId": "gone", "taskId": "t1"})
+    backdate("gone", 10)
+    recovery.detect_crashed_sessions()  # beat's sweep, before this start
+    report = started_report(tools, "next")
+    assert [s["sessionId"] for s in report["sessions"]] == ["gone"]
+    assert [t["taskId"] for t in report["orphanedTasks"]] == ["t1"]
+    assert report["needsRecovery"] is True
+
+
+@pytest.mark.django_db
+def test_a_stale_live_session_is_flipped_and_reported(tools):
+    tools.ok("start_session", {"sessionId": "silent"})
+    backdate("silent", 10)
+    report = started_report(tools, "next")
+    assert [(s["sessionId"], s["recoveryType"]) for s in report["sessions"]] == \
+        [("silent", "crash")]
+
+
+@pytest.mark.django_db
+def test_an_overdue_pause_is_reported(tools):
+    tools.ok("start_session", {"sessionId": "waiting"})
+    tools.ok("pause_session", {"sessionId": "waiting", "reason": "usage_limit",
+                               "resetsAt": iso(timezone.now() - timedelta(minutes=6))})
+    report = started_report(tools, "next")
+    assert [(s["sessionId"], s["recoveryType"]) for s in report["sessions"]] == \
+        [("waiting", "timeout")]
+
+
+@pytest.mark.django_db
+def test_orphaned_work_of_a_recovered_crash_is_reported(tools):
+    """The crash was marked recovered (no longer flagged), and no live session took its
+    task: is that task still orphaned? The probe must agree with the full check."""
+    tools.ok("create_task", {"taskId": "t1", "name": "Parser"})
+    tools.ok("start_session", {"sessionId": "gone", "taskId": "t1"})
+    backdate("gone", 10)
+    recovery.detect_crashed_sessions()
+    with connection.cursor() as cursor:
+        # Flagged no more, still crashed: the state a probe of the flag alone would miss.
+        cursor.execute(f"UPDATE {recovery.sessions_table()} SET recovery_needed = FALSE "
+                       "WHERE session_id = 'gone'")
+    report = started_report(tools, "next")
+    assert [t["taskId"] for t in report["orphanedTasks"]] == ["t1"]
+    assert without_stamp(report) == without_stamp(full_check("next"))
+
+
+@pytest.mark.django_db
+def test_sessions_the_client_saw_die_are_reported(tools):
+    tools.ok("start_session", {"sessionId": "killed"})
+    report = started_report(tools, "next", crashedSessionIds=["killed"])
+    assert [s["sessionId"] for s in report["sessions"]] == ["killed"]
