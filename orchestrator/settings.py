@@ -281,6 +281,11 @@ SLACK_WEBHOOK_URL = ORCH.slack_webhook_url
 # The index files (_registry.json, .tool-history.json) are rewritten off the request path
 # at most this often per process (orchestrator/backends/coalesce.py); 0: by every call.
 INDEX_FILE_DELAY_MS = int(os.environ.get("INDEX_FILE_DELAY_MS", "250"))
+# A project's RECOVERY_DIR/.tool-history.json (its last 50 tool uses, for a session the
+# database cannot vouch for) is rewritten at most this often per process and project: a
+# busy repository has several agents flushing a second, and the file is read only after
+# a crash, at a resolution of minutes. 0: by every call.
+HISTORY_MIRROR_DELAY_MS = int(os.environ.get("HISTORY_MIRROR_DELAY_MS", "5000"))
 # The graph outbox is drained off the request path this long after a change, once per
 # burst and process (graph/services/outbox.py); 0: by the committing call itself.
 GRAPH_OUTBOX_DELAY_MS = int(os.environ.get("GRAPH_OUTBOX_DELAY_MS", "50"))

@@ -34,6 +34,7 @@ def isolated_backends(settings, tmp_path, request):
     # Tests read the index files right after a call: write them synchronously
     # (test_history and test_switch check the background writer on their own).
     settings.INDEX_FILE_DELAY_MS = 0
+    settings.HISTORY_MIRROR_DELAY_MS = 0
     # ... and drain the graph outbox in the call that queued it (tests/graph/test_outbox.py
     # checks the background drain on its own).
     settings.GRAPH_OUTBOX_DELAY_MS = 0

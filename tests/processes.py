@@ -37,7 +37,8 @@ def service_env(tmp_path: Path, **extra: str) -> dict[str, str]:
     env = {**os.environ, "DATABASE_URL": database_url(), "REDIS_URL": settings.REDIS_URL,
            "CELERY_BROKER_URL": settings.CELERY_BROKER_URL,
            "CONTEXT_DIR": str(settings.CONTEXT_DIR), "RECOVERY_DIR": str(settings.RECOVERY_DIR),
-           "ENABLE_NEO4J": "false", "INDEX_FILE_DELAY_MS": "0"}
+           "ENABLE_NEO4J": "false", "INDEX_FILE_DELAY_MS": "0",
+           "HISTORY_MIRROR_DELAY_MS": "0"}
     for name in ("OTEL_EXPORTER_OTLP_ENDPOINT", "PROMETHEUS_MULTIPROC_DIR"):
         env.pop(name, None)
     env.update(extra)

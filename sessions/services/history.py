@@ -113,7 +113,7 @@ def write_mirror(project_id: str) -> bool:
         return False
 
 
-mirror_writers = CoalescingWriters("tool-history", write_mirror)
+mirror_writers = CoalescingWriters("tool-history", write_mirror, "HISTORY_MIRROR_DELAY_MS")
 
 
 def history_from_file(project_id: str, session_id: str, limit: int) -> list[dict[str, Any]]:

@@ -34,6 +34,7 @@ class OrchestratorServer:
             "CONTEXT_DIR": str(data_dir / "contexts"),
             "RECOVERY_DIR": str(data_dir / "recovery"),
             "INDEX_FILE_DELAY_MS": "0",
+            "HISTORY_MIRROR_DELAY_MS": "0",
             **(extra_env or {}),
         }
         self.process: subprocess.Popen | None = None

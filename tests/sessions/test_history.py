@@ -44,7 +44,7 @@ def test_tool_calls_with_a_session_id_are_recorded_over_rest_and_mcp(live_api, s
 
 def test_the_mirror_is_rewritten_by_a_background_writer_after_a_burst(live_api, settings):
     """With a delay, calls only mark the mirror stale; one rewrite covers the burst."""
-    settings.INDEX_FILE_DELAY_MS = 100
+    settings.HISTORY_MIRROR_DELAY_MS = 100
     url, token = live_api
     headers = {"Authorization": f"Bearer {token}"}
     mirror_path = files.recovery_dir() / ".tool-history.json"
