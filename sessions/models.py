@@ -87,10 +87,14 @@ class ToolInvocation(models.Model):
     timestamp = models.DateTimeField(db_default=Now())
     # What a hook-reported tool use did ("Edit src/app.py"); shown in resume prompts.
     summary = models.CharField(max_length=500, null=True, blank=True)
+    # The session's project, copied by the insert: a project's mirror file reads its last
+    # calls by this index (history.write_mirror).
+    project_id = models.CharField(max_length=255, null=True, blank=True)
 
     class Meta:
         ordering = ["-id"]
-        indexes = [models.Index(fields=["session_id", "-id"], name="toolinv_session_recent")]
+        indexes = [models.Index(fields=["session_id", "-id"], name="toolinv_session_recent"),
+                   models.Index(fields=["project_id", "-id"], name="toolinv_project_recent")]
 
     def __str__(self) -> str:
         return f"{self.session_id} {self.tool}"

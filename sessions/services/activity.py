@@ -47,14 +47,16 @@ EDIT_TOOLS = frozenset({"Edit", "Write", "MultiEdit", "NotebookEdit"})
 
 _RECORD_SQL = """
 WITH commit_mode AS {commit},
-session AS (SELECT session_id, rtrim(project_dir, '/') AS root FROM {sessions}
+session AS (SELECT session_id, project_id, rtrim(project_dir, '/') AS root FROM {sessions}
             WHERE session_id = %(session)s),
 uses AS (SELECT * FROM unnest(%(tools)s::text[], %(successes)s::boolean[],
                               %(stamps)s::timestamptz[], %(summaries)s::text[])
          WITH ORDINALITY AS u(tool, success, stamp, summary, n)),
 inserted AS (
-  INSERT INTO {history} (session_id, tool, success, transport, duration_ms, timestamp, summary)
-  SELECT %(session)s, tool, success, 'hook', 0, stamp, summary FROM uses, session ORDER BY n
+  INSERT INTO {history} (session_id, tool, success, transport, duration_ms, timestamp, summary,
+                         project_id)
+  SELECT %(session)s, tool, success, 'hook', 0, stamp, summary, session.project_id
+  FROM uses, session ORDER BY n
   RETURNING 1),
 edited AS (
   SELECT CASE WHEN s.root <> '' AND starts_with(f.path, s.root || '/')

@@ -56,8 +56,9 @@ def record_tool_call(tool: Tool, arguments: dict[str, Any], outcome: dict[str, A
     statement = (
         f"WITH session AS (SELECT project_id FROM {sessions_table()} WHERE session_id = %s), "
         f"inserted AS (INSERT INTO {HISTORY_TABLE} "
-        "(session_id, tool, success, error_code, transport, duration_ms, timestamp) "
-        "SELECT %s, %s, %s, %s, %s, %s, now() FROM session, {commit} RETURNING 1) "
+        "(session_id, tool, success, error_code, transport, duration_ms, timestamp, "
+        "project_id) "
+        "SELECT %s, %s, %s, %s, %s, %s, now(), project_id FROM session, {commit} RETURNING 1) "
         "SELECT project_id FROM session WHERE EXISTS (SELECT 1 FROM inserted)")
     params = [session_id, session_id, tool.name, success, code, context.transport,
               round(duration * 1000, 3)]
@@ -99,9 +100,8 @@ def write_mirror(project_id: str) -> bool:
     atomically."""
     try:
         rows = fetch_dicts(
-            f"SELECT h.session_id, h.timestamp, h.tool, h.success FROM {HISTORY_TABLE} h "
-            f"JOIN {sessions_table()} s ON s.session_id = h.session_id "
-            "WHERE s.project_id = %s ORDER BY h.id DESC LIMIT %s", [project_id, MIRROR_SIZE])
+            f"SELECT session_id, timestamp, tool, success FROM {HISTORY_TABLE} "
+            "WHERE project_id = %s ORDER BY id DESC LIMIT %s", [project_id, MIRROR_SIZE])
         entries = [{"sessionId": r["session_id"], "timestamp": iso(r["timestamp"]),
                     "tool": r["tool"], "success": r["success"]} for r in reversed(rows)]
         files.write_json_atomic(files.recovery_dir(project_id) / HISTORY_FILE,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 
 import httpx
+import pytest
 
 from orchestrator.backends import files
 from sessions.models import ToolInvocation
@@ -65,3 +66,21 @@ def test_the_mirror_is_rewritten_by_a_background_writer_after_a_burst(live_api, 
     assert any(t.name == "index-writer-tool-history"
                for t in threading.enumerate())
     history.mirror_writers.flush()  # nothing left to land in the next test's directory
+
+
+@pytest.mark.django_db
+def test_each_project_mirrors_its_own_calls_tool_calls_and_hook_reports_alike(tools):
+    """Both writers copy the session's project onto the row; a project's mirror reads its
+    last calls by it (toolinv_project_recent), never another project's."""
+    for key in ("web", "api"):
+        tools.ok("create_project", {"projectId": key, "name": key})
+        tools.ok("start_session", {"sessionId": f"s-{key}", "projectId": key})
+        tools.ok("record_activity", {"sessionId": f"s-{key}", "toolUses": [
+            {"tool": "Bash", "success": True, "timestamp": "2030-01-01T00:00:00Z"}]})
+    assert set(ToolInvocation.objects.values_list("session_id", "project_id")) == \
+        {("s-web", "web"), ("s-api", "api")}
+    for key in ("web", "api"):
+        assert history.write_mirror(key)  # on commit, which this test's transaction is not
+        mirror = files.read_json(files.recovery_dir(key) / ".tool-history.json")
+        assert [(e["sessionId"], e["tool"]) for e in mirror["entries"]] == \
+            [(f"s-{key}", "start_session"), (f"s-{key}", "Bash")]
