@@ -50,6 +50,30 @@ def fetch_one(sql: str, params: Sequence[Any] | Mapping[str, Any]) -> dict[str, 
         return dict(zip(_column_names(sql, cursor.pgresult), values, strict=True))
 
 
+def fetch_one_after(statements: Sequence[str],
+                    params: Mapping[str, Any]) -> dict[str, Any] | None:
+    """Run ``statements`` (``%(name)s`` placeholders, each taking what it names from
+    ``params``) prepared, in one round trip (psycopg's pipeline mode), and return the last
+    one's first row by column name, or None. Outside a transaction block they are one
+    transaction, as the statements of one simple query are (the extended protocol commits
+    at the pipeline's Sync), and under read committed each sees what committed before it
+    started; unlike a simple query, each statement is parsed and planned once per
+    connection."""
+    db = connections[DEFAULT_DB_ALIAS]
+    db.close_if_health_check_failed()
+    db.ensure_connection()
+    last = statements[-1]
+    with (tracing.statement_span(last), db.wrap_database_errors,
+          psycopg.Cursor(db.connection) as cursor):
+        with db.connection.pipeline():
+            for sql in statements:
+                cursor.execute(sql, params, prepare=True)
+        values = cursor.fetchone()
+        if values is None:
+            return None
+        return dict(zip(_column_names(last, cursor.pgresult), values, strict=True))
+
+
 # Column names by statement. Reading them from each result (a Column object each for
 # ``cursor.description``, or a decode each) cost more than decoding the row's values;
 # a statement's text fixes its columns, and the count is checked anyway.
