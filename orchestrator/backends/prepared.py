@@ -50,6 +50,17 @@ def fetch_one(sql: str, params: Sequence[Any] | Mapping[str, Any]) -> dict[str, 
         return dict(zip(_column_names(sql, cursor.pgresult), values, strict=True))
 
 
+def fetch_all(sql: str, params: Sequence[Any] | Mapping[str, Any]) -> list[tuple[Any, ...]]:
+    """Run ``sql`` prepared, as ``fetch_one`` does; every row, as tuples."""
+    db = connections[DEFAULT_DB_ALIAS]
+    db.close_if_health_check_failed()
+    db.ensure_connection()
+    with (tracing.statement_span(sql), db.wrap_database_errors,
+          psycopg.Cursor(db.connection) as cursor):
+        cursor.execute(sql, params, prepare=True)
+        return cursor.fetchall()
+
+
 def fetch_one_after(statements: Sequence[str],
                     params: Mapping[str, Any]) -> dict[str, Any] | None:
     """Run ``statements`` (``%(name)s`` placeholders, each taking what it names from
