@@ -55,6 +55,7 @@ from orchestrator.core.db import (
     async_commit_sql,
     in_callers_transaction,
     qualified,
+    retried_statement,
     retried_transaction,
 )
 from orchestrator.core.errors import OrchestratorError, session_not_found, task_not_found
@@ -804,8 +805,9 @@ def renew_from_activity(session_id: str, paths: list[str]) -> bool:
     check did not reach the service, or a client without it) is claimed now, with what
     a claim does (warning as a notice, conflict, the holder's notice). True when it
     claimed (the session may have a notice now)."""
-    row = prepared.fetch_one(_RENEW_SQL[async_commit_sql()],
-                             {"me": session_id, "paths": paths, "ttl": ttl_default()})
+    row = retried_statement(lambda: prepared.fetch_one(
+        _RENEW_SQL[async_commit_sql()],
+        {"me": session_id, "paths": paths, "ttl": ttl_default()}))
     if row["wanted"] == row["renewed"]:
         return False
     try:

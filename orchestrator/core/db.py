@@ -94,8 +94,22 @@ def retried_transaction(function: Callable[[], T]) -> T:
     a short random pause) when Postgres chose it as the victim of a deadlock. Only for
     work whose every effect is in that transaction; inside a caller's transaction it runs
     once (the caller's transaction is what would have to run again)."""
+    return _retried(function, atomic=True)
+
+
+def retried_statement(function: Callable[[], T]) -> T:
+    """``function()``, one statement that is its own transaction (autocommit), run again
+    as ``retried_transaction`` runs its function: for a statement that locks several rows
+    another transaction may lock in another order (a flush renewing a session's claims
+    while a claimant marks them known)."""
+    return _retried(function, atomic=False)
+
+
+def _retried(function: Callable[[], T], *, atomic: bool) -> T:
     for attempt in range(1, RETRY_ATTEMPTS + 1):
         try:
+            if not atomic:
+                return function()
             with transaction.atomic():
                 return function()
         except OperationalError as exc:

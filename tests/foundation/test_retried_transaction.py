@@ -4,11 +4,14 @@ orders on the real Postgres."""
 from __future__ import annotations
 
 import threading
+import time
 
+import psycopg
 import pytest
 from django.db import OperationalError, connection, transaction
 
-from orchestrator.core.db import retried_transaction
+from orchestrator.core.db import retried_statement, retried_transaction
+from tests.processes import database_url
 
 KEYS = (0x7465_7374_0001, 0x7465_7374_0002)
 
@@ -72,3 +75,54 @@ def test_other_errors_and_a_callers_transaction_are_not_retried():
     with pytest.raises(OperationalError), transaction.atomic():
         retried_transaction(deadlock_victim)
     assert len(calls) == 1  # the caller's transaction is the one to run again
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_statement_that_is_its_own_transaction_is_run_again_as_a_deadlocks_victim():
+    """retried_statement: one statement in autocommit that locks A then B, against a
+    transaction of another connection that holds B and then asks for A. The statement
+    waits first, so its deadlock check fires first and Postgres aborts it; it runs again
+    once the other transaction is through."""
+    runs = []
+    other_holds_b = threading.Event()
+
+    def other_side() -> None:
+        with psycopg.connect(database_url(), autocommit=False) as other:
+            other.execute("SELECT pg_advisory_xact_lock(%s)", [KEYS[1]])
+            other_holds_b.set()
+            time.sleep(0.3)  # the statement below is waiting for B by now
+            other.execute("SELECT pg_advisory_xact_lock(%s)", [KEYS[0]])
+            other.commit()
+
+    def statement() -> int:
+        runs.append(1)
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(%s), pg_advisory_xact_lock(%s)",
+                           list(KEYS))
+        return len(runs)
+
+    thread = threading.Thread(target=other_side)
+    thread.start()
+    assert other_holds_b.wait(10)
+    try:
+        assert retried_statement(statement) == 2
+    finally:
+        thread.join(30)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_statement_inside_a_callers_transaction_runs_once():
+    calls = []
+
+    def deadlock_victim() -> None:
+        calls.append(1)
+        with connection.cursor() as cursor:
+            cursor.execute("DO $$ BEGIN RAISE EXCEPTION USING ERRCODE = '40P01'; END $$")
+
+    with pytest.raises(OperationalError):
+        retried_statement(deadlock_victim)
+    assert len(calls) == 3
+    calls.clear()
+    with pytest.raises(OperationalError), transaction.atomic():
+        retried_statement(deadlock_victim)
+    assert len(calls) == 1
