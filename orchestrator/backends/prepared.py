@@ -18,9 +18,10 @@ own save metrics.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import operator
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import psycopg
@@ -31,9 +32,10 @@ from django.db.models.base import ModelState
 from orchestrator.observability import tracing
 
 
-def fetch_one(sql: str, params: Sequence[Any] | Mapping[str, Any]) -> dict[str, Any] | None:
-    """Run ``sql`` (``%s`` placeholders with a sequence, ``%(name)s`` with a mapping)
-    prepared; its first row by column name, or None."""
+@contextlib.contextmanager
+def _cursor(sql: str) -> Iterator[tuple[Any, psycopg.Cursor]]:
+    """The thread's Django connection (usable) and a server-binding psycopg cursor on it,
+    inside ``sql``'s span and Django's error wrapping."""
     # The thread's connection looked up once: each attribute of django.db.connection is
     # a lookup in the thread's connections of its own.
     db = connections[DEFAULT_DB_ALIAS]
@@ -43,20 +45,27 @@ def fetch_one(sql: str, params: Sequence[Any] | Mapping[str, Any]) -> dict[str, 
     db.ensure_connection()
     with (tracing.statement_span(sql), db.wrap_database_errors,
           psycopg.Cursor(db.connection) as cursor):
+        yield db, cursor
+
+
+def _first_row(sql: str, cursor: psycopg.Cursor) -> dict[str, Any] | None:
+    values = cursor.fetchone()
+    if values is None:
+        return None
+    return dict(zip(_column_names(sql, cursor.pgresult), values, strict=True))
+
+
+def fetch_one(sql: str, params: Sequence[Any] | Mapping[str, Any]) -> dict[str, Any] | None:
+    """Run ``sql`` (``%s`` placeholders with a sequence, ``%(name)s`` with a mapping)
+    prepared; its first row by column name, or None."""
+    with _cursor(sql) as (_, cursor):
         cursor.execute(sql, params, prepare=True)
-        values = cursor.fetchone()
-        if values is None:
-            return None
-        return dict(zip(_column_names(sql, cursor.pgresult), values, strict=True))
+        return _first_row(sql, cursor)
 
 
 def fetch_all(sql: str, params: Sequence[Any] | Mapping[str, Any]) -> list[tuple[Any, ...]]:
     """Run ``sql`` prepared, as ``fetch_one`` does; every row, as tuples."""
-    db = connections[DEFAULT_DB_ALIAS]
-    db.close_if_health_check_failed()
-    db.ensure_connection()
-    with (tracing.statement_span(sql), db.wrap_database_errors,
-          psycopg.Cursor(db.connection) as cursor):
+    with _cursor(sql) as (_, cursor):
         cursor.execute(sql, params, prepare=True)
         return cursor.fetchall()
 
@@ -70,19 +79,12 @@ def fetch_one_after(statements: Sequence[str],
     at the pipeline's Sync), and under read committed each sees what committed before it
     started; unlike a simple query, each statement is parsed and planned once per
     connection."""
-    db = connections[DEFAULT_DB_ALIAS]
-    db.close_if_health_check_failed()
-    db.ensure_connection()
     last = statements[-1]
-    with (tracing.statement_span(last), db.wrap_database_errors,
-          psycopg.Cursor(db.connection) as cursor):
+    with _cursor(last) as (db, cursor):
         with db.connection.pipeline():
             for sql in statements:
                 cursor.execute(sql, params, prepare=True)
-        values = cursor.fetchone()
-        if values is None:
-            return None
-        return dict(zip(_column_names(last, cursor.pgresult), values, strict=True))
+        return _first_row(last, cursor)
 
 
 # Column names by statement. Reading them from each result (a Column object each for

@@ -16,6 +16,12 @@ from tests.processes import database_url
 KEYS = (0x7465_7374_0001, 0x7465_7374_0002)
 
 
+def raise_deadlock() -> None:
+    """What Postgres raises in a deadlock's victim (SQLSTATE 40P01), from a real query."""
+    with connection.cursor() as cursor:
+        cursor.execute("DO $$ BEGIN RAISE EXCEPTION USING ERRCODE = '40P01'; END $$")
+
+
 @pytest.mark.django_db(transaction=True)
 def test_both_sides_of_a_deadlock_get_through():
     both_hold_one = threading.Barrier(2, timeout=10)
@@ -64,8 +70,7 @@ def test_other_errors_and_a_callers_transaction_are_not_retried():
 
     def deadlock_victim() -> None:
         calls.append(1)
-        with connection.cursor() as cursor:
-            cursor.execute("DO $$ BEGIN RAISE EXCEPTION USING ERRCODE = '40P01'; END $$")
+        raise_deadlock()
 
     calls.clear()
     with pytest.raises(OperationalError):
@@ -116,8 +121,7 @@ def test_a_statement_inside_a_callers_transaction_runs_once():
 
     def deadlock_victim() -> None:
         calls.append(1)
-        with connection.cursor() as cursor:
-            cursor.execute("DO $$ BEGIN RAISE EXCEPTION USING ERRCODE = '40P01'; END $$")
+        raise_deadlock()
 
     with pytest.raises(OperationalError):
         retried_statement(deadlock_victim)
