@@ -102,6 +102,7 @@ EDITING = frozenset({"Edit", "Write"})
 FILES_PER_PROJECT = 300
 AREA_FILES = 15  # an agent works mostly in one area (a module) of its repository
 CALL_TIMEOUT = 30.0
+SLOW_CALL = 0.1  # a hook call slower than the pass criterion's p99 is logged with its time
 RAMP_STARTS_PER_SECOND = 25
 SETTLE_SECONDS = 10.0
 
@@ -222,10 +223,16 @@ class Stats:
     failovers: int = 0  # calls a refused server passed on to the next one
     # (taskId, version, marker) of every save the service acknowledged
     acknowledged_saves: list[tuple[str, int, str]] = field(default_factory=list)
+    # (wall-clock time the call was sent, tool, seconds) of calls slower than SLOW_CALL
+    slow: list[tuple[float, str, float]] = field(default_factory=list)
+    # wall-clock second -> the machine's stall counters then (Pressure.read)
+    pressure: dict[int, dict[str, float]] = field(default_factory=dict)
 
-    def add(self, tool: str, seconds: float) -> None:
+    def add(self, tool: str, seconds: float, sent: float) -> None:
         if self.measuring:
             self.samples.setdefault(tool, []).append(seconds)
+            if seconds >= SLOW_CALL:
+                self.slow.append((sent, tool, seconds))
 
     def error(self, tool: str, what: str) -> None:
         if self.measuring:
@@ -259,6 +266,7 @@ class Api:
 
     async def call(self, tool: str, arguments: dict, project: str | None) -> dict | None:
         body = json.dumps(arguments).encode()
+        sent = time.time()
         started = time.perf_counter()
         try:
             status, answer = await asyncio.wait_for(self._post(tool, body, project),
@@ -267,7 +275,7 @@ class Api:
                 ServerClosed) as exc:
             self.stats.error(tool, f"{type(exc).__name__}: {exc}")
             return None
-        self.stats.add(tool, time.perf_counter() - started)
+        self.stats.add(tool, time.perf_counter() - started, sent)
         if status != 200:
             self.stats.error(tool, f"HTTP {status} {answer[:200]!r}")
             return None
@@ -536,6 +544,35 @@ class CpuMeter:
         return out
 
 
+class Pressure:
+    """The kernel's stall counters (/proc/pressure, Linux PSI): microseconds in which some
+    task waited for I/O, for a CPU, or for memory. Read each second, so a burst of slow
+    calls can be set beside what the machine was waiting on then."""
+
+    KINDS = ("io", "cpu", "memory")
+
+    def __init__(self) -> None:
+        self.last = self._totals()
+
+    @staticmethod
+    def _totals() -> dict[str, float]:
+        totals = {}
+        for kind in Pressure.KINDS:
+            try:
+                first = Path(f"/proc/pressure/{kind}").read_text().splitlines()[0]
+            except (OSError, IndexError):
+                continue
+            totals[kind] = float(first.rsplit("total=", 1)[1])
+        return totals
+
+    def read(self) -> dict[str, float]:
+        """kind -> ms of stall since the last read."""
+        now = self._totals()
+        delta = {kind: (now[kind] - self.last.get(kind, now[kind])) / 1000 for kind in now}
+        self.last = now
+        return delta
+
+
 # -- one load level ------------------------------------------------------------------------
 
 async def loop_lag(stats: Stats, stop: asyncio.Event) -> None:
@@ -568,10 +605,12 @@ async def run_level(n: int, args: argparse.Namespace, urls: list[str], token: st
     lag = asyncio.create_task(loop_lag(stats, stop))
     await asyncio.sleep(ramp + SETTLE_SECONDS)
     meter = CpuMeter(root_pid)
+    pressure = Pressure()
     stats.measuring = True
     started = time.monotonic()
     while (left := started + seconds - time.monotonic()) > 0:
         await asyncio.sleep(min(1.0, left))
+        stats.pressure[int(time.time())] = pressure.read()
         if midway and time.monotonic() - started >= seconds / 2:
             await asyncio.to_thread(midway)
             midway = None
@@ -634,7 +673,44 @@ def report(level: dict, p99_limit: float) -> bool:
     table(["process", "procs", "CPU (100% = one core)"], cpu_rows)
     for example in stats.error_examples:
         print(f"  error: {example}")
+    report_stalls(stats)
     return held
+
+
+def report_stalls(stats: Stats, shown: int = 8) -> None:
+    """The seconds with the most calls slower than SLOW_CALL (by the second each was
+    sent), with the machine's I/O and CPU stall time in that second and the next: whether
+    slow calls come spread out (queueing) or together (a stall), and what the machine
+    waited on then."""
+    if not stats.slow:
+        return
+    by_second: dict[int, list[tuple[str, float]]] = {}
+    for sent, tool, seconds in stats.slow:
+        by_second.setdefault(int(sent), []).append((tool, seconds))
+    worst = sorted(by_second.items(), key=lambda item: -len(item[1]))[:shown]
+    clustered = sum(len(calls) for _, calls in worst)
+    print(f"calls slower than {SLOW_CALL * 1000:.0f} ms: {len(stats.slow)} in "
+          f"{len(by_second)} seconds; the {len(worst)} worst seconds hold {clustered}:")
+    rows = []
+    for second, calls in sorted(worst):
+        tools: dict[str, int] = {}
+        for tool, _ in calls:
+            tools[tool] = tools.get(tool, 0) + 1
+        stall = [stats.pressure.get(s, {}) for s in (second, second + 1)]
+        rows.append([time.strftime("%H:%M:%S", time.localtime(second)), str(len(calls)),
+                     f"{max(x for _, x in calls) * 1000:.0f}",
+                     ", ".join(f"{t} {c}" for t, c in sorted(tools.items(), key=lambda x: -x[1])),
+                     " / ".join(f"{p.get('io', 0):.0f}" for p in stall),
+                     " / ".join(f"{p.get('cpu', 0):.0f}" for p in stall)])
+    table(["sent at", "slow calls", "max ms", "calls", "io stall ms (s, s+1)",
+           "cpu stall ms (s, s+1)"], rows)
+    seconds = list(stats.pressure.values())
+    if seconds:
+        print(f"machine stall per second over the window, p50 / max: io "
+              f"{percentile([p.get('io', 0) for p in seconds], 0.5):.0f} / "
+              f"{max(p.get('io', 0) for p in seconds):.0f} ms, cpu "
+              f"{percentile([p.get('cpu', 0) for p in seconds], 0.5):.0f} / "
+              f"{max(p.get('cpu', 0) for p in seconds):.0f} ms")
 
 
 def flush_mix(sizes: list[int]) -> str:
