@@ -40,7 +40,7 @@ from contexts import signals
 from contexts.models import TaskContext
 from contexts.services import backends, cache
 from contexts.services.representation import FIELD_COLUMNS
-from contexts.services.validation import validate_changes
+from contexts.services.validation import LIST_LIMITS, validate_changes
 from locks import services as locks
 from locks.services import HINT_TABLE
 from orchestrator.backends import prepared
@@ -85,11 +85,34 @@ class TaskChanges:
         return cls({COLUMN_FIELDS[c]: columns[c] for c in changed}, dict(columns))
 
 
-# What a caller may pass: camelCase changes (validated here), TaskChanges it built, or a
-# function of the locked row that returns either (for changes that depend on what the
-# task holds now), or None when, seeing the row, there is nothing to write (no version,
-# no publish).
-Changes = (Mapping[str, Any] | TaskChanges
+@dataclass(frozen=True)
+class ListAppend:
+    """Append to the list ``field`` (camelCase, e.g. keyFiles) the ``items`` it does not
+    hold yet, in their order, as many as its item limit leaves room for. Nothing to add:
+    nothing written. ``write_task``'s ``appended`` says which were added."""
+
+    field: str
+    items: tuple[str, ...]
+
+    @classmethod
+    def of(cls, field: str, items: list[str]) -> ListAppend:
+        return cls(field, tuple(dict.fromkeys(items)))
+
+    @property
+    def column(self) -> str:
+        return FIELD_COLUMNS[self.field]
+
+    def added_to(self, listed: Any) -> list[str]:
+        current = listed if isinstance(listed, list) else []
+        room = max(0, LIST_LIMITS[self.field][0] - len(current))
+        return [item for item in self.items if item not in current][:room]
+
+
+# What a caller may pass: camelCase changes (validated here), TaskChanges it built, a
+# ListAppend, or a function of the locked row that returns camelCase changes or
+# TaskChanges (for changes that depend on what the task holds now), or None when, seeing
+# the row, there is nothing to write (no version, no publish).
+Changes = (Mapping[str, Any] | TaskChanges | ListAppend
            | Callable[[TaskContext], "TaskChanges | Mapping[str, Any] | None"])
 
 
@@ -103,6 +126,8 @@ class TaskWrite:
     graph: str  # the graph mirror: "queued", "unchanged" or "disabled"
     # {database, redis, file} after the publish; None while it waits for the caller's commit
     saved_to: dict[str, bool] | None = field(default=None)
+    # a ListAppend's items that were added
+    appended: list[str] = field(default_factory=list)
 
     @property
     def version(self) -> int:
@@ -122,14 +147,22 @@ def write_task(task_id: str, changes: Changes, *, change_type: str,
     failure raises as it is (the registry answers E1654/E1699).
     """
     check_safe_id(task_id)
-    if not isinstance(changes, TaskChanges) and not callable(changes):
+    appending = changes if isinstance(changes, ListAppend) else None
+    if appending is not None:
+        # Each item as the whole list would be judged (E1612 before anything is written).
+        validate_changes({appending.field: list(appending.items)})
+    elif not isinstance(changes, TaskChanges) and not callable(changes):
         changes = TaskChanges.validated(changes)
     started = time.perf_counter()
     with tracing.backend_span("postgres_update", "postgres", **{"task.id": task_id}):
         done = None
+        one_statement = before_update is None and not connection.in_atomic_block
         try:
-            if isinstance(changes, TaskChanges) and changes.columns \
-                    and before_update is None and not connection.in_atomic_block:
+            if appending is not None and one_statement:
+                done = _append_in_one_statement(task_id, appending, change_type=change_type,
+                                                summary=summary, session_id=session_id,
+                                                actor=actor, enforce_locks=enforce_locks)
+            elif isinstance(changes, TaskChanges) and changes.columns and one_statement:
                 done = _update_in_one_statement(task_id, changes, change_type=change_type,
                                                 summary=summary, session_id=session_id,
                                                 actor=actor, enforce_locks=enforce_locks)
@@ -148,7 +181,7 @@ def write_task(task_id: str, changes: Changes, *, change_type: str,
             if quota is None:
                 raise
             raise quota from None  # a refusal, not a database fault (no DatabaseError cause)
-    task, before = done
+    task, before, appended = done
     if before is None:  # the derived change found nothing to write
         return TaskWrite(task=task, changed=False, registry=False, graph="unchanged")
     metrics.labelled(metrics.context_saves_total, "database").inc()
@@ -159,7 +192,8 @@ def write_task(task_id: str, changes: Changes, *, change_type: str,
         registry=any(getattr(task, c) != before[c] for c in REGISTRY_COLUMNS),
         graph=("disabled" if not settings.ENABLE_NEO4J else
                "queued" if any(getattr(task, c) != before[c] for c in MIRRORED_COLUMNS)
-               else "unchanged"))
+               else "unchanged"),
+        appended=appended)
     if deferred:
         # Who is active may change before the caller commits (switch_task): ask then.
         task.is_active = None
@@ -214,18 +248,29 @@ def notify_changed(task_id: str, change_type: str) -> None:
                                   task_id=task_id, change_type=change_type))
 
 
-def _update_locked_row(task_id: str, changes: TaskChanges | Callable, *, change_type: str,
-                       summary: str | None, session_id: str | None, actor: str | None,
-                       enforce_locks: bool,
-                       before_update: Callable[[TaskContext], None] | None
-                       ) -> tuple[TaskContext, dict[str, Any] | None]:
-    """Steps 2-5 inside a transaction: (the updated task, its watched columns before);
-    (the task, None) when a derived change has nothing to write."""
+Done = tuple[TaskContext, dict[str, Any] | None, list[str]]
+
+
+def _update_locked_row(task_id: str, changes: TaskChanges | ListAppend | Callable, *,
+                       change_type: str, summary: str | None, session_id: str | None,
+                       actor: str | None, enforce_locks: bool,
+                       before_update: Callable[[TaskContext], None] | None) -> Done:
+    """Steps 2-5 inside a transaction: (the updated task, its watched columns before, the
+    items a ListAppend added); (the task, None, []) when a derived change or an append has
+    nothing to write."""
     task = lock_task(task_id)
-    if callable(changes):
+    appended: list[str] = []
+    if isinstance(changes, ListAppend):
+        listed = getattr(task, changes.column)
+        appended = changes.added_to(listed)
+        if not appended:
+            return task, None, []
+        changes = TaskChanges.validated(
+            {changes.field: [*(listed if isinstance(listed, list) else []), *appended]})
+    elif callable(changes):
         derived = changes(task)
         if derived is None:
-            return task, None
+            return task, None, []
         changes = derived if isinstance(derived, TaskChanges) else \
             TaskChanges.validated(derived)
     if enforce_locks:
@@ -239,7 +284,7 @@ def _update_locked_row(task_id: str, changes: TaskChanges | Callable, *, change_
         _apply(task, changes.columns)
     if task.version != before["version"]:
         notify_changed(task_id, change_type)
-    return task, before
+    return task, before, appended
 
 
 def _apply(task: TaskContext, values: dict[str, Any]) -> None:
@@ -264,19 +309,35 @@ def _apply(task: TaskContext, values: dict[str, Any]) -> None:
 # ``{guard}`` the row is only touched when the lock rule cannot object: no locked
 # elements and no current TaskLockHint; otherwise nothing happens and the caller takes
 # the full path. Autocommit makes it its own transaction: one round trip in all.
-_UPDATE_SQL = """
-UPDATE {tasks} t SET {assignments}
-FROM (SELECT o.id, {before},
-             set_config('orchestrator.change_type', %s, true)
+_CHANGE_CONTEXT = """set_config('orchestrator.change_type', %s, true)
              || set_config('orchestrator.change_summary', %s, true)
              || set_config('orchestrator.session_id', %s, true)
-             || set_config('orchestrator.created_by', %s, true) AS change_context
+             || set_config('orchestrator.created_by', %s, true) AS change_context"""
+_IS_ACTIVE = """EXISTS (SELECT 1 FROM {global_context} g
+                  WHERE g.project_id = t.project_id AND g.active_task_id = t.task_id)
+          AS is_active"""
+_UPDATE_SQL = """
+UPDATE {tasks} t SET {assignments}
+FROM (SELECT o.id, {before}, {change_context}
       FROM {tasks} o WHERE o.task_id = %s{guard} FOR UPDATE OF o) old
 WHERE t.id = old.id
-RETURNING t.*, {before_aliases},
-          EXISTS (SELECT 1 FROM {global_context} g
-                  WHERE g.project_id = t.project_id AND g.active_task_id = t.task_id)
-          AS is_active
+RETURNING t.*, {before_aliases}, {is_active}
+"""
+# A ListAppend's statement: the same, with the items the list does not hold yet (in their
+# order, as many as the limit leaves room for) worked out from the locked row, so two
+# appends to one task at once add each item once. Nothing to add: no row is touched.
+_APPEND_SQL = """
+UPDATE {tasks} t SET {column} = old.listed || to_jsonb(old.added)
+FROM (SELECT o.id, {before}, {change_context}, l.listed,
+             ARRAY(SELECT u.item FROM unnest(%s::text[]) WITH ORDINALITY AS u(item, n)
+                   WHERE NOT jsonb_exists(l.listed, u.item) ORDER BY u.n
+                   LIMIT greatest(0, %s - jsonb_array_length(l.listed))) AS added
+      FROM {tasks} o,
+           LATERAL (SELECT CASE WHEN jsonb_typeof(o.{column}) = 'array' THEN o.{column}
+                                ELSE '[]'::jsonb END AS listed) l
+      WHERE o.task_id = %s{guard} FOR UPDATE OF o) old
+WHERE t.id = old.id AND cardinality(old.added) > 0
+RETURNING t.*, {before_aliases}, {is_active}, old.added AS appended
 """
 _LOCK_RULE_GUARD = (
     " AND (o.locked_elements IS NULL OR o.locked_elements = '[]'::jsonb)"
@@ -286,25 +347,41 @@ _LOCK_RULE_GUARD = (
 
 def _update_in_one_statement(task_id: str, changes: TaskChanges, *, change_type: str,
                              summary: str | None, session_id: str | None,
-                             actor: str | None, enforce_locks: bool
-                             ) -> tuple[TaskContext, dict[str, Any]] | None:
-    """(updated task, its watched columns before), or None when the full path must decide
-    (an unknown task, or the lock rule might object)."""
+                             actor: str | None, enforce_locks: bool) -> Done | None:
+    """(updated task, its watched columns before, []), or None when the full path must
+    decide (an unknown task, or the lock rule might object)."""
     db = connections[DEFAULT_DB_ALIAS]  # once, rather than a lookup per use of `connection`
     sql, fields = _update_plan(tuple(changes.columns), enforce_locks)
     params = [field.get_db_prep_save(value, db)
               for field, value in zip(fields, changes.columns.values(), strict=True)]
     params += [change_type or "", summary or "", session_id or "",
                actor or session_id or "", task_id]
-    row = prepared.fetch_one(sql, params)
+    return _written(prepared.fetch_one(sql, params), task_id, change_type)
+
+
+def _append_in_one_statement(task_id: str, appending: ListAppend, *, change_type: str,
+                             summary: str | None, session_id: str | None,
+                             actor: str | None, enforce_locks: bool) -> Done | None:
+    """(updated task, its watched columns before, the items added), or None when the full
+    path must decide (an unknown task, the lock rule might object, or, rarely, another
+    write listed the items first: the full path then finds nothing to add)."""
+    row = prepared.fetch_one(_append_sql(appending.column, enforce_locks), [
+        change_type or "", summary or "", session_id or "", actor or session_id or "",
+        list(appending.items), LIST_LIMITS[appending.field][0], task_id])
+    return _written(row, task_id, change_type)
+
+
+def _written(row: dict[str, Any] | None, task_id: str, change_type: str) -> Done | None:
+    """A one-statement write's returned row as (task, before, appended); sends
+    ``task_changed`` when the version moved (autocommit: it is committed)."""
     if row is None:
         return None
     task = prepared.model_from_row(TaskContext, row)
     task.is_active = row["is_active"]
     before = dict(zip(WATCHED_COLUMNS, _before_values(row), strict=True))
-    if task.version != before["version"]:  # autocommit: committed, so sent right away
+    if task.version != before["version"]:
         signals.task_changed.send(sender=TaskContext, task_id=task_id, change_type=change_type)
-    return task, before
+    return task, before, list(row.get("appended") or [])
 
 
 @functools.cache
@@ -318,9 +395,22 @@ def _update_plan(names: tuple[str, ...], enforce_locks: bool) -> tuple[str, tupl
 def _update_sql(columns: tuple[str, ...], enforce_locks: bool) -> str:
     """The statement for one set of updated columns: the same text each time, so that
     Postgres plans it once per connection (prepared) rather than on every save."""
-    return _UPDATE_SQL.format(
-        tasks=qualified("task_contexts"), global_context=qualified("global_context"),
-        assignments=", ".join(f"{connection.ops.quote_name(c)} = %s" for c in columns),
+    return _statement(_UPDATE_SQL, enforce_locks, assignments=", ".join(
+        f"{connection.ops.quote_name(c)} = %s" for c in columns))
+
+
+@functools.cache
+def _append_sql(column: str, enforce_locks: bool) -> str:
+    return _statement(_APPEND_SQL, enforce_locks, column=connection.ops.quote_name(column))
+
+
+def _statement(template: str, enforce_locks: bool, **parts: str) -> str:
+    """A one-statement write's text (the same each time for one shape: prepared once per
+    connection)."""
+    return template.format(
+        tasks=qualified("task_contexts"),
         before=", ".join(f"o.{column} AS before_{column}" for column in WATCHED_COLUMNS),
         before_aliases=", ".join(f"old.before_{column}" for column in WATCHED_COLUMNS),
-        guard=_LOCK_RULE_GUARD.format(hints=HINT_TABLE) if enforce_locks else "")
+        change_context=_CHANGE_CONTEXT,
+        is_active=_IS_ACTIVE.format(global_context=qualified("global_context")),
+        guard=_LOCK_RULE_GUARD.format(hints=HINT_TABLE) if enforce_locks else "", **parts)
