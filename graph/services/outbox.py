@@ -172,6 +172,14 @@ def statements_for(entries: list[tuple[str, str, str | None]]) -> Statements:
 
 def _drain_batch() -> int:
     """Apply up to BATCH_SIZE rows; the number applied (raises if the graph write fails)."""
+    with connection.cursor() as cursor:
+        # Every web process drains after its own commits, so most drains find that another
+        # process took their rows already (bench.agents, 1,000 agents: 1,326 of 1,899).
+        # One look first spares those the transaction and the wait for the drainers' lock.
+        # Rows committed after this look are drained by the drain their commit starts.
+        cursor.execute(f"SELECT EXISTS (SELECT 1 FROM {OUTBOX_TABLE})")
+        if not cursor.fetchone()[0]:
+            return 0
     with transaction.atomic():
         with connection.cursor() as cursor:
             # One drainer at a time, so batches reach the graph in queue order; a second
