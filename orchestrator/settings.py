@@ -110,6 +110,13 @@ SERVES_REQUESTS = os.environ.get("ORCHESTRATOR_SERVES_REQUESTS") == "1"
 # JIT compilation costs hundreds of ms on the few large queries here (conflict detection,
 # crash sweep, registry) and never pays back on OLTP work.
 _POSTGRES_OPTIONS = "-c jit=off"
+# The statements prepared on purpose (orchestrator.backends.prepared; Django prepares none)
+# are each written for one access path, and Postgres's default plan choice kept planning
+# some of them on every run: the claim holders' read spent 1.3 ms planning against
+# 0.08 ms running, 12 s of Postgres CPU in two minutes of 1,000 agents across all of them.
+# A generic plan is made once per connection; the same bench ran every one of them as fast
+# or faster with it (pg_stat_statements, bench/PROFILE.md).
+_POSTGRES_OPTIONS += " -c plan_cache_mode=force_generic_plan"
 if SERVES_REQUESTS and REQUEST_STATEMENT_TIMEOUT_MS > 0:
     _POSTGRES_OPTIONS += f" -c statement_timeout={REQUEST_STATEMENT_TIMEOUT_MS}"
 # Storage quota (seed 003): each project may store at most this many bytes of task versions

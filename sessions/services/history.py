@@ -21,7 +21,7 @@ from typing import Any
 
 from django.db import connection, transaction
 
-from orchestrator.backends import files
+from orchestrator.backends import files, prepared
 from orchestrator.backends.coalesce import CoalescingWriters
 from orchestrator.core.db import ASYNC_COMMIT, SYNC_COMMIT
 from orchestrator.core.stamps import iso
@@ -58,7 +58,8 @@ def record_tool_call(tool: Tool, arguments: dict[str, Any], outcome: dict[str, A
         f"inserted AS (INSERT INTO {HISTORY_TABLE} "
         "(session_id, tool, success, error_code, transport, duration_ms, timestamp, "
         "project_id) "
-        "SELECT %s, %s, %s, %s, %s, %s, now(), project_id FROM session, {commit} RETURNING 1) "
+        "SELECT %s::text, %s::text, %s::boolean, %s::text, %s::text, %s::float8, now(), "
+        "project_id FROM session, {commit} RETURNING 1) "
         "SELECT project_id FROM session WHERE EXISTS (SELECT 1 FROM inserted)")
     params = [session_id, session_id, tool.name, success, code, context.transport,
               round(duration * 1000, 3)]
@@ -71,11 +72,10 @@ def record_tool_call(tool: Tool, arguments: dict[str, Any], outcome: dict[str, A
                 recorded = cursor.fetchone()
         else:
             # Its own one-statement transaction, committed without waiting for the WAL
-            # flush; one round trip.
-            with connection.cursor() as cursor:
-                cursor.execute(statement.format(commit=f"{ASYNC_COMMIT} AS commit_mode"),
-                               params)
-                recorded = cursor.fetchone()
+            # flush; one round trip, prepared (planning it cost more than running it).
+            row = prepared.fetch_one(statement.format(commit=f"{ASYNC_COMMIT} AS commit_mode"),
+                                     params)
+            recorded = None if row is None else (row["project_id"],)
     except Exception as exc:  # history is best effort; the tool's answer stands
         logger.warning("tool history not recorded: %s", exc, extra={"sessionId": session_id})
         return
