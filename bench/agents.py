@@ -227,6 +227,8 @@ class Stats:
     slow: list[tuple[float, str, float]] = field(default_factory=list)
     # wall-clock second -> the machine's stall counters then (Pressure.read)
     pressure: dict[int, dict[str, float]] = field(default_factory=dict)
+    # wall-clock second -> CPU seconds of each process role in the second before it
+    cpu_per_second: dict[int, dict[str, float]] = field(default_factory=dict)
 
     def add(self, tool: str, seconds: float, sent: float) -> None:
         if self.measuring:
@@ -499,6 +501,7 @@ class CpuMeter:
         self.roles: dict[int, str] = {}
         self.start: dict[int, float] = {}
         self.last: dict[int, float] = {}
+        self.per_second: dict[int, dict[str, float]] = {}
         self.sample()
 
     def sample(self) -> None:
@@ -517,10 +520,23 @@ class CpuMeter:
                 self.procs[proc.pid] = proc
                 self.roles[proc.pid] = "bench (this)" if proc.pid == os.getpid() \
                     else (role_of(proc) or "other")
+        previous = self._by_role()
         for pid, proc in self.procs.items():
             used = self._times(proc)
             if used is not None:
                 self.last[pid] = used
+        # CPU seconds each role used since the previous sample, by wall-clock second: what
+        # ran when calls were slow (report_stalls).
+        now = self._by_role()
+        self.per_second[int(time.time())] = {
+            role: now[role] - previous.get(role, 0.0) for role in now}
+
+    def _by_role(self) -> dict[str, float]:
+        totals: dict[str, float] = {}
+        for pid, role in self.roles.items():
+            used = self.last.get(pid, self.start.get(pid, 0.0)) - self.start.get(pid, 0.0)
+            totals[role] = totals.get(role, 0.0) + max(0.0, used)
+        return totals
 
     @staticmethod
     def _times(proc) -> float | None:
@@ -618,6 +634,7 @@ async def run_level(n: int, args: argparse.Namespace, urls: list[str], token: st
     stats.measuring = False
     wall = time.monotonic() - started
     cpu = meter.read()
+    stats.cpu_per_second = meter.per_second
     stop.set()  # agents finish the call in flight and end their sessions
     await asyncio.wait(tasks, timeout=120)
     lag.cancel()
@@ -697,13 +714,17 @@ def report_stalls(stats: Stats, shown: int = 8) -> None:
         for tool, _ in calls:
             tools[tool] = tools.get(tool, 0) + 1
         stall = [stats.pressure.get(s, {}) for s in (second, second + 1)]
+        # The sample taken at the end of this second covers it.
+        busy = stats.cpu_per_second.get(second + 1, {})
         rows.append([time.strftime("%H:%M:%S", time.localtime(second)), str(len(calls)),
                      f"{max(x for _, x in calls) * 1000:.0f}",
                      ", ".join(f"{t} {c}" for t, c in sorted(tools.items(), key=lambda x: -x[1])),
                      " / ".join(f"{p.get('io', 0):.0f}" for p in stall),
-                     " / ".join(f"{p.get('cpu', 0):.0f}" for p in stall)])
+                     " / ".join(f"{p.get('cpu', 0):.0f}" for p in stall),
+                     ", ".join(f"{role} {100 * used:.0f}%" for role, used in
+                               sorted(busy.items(), key=lambda x: -x[1])[:4] if used >= 0.02)])
     table(["sent at", "slow calls", "max ms", "calls", "io stall ms (s, s+1)",
-           "cpu stall ms (s, s+1)"], rows)
+           "cpu stall ms (s, s+1)", "CPU in that second"], rows)
     seconds = list(stats.pressure.values())
     if seconds:
         print(f"machine stall per second over the window, p50 / max: io "
