@@ -102,10 +102,12 @@ class ListAppend:
     def column(self) -> str:
         return FIELD_COLUMNS[self.field]
 
-    def added_to(self, listed: Any) -> list[str]:
+    def applied_to(self, listed: Any) -> tuple[list[str], list[str]]:
+        """(the items added, the whole list after) for the stored value ``listed``."""
         current = listed if isinstance(listed, list) else []
         room = max(0, LIST_LIMITS[self.field][0] - len(current))
-        return [item for item in self.items if item not in current][:room]
+        added = [item for item in self.items if item not in current][:room]
+        return added, [*current, *added]
 
 
 # What a caller may pass: camelCase changes (validated here), TaskChanges it built, a
@@ -261,12 +263,10 @@ def _update_locked_row(task_id: str, changes: TaskChanges | ListAppend | Callabl
     task = lock_task(task_id)
     appended: list[str] = []
     if isinstance(changes, ListAppend):
-        listed = getattr(task, changes.column)
-        appended = changes.added_to(listed)
+        appended, extended = changes.applied_to(getattr(task, changes.column))
         if not appended:
             return task, None, []
-        changes = TaskChanges.validated(
-            {changes.field: [*(listed if isinstance(listed, list) else []), *appended]})
+        changes = TaskChanges.validated({changes.field: extended})
     elif callable(changes):
         derived = changes(task)
         if derived is None:

@@ -67,20 +67,20 @@ def record_tool_call(tool: Tool, arguments: dict[str, Any], outcome: dict[str, A
         if connection.in_atomic_block:
             # Inside a caller's transaction: a savepoint, so that a failed INSERT cannot
             # poison it, and no asynchronous commit, which would weaken the caller's.
-            with transaction.atomic(), connection.cursor() as cursor:
-                cursor.execute(statement.format(commit=f"{SYNC_COMMIT} AS commit_mode"), params)
-                recorded = cursor.fetchone()
+            with transaction.atomic():
+                row = prepared.fetch_one(statement.format(commit=f"{SYNC_COMMIT} AS commit_mode"),
+                                         params)
         else:
             # Its own one-statement transaction, committed without waiting for the WAL
-            # flush; one round trip, prepared (planning it cost more than running it).
+            # flush; one round trip. Prepared (both forms): planning it cost more than
+            # running it.
             row = prepared.fetch_one(statement.format(commit=f"{ASYNC_COMMIT} AS commit_mode"),
                                      params)
-            recorded = None if row is None else (row["project_id"],)
     except Exception as exc:  # history is best effort; the tool's answer stands
         logger.warning("tool history not recorded: %s", exc, extra={"sessionId": session_id})
         return
-    if recorded:
-        project_id = recorded[0]
+    if row is not None:
+        project_id = row["project_id"]
         transaction.on_commit(lambda: mirror_writers.request(project_id))
 
 
