@@ -64,9 +64,15 @@ def write_task_file(task: TaskContext) -> bool:
         # keeps its check and our write from interleaving with another writer's.
         with files.exclusive(path):
             existing = files.read_json(path)
-            if not (isinstance(existing, dict) and isinstance(existing.get("version"), int)
-                    and existing["version"] > (task.version or 0)):
-                files.write_json_atomic(path, representation.task_file(task), fsync_now=False)
+            if isinstance(existing, dict) and isinstance(existing.get("version"), int) \
+                    and existing["version"] > (task.version or 0):
+                return
+            wanted = representation.task_file(task)
+            # A file that says exactly this already is left alone: the periodic hot sync
+            # passes every active task, and rewriting (and fsyncing) thousands of
+            # unchanged files every five minutes was an I/O and CPU burst under load.
+            if existing != wanted:
+                files.write_json_atomic(path, wanted, fsync_now=False)
 
     if not settings.ENABLE_FILE_SYNC:
         return False  # no file written: no file save timed either

@@ -44,3 +44,25 @@ def test_partial_sync_is_e1653(tools, make_task, settings):
     details = response.body["error"]["details"]
     assert details["synced"]["files"]["taskContexts"] == 1
     assert details["errors"] and details["errors"][0].startswith("redis")
+
+
+@pytest.mark.django_db
+def test_sync_leaves_current_files_alone_and_repairs_the_rest(tools, make_task):
+    """A repair pass: a task file that already says what Postgres says is not rewritten
+    (thousands of them, every five minutes); an edited or missing one is."""
+    for task_id in ("rp-1", "rp-2", "rp-3"):
+        make_task(task_id)
+    tools.ok("sync_hot_context", {})
+    current, edited, missing = (files.task_file(t) for t in ("rp-1", "rp-2", "rp-3"))
+    untouched = current.stat()
+    stored = json.loads(edited.read_text())
+    edited.write_text(json.dumps({**stored, "currentPhase": "edited by hand"}))
+    missing.unlink()
+
+    result = tools.ok("sync_hot_context", {})
+
+    assert result["synced"]["files"]["taskContexts"] == 3
+    after = current.stat()
+    assert (after.st_ino, after.st_mtime_ns) == (untouched.st_ino, untouched.st_mtime_ns)
+    assert json.loads(edited.read_text()) == stored
+    assert json.loads(missing.read_text())["taskId"] == "rp-3"
