@@ -1,5 +1,6 @@
-"""Celery beat jobs: repair the graph mirror every GRAPH_SYNC_INTERVAL_SECONDS and drain
-the graph outbox every GRAPH_OUTBOX_INTERVAL_SECONDS, each a tool call through the
+"""Celery beat jobs: check the graph mirror every GRAPH_SYNC_INTERVAL_SECONDS (repairing
+it when counts differ, and in full every GRAPH_FULL_SYNC_INTERVAL_SECONDS) and drain the
+graph outbox every GRAPH_OUTBOX_INTERVAL_SECONDS, each a tool call through the
 registry."""
 
 from __future__ import annotations
@@ -8,17 +9,22 @@ from typing import Any
 
 from celery import shared_task
 
+from graph.services.sync import JOB_NAME
 from orchestrator.core.jobruns import run_job
 from orchestrator.core.tools import ToolContext, call_tool
 
 
 def summarize(result: dict[str, Any]) -> str:
-    return f"graph {result['graph']}" + (f": {result['error']}" if result.get("error") else "")
+    """"graph synced" starts the summary of a full pass (sync.FULL_PASS_SUMMARY)."""
+    detail = result.get("error") or result.get("reason")
+    return f"graph {result['graph']}" + (f": {detail}" if detail else "")
 
 
 @shared_task(name="graph.sync_graph")
-def sync_graph_task(transport: str = "task") -> dict[str, Any]:
-    return run_job("graph sync", "sync_graph", transport=transport, summarize=summarize)
+def sync_graph_task(transport: str = "task", check_first: bool = True) -> dict[str, Any]:
+    """Beat's run checks first; ``manage.py sync_graph`` makes the full pass."""
+    return run_job(JOB_NAME, "sync_graph", {"checkFirst": check_first}, transport=transport,
+                   summarize=summarize)
 
 
 @shared_task(name="graph.drain_outbox")

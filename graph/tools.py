@@ -7,7 +7,7 @@ from typing import Any
 from graph.services import get_task_graph
 from graph.services.outbox import drain_outbox
 from graph.services.relationships import add_relationship, remove_relationship
-from graph.services.sync import sync_graph
+from graph.services.sync import check_graph, sync_graph
 from orchestrator.core.tools import Tool, ToolContext, register
 from orchestrator.core.tools.schema import (
     RELATIONSHIP_TYPES,
@@ -158,24 +158,30 @@ register(Tool(
 # -- operations for in-process callers only (beat, cron) --------------------------------------
 
 COUNTS = {"type": "object", "additionalProperties": {"type": "integer"}}
-MIRROR_STATE = string("synced, disabled (ENABLE_NEO4J off) or failed (nothing lost: the "
-                      "next run tries again)", enum=("synced", "disabled", "failed"))
+MIRROR_STATE = string("synced, checked (checkFirst: the counts agree and the full pass is "
+                      "not due), disabled (ENABLE_NEO4J off) or failed (nothing lost: the "
+                      "next run tries again)", enum=("synced", "checked", "disabled", "failed"))
 
 register(Tool(
     name="sync_graph",
     description=(
         "Make the Bolt graph mirror match Postgres (tasks, relationships, sessions and who "
         "worked on what), under the outbox drain's lock; a report of what it created, "
-        "updated and deleted. Beat runs it every GRAPH_SYNC_INTERVAL_SECONDS; manage.py "
-        "sync_graph runs it once."
+        "updated and deleted. manage.py sync_graph runs it once; beat every "
+        "GRAPH_SYNC_INTERVAL_SECONDS with checkFirst: counts of each kind on both sides, "
+        "and the full pass only when they differ or the last one is older than "
+        "GRAPH_FULL_SYNC_INTERVAL_SECONDS."
     ),
-    input_schema=obj({}),
+    input_schema=obj({"checkFirst": boolean("Compare counts first; the full pass only when "
+                                            "they differ or it is due")}),
     output_schema=obj({"success": boolean(), "graph": MIRROR_STATE, "tasks": COUNTS,
                        "agents": COUNTS, "edges": COUNTS, "sessions": COUNTS,
                        "queued": integer("Changes queued meanwhile, applied after"),
+                       "counts": {"type": "object", "additionalProperties": COUNTS},
+                       "reason": string("checkFirst: why the full pass ran"),
                        "error": string(), "syncedAt": TIMESTAMP},
                       ["success", "graph", "syncedAt"]),
-    handler=lambda args, ctx: sync_graph(),
+    handler=lambda args, ctx: check_graph() if args.get("checkFirst") else sync_graph(),
     internal=True,
 ))
 

@@ -300,6 +300,10 @@ GRAPH_OUTBOX_DELAY_MS = int(os.environ.get("GRAPH_OUTBOX_DELAY_MS", "50"))
 CONFLICT_DETECTION_INTERVAL_SECONDS = int(
     os.environ.get("CONFLICT_DETECTION_INTERVAL_SECONDS", "300"))
 GRAPH_SYNC_INTERVAL_SECONDS = int(os.environ.get("GRAPH_SYNC_INTERVAL_SECONDS", "300"))
+# Beat's graph sync compares counts every GRAPH_SYNC_INTERVAL_SECONDS and makes the full
+# pass (every node and edge read back) when they differ or the last one is this old.
+GRAPH_FULL_SYNC_INTERVAL_SECONDS = int(os.environ.get("GRAPH_FULL_SYNC_INTERVAL_SECONDS",
+                                                      "3600"))
 GRAPH_OUTBOX_INTERVAL_SECONDS = int(os.environ.get("GRAPH_OUTBOX_INTERVAL_SECONDS", "10"))
 STALE_SESSION_SWEEP_INTERVAL_SECONDS = int(
     os.environ.get("STALE_SESSION_SWEEP_INTERVAL_SECONDS", "3600"))

@@ -121,3 +121,43 @@ def test_receivers_never_raise(live_graph, settings):
     backend.reset()
     task_changed.send(sender=None, task_id="a", change_type="manual")
     session_started.send(sender=None, session_id="s", task_id="a", agent_id="x", started_at=None)
+
+
+def test_beats_sync_repairs_when_counts_differ_and_in_full_when_due(live_graph, settings,
+                                                                     tools):
+    """Beat's run compares counts of every kind first: equal counts make no full pass until
+    GRAPH_FULL_SYNC_INTERVAL_SECONDS since the last one; any count that differs does."""
+    from graph.tasks import sync_graph_task
+    from orchestrator.core.models import JobRun
+
+    live_graph.task("a", agentType="backend")
+    live_graph.task("b")
+    live_graph.relate("a", "b", "blocks")
+    first = sync_graph_task()
+    assert (first["graph"], first["reason"]) == ("synced", "first full pass")
+    # A session whose graph writes wait for a commit this test never makes: the Session
+    # node, its WORKS_ON edge and its agent's HANDLES edge are missing.
+    tools.ok("start_session", {"sessionId": "s-1", "taskId": "a", "agentId": "claude"})
+    missing = sync_graph_task()
+    assert missing["graph"] == "synced", missing
+    assert missing["reason"] == "counts differ: sessionAgents, sessions, worksOn"
+    checked = sync_graph_task()
+    assert checked["graph"] == "checked", checked
+    assert all(pair["postgres"] == pair["graph"] for pair in checked["counts"].values())
+    assert checked["counts"]["tasks"] == {"postgres": 2, "graph": 2}
+    assert checked["counts"]["edges"] == {"postgres": 1, "graph": 1}
+    assert checked["counts"]["agentTypes"] == {"postgres": 1, "graph": 1}
+
+    # A property that drifted leaves every count right: it waits for the full pass.
+    backend.cypher("MATCH (t:Task {taskId: 'b'}) SET t.status = 'completed'")
+    assert sync_graph_task()["graph"] == "checked"
+    settings.GRAPH_FULL_SYNC_INTERVAL_SECONDS = 0
+    due = sync_graph_task()
+    assert (due["graph"], due["reason"]) == ("synced", "full pass due")
+    assert due["tasks"]["updated"] == 1
+    assert task_node("b")[0][1] == "pending"
+    summaries = list(JobRun.objects.filter(job_name="graph sync").order_by("id")
+                     .values_list("summary", flat=True))
+    assert summaries == ["graph synced: first full pass",
+                         "graph synced: counts differ: sessionAgents, sessions, worksOn",
+                         "graph checked", "graph checked", "graph synced: full pass due"]

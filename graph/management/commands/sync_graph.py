@@ -12,7 +12,7 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options) -> None:
         # The beat job, run from here: the run is recorded for the console.
-        report = sync_graph_task(transport="command")
+        report = sync_graph_task(transport="command", check_first=False)
         if isinstance(report.get("error"), dict):  # the call itself failed (E16xx)
             raise CommandError(f"{report['error']['code']}: {report['error']['message']}")
         if report["graph"] == "disabled":
