@@ -35,7 +35,9 @@ What one agent sends: the hook client's traffic (orchestrator_hook/), call for c
 - UserPromptSubmit (handlers.user_prompt_submit): one ``record_activity`` per turn,
   heartbeat true, notices true, with the tool uses still buffered (none, normally).
 - PreToolUse for Edit/Write (edit_check.check_edit, synchronous): ``claim_files``
-  {sessionId, paths: [the one file]} before every edit. The async PreToolUse sends nothing.
+  {sessionId, paths: [the one file]} before an edit, unless this session claimed that file
+  cleanly (no one else on it, edit_check.clean) less than ``claimReuseSeconds`` (300 s,
+  lite.DEFAULT_CLAIM_REUSE_SECONDS) ago. The async PreToolUse sends nothing.
 - PostToolUse (handlers.post_tool_use / lite.buffer_tool_use): the tool use
   {tool, success, timestamp, summary[, filePaths for Edit/Write]} goes to a local buffer;
   when ``flushSeconds`` (5 s, lite.DEFAULT_FLUSH_SECONDS) have passed since the last flush,
@@ -90,11 +92,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bench.common import free_port, machine_line, percentile
+from orchestrator_hook.edit_check import clean as claim_was_clean
+from orchestrator_hook.lite import DEFAULT_CLAIM_REUSE_SECONDS, DEFAULT_FLUSH_SECONDS
 
 ROOT = Path(__file__).resolve().parents[1]
 PY = sys.executable
 HOOK_CALLS = ("start_session", "claim_files", "record_activity", "heartbeat", "end_session")
-FLUSH_SECONDS = 5.0
+FLUSH_SECONDS = DEFAULT_FLUSH_SECONDS
+CLAIM_REUSE_SECONDS = DEFAULT_CLAIM_REUSE_SECONDS
 WATCHDOG_QUIET = 30.0  # half of HEARTBEAT_INTERVAL_MS (60 s)
 TOOLS = (("Read", 35), ("Bash", 20), ("Edit", 22), ("Grep", 10), ("Glob", 5), ("Write", 5),
          ("WebFetch", 3))
@@ -215,6 +220,7 @@ class Stats:
     errors: dict[str, int] = field(default_factory=dict)
     error_examples: list[str] = field(default_factory=list)
     warned: int = 0
+    claims_reused: int = 0
     notices: int = 0
     sessions_started: int = 0
     sessions_ended: int = 0
@@ -322,6 +328,7 @@ class Agent:
         self.session_id: str | None = None
         self.task_id: str | None = None
         self.buffer: list[dict] = []
+        self.claimed: dict[str, float] = {}  # path -> when a clean check claimed it
         self.last_flush = 0.0
         self.last_call = 0.0
         self.saves = 0
@@ -355,7 +362,7 @@ class Agent:
 
     async def start(self) -> bool:
         self.session_id = new_session_id()
-        self.buffer, self.last_flush = [], time.monotonic()
+        self.buffer, self.last_flush, self.claimed = [], time.monotonic(), {}
         answer = await self.call("start_session", {
             "sessionId": self.session_id, "projectDir": self.project_dir,
             "agentId": "claude-code", "contextBudgetTokens": 2000,
@@ -393,10 +400,7 @@ class Agent:
                          "timestamp": iso_now()}
                 if tool in EDITING:
                     path = f"src/module_{self.edited_file()}.py"
-                    answer = await self.call("claim_files", {"sessionId": self.session_id,
-                                                             "paths": [path]})
-                    if answer and answer.get("message"):
-                        self.api.stats.warned += 1
+                    await self.check_edit(path)
                     entry["summary"], entry["filePaths"] = f"{tool} {path}", [path]
                 elif tool == "Bash":
                     entry["summary"] = "Bash .venv/bin/pytest -q tests/test_login.py"
@@ -418,6 +422,20 @@ class Agent:
                     (self.task_id, answer["version"], marker))
         await self.flush(summary=SUMMARY)  # Stop
         return True
+
+    async def check_edit(self, path: str) -> None:
+        """edit_check.check_edit: claim the file, unless a clean claim of it by this
+        session is younger than claimReuseSeconds."""
+        claimed_at = self.claimed.get(path)
+        if claimed_at is not None and time.monotonic() - claimed_at < CLAIM_REUSE_SECONDS:
+            self.api.stats.claims_reused += self.api.stats.measuring
+            return
+        answer = await self.call("claim_files", {"sessionId": self.session_id,
+                                                 "paths": [path]})
+        if answer and answer.get("message"):
+            self.api.stats.warned += 1
+        if answer and claim_was_clean(answer):
+            self.claimed[path] = time.monotonic()
 
     def edited_file(self) -> int:
         if self.rng.random() < self.args.elsewhere:
@@ -676,7 +694,9 @@ def report(level: dict, p99_limit: float) -> bool:
     lag = stats.loop_lag
     pools: list[Pool] = level["pools"]
     print(f"sessions started {stats.sessions_started}, ended {stats.sessions_ended}; "
-          f"claim warnings {stats.warned}, notices {stats.notices}; connections opened "
+          f"claim warnings {stats.warned}, notices {stats.notices}, edit checks skipped "
+          f"(file claimed cleanly < {CLAIM_REUSE_SECONDS:.0f} s ago) {stats.claims_reused}; "
+          f"connections opened "
           f"{sum(p.opened for p in pools)} (reconnects after keep-alive close "
           f"{sum(p.reconnects for p in pools)}); "
           f"tool uses per record_activity: {flush_mix(stats.flush_sizes)}; "

@@ -5,10 +5,15 @@ from __future__ import annotations
 from collections import namedtuple
 from pathlib import Path
 
-from orchestrator_hook.lite import DEFAULT_BUDGET_TOKENS, DEFAULT_FLUSH_SECONDS, config_fields
+from orchestrator_hook.lite import (
+    DEFAULT_BUDGET_TOKENS,
+    DEFAULT_CLAIM_REUSE_SECONDS,
+    DEFAULT_FLUSH_SECONDS,
+    config_fields,
+)
 
-__all__ = ["DEFAULT_BUDGET_TOKENS", "DEFAULT_FLUSH_SECONDS", "MAX_CONTEXT_CHARS", "Config",
-           "load_config"]
+__all__ = ["DEFAULT_BUDGET_TOKENS", "DEFAULT_CLAIM_REUSE_SECONDS", "DEFAULT_FLUSH_SECONDS",
+           "MAX_CONTEXT_CHARS", "Config", "load_config"]
 
 # Claude Code inlines hook output up to 10,000 characters; past that the model gets a
 # 2 KB preview and a file path (PROTOCOL.md 4.4). Stay clearly under.
@@ -16,10 +21,12 @@ MAX_CONTEXT_CHARS = 9500
 
 
 class Config(namedtuple("Config", ["url", "token", "task_id", "budget_tokens",
-                                   "flush_seconds", "agent_id", "project_id", "all_tools"],
+                                   "flush_seconds", "claim_reuse_seconds", "agent_id",
+                                   "project_id", "all_tools"],
                         defaults=[None, DEFAULT_BUDGET_TOKENS, DEFAULT_FLUSH_SECONDS,
-                                  "claude-code", None, False])):
+                                  DEFAULT_CLAIM_REUSE_SECONDS, "claude-code", None, False])):
     """url: str, token: str, task_id: str | None, budget_tokens: int, flush_seconds: float,
+    claim_reuse_seconds: float (lite.DEFAULT_CLAIM_REUSE_SECONDS; 0: check every edit),
     agent_id: str, project_id: str | None (the repository's project, sent with every call;
     None: a setup older than projects, whose calls go to the server's default), all_tools:
     bool (the model was offered every tool, not the agent's /mcp/agent names). A named

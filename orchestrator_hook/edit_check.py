@@ -8,6 +8,13 @@ note the model reads next to the tool result (``additionalContext``); under ``bl
 ``deny`` with the reason, so the edit does not happen. Notices waiting for this session
 (another agent began editing one of its files) ride along.
 
+A file this session claimed cleanly (no one else on it) is not checked again for
+``claimReuseSeconds`` (lite.DEFAULT_CLAIM_REUSE_SECONDS, 300; 0 checks every edit): an
+agent edits the same file many times in a row, and those checks could only say "still
+yours". What they might have said arrives anyway: another agent that starts on the
+file is told it is ours and we get a notice with the next flush, which also renews
+the claim (claiming it again, with every warning, if it was released or lapsed).
+
 It is on the edit path, so it is built like the PostToolUse fast path (``lite``): the
 standard library's ``os``, ``json``, ``time`` and ``socket`` only, one short call, and
 with the service down or slow it allows the edit and says nothing: a connection refused
@@ -39,10 +46,14 @@ def check_edit(payload: dict[str, object]) -> dict[str, object] | None:
     if not (config["url"] and config["token"]):
         return None
     root = lite.state_root(project_dir)
-    entry = lite.mapped_session(root, lite.claude_session_of(payload)) or {}
+    claude_session = lite.claude_session_of(payload)
+    entry = lite.mapped_session(root, claude_session) or {}
     session_id = None if entry.get("ended") else entry.get("sessionId")
     paths = lite.edited_paths(payload.get("tool_input"), project_dir)
     if not isinstance(session_id, str) or not paths or lite.service_down(root):
+        return None
+    reuse = float(config["claim_reuse_seconds"])
+    if lite.claimed_recently(root, claude_session, session_id, paths, reuse):
         return None
     from orchestrator_hook.transport import Client, ServiceUnavailable, ToolRefused
 
@@ -62,7 +73,17 @@ def check_edit(payload: dict[str, object]) -> dict[str, object] | None:
     except ValueError as exc:
         lite.log(root, f"PreEdit edit check skipped: {exc}")
         return None
+    if clean(answer):
+        lite.remember_claims(root, claude_session, session_id, paths, reuse)
     return decision(answer)
+
+
+def clean(answer: dict[str, object]) -> bool:
+    """The file is ours alone: claimed, no one else holds it, no warning, nothing blocked.
+    Only then may the next edits of it skip the check (lite.DEFAULT_CLAIM_REUSE_SECONDS);
+    a file shared with another task is checked before every edit."""
+    return not (answer.get("blocked") or answer.get("message") or answer.get("holders")
+                or answer.get("warnings") or answer.get("conflicts"))
 
 
 def decision(answer: dict[str, object]) -> dict[str, object] | None:

@@ -20,6 +20,12 @@ STATE_DIR_NAME = os.path.join(".claude", "orchestrator")
 DEFAULT_BUDGET_TOKENS = 2000
 # A burst of tool calls costs one round trip per this many seconds.
 DEFAULT_FLUSH_SECONDS = 5.0
+# After a clean check before an edit (the file claimed, no one else on it, nothing
+# blocked), further edits of that file by the same session skip the check this long.
+# What the skipped call could have said still arrives: another agent that starts on the
+# file is told it is ours (and we get a notice with the next flush), and the flush after
+# each edit renews the claim, claiming it again with every warning if it was lost.
+DEFAULT_CLAIM_REUSE_SECONDS = 300.0
 EDITING_TOOLS = frozenset({"Edit", "Write", "MultiEdit", "NotebookEdit"})
 TOOL_EVENTS = frozenset({"PostToolUse", "PostToolUseFailure"})
 
@@ -146,6 +152,51 @@ def last_flush(root: str | os.PathLike[str], claude_session_id: str) -> float:
         return 0.0
 
 
+def claims_memo(root: str, claude_session_id: str) -> str:
+    """``activity/<session>.claims``: the files the session's last clean checks claimed,
+    with when ({"sessionId": ..., "paths": {path: epoch seconds}})."""
+    return activity_file(root, claude_session_id, ".claims")
+
+
+def claimed_recently(root: str, claude_session_id: str, session_id: str,
+                     paths: list[str], seconds: float) -> bool:
+    """True when a clean check claimed every one of ``paths`` for ``session_id`` less than
+    ``seconds`` ago (DEFAULT_CLAIM_REUSE_SECONDS)."""
+    if seconds <= 0:
+        return False
+    memo = read_json(claims_memo(root, claude_session_id), {})
+    if not isinstance(memo, dict) or memo.get("sessionId") != session_id:
+        return False
+    held, now = memo.get("paths"), time.time()
+    return isinstance(held, dict) and all(
+        isinstance(held.get(p), (int, float)) and 0 <= now - held[p] < seconds for p in paths)
+
+
+def remember_claims(root: str, claude_session_id: str, session_id: str,
+                    paths: list[str], seconds: float) -> None:
+    """Note a clean check of ``paths``; entries older than ``seconds`` go. Written whole
+    and renamed into place, so a check running beside it reads the old memo or the new,
+    never half of one (two checks at once: one's paths may be lost, costing a check)."""
+    if seconds <= 0:
+        return
+    path = claims_memo(root, claude_session_id)
+    memo = read_json(path, {})
+    now = time.time()
+    held = memo.get("paths") if isinstance(memo, dict) \
+        and memo.get("sessionId") == session_id else None
+    kept = {p: t for p, t in (held or {}).items()
+            if isinstance(t, (int, float)) and 0 <= now - t < seconds}
+    kept.update(dict.fromkeys(paths, now))
+    temporary = f"{path}.{os.getpid()}.tmp"
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(temporary, "w", encoding="utf-8") as handle:
+            json.dump({"sessionId": session_id, "paths": kept}, handle)
+        os.replace(temporary, path)
+    except OSError:
+        pass
+
+
 def spooled_names(root: str | os.PathLike[str]) -> list[str]:
     """File names of the calls waiting in the spool, oldest first."""
     try:
@@ -179,6 +230,16 @@ def config_fields(project_dir: str | os.PathLike[str]) -> dict[str, object]:
         except (TypeError, ValueError):
             return default
 
+    def seconds(key: str, env_key: str, default: float) -> float:
+        """A period where 0 means off (``number`` reads 0 in the file as unset)."""
+        raw = env.get(env_key)
+        raw = data.get(key) if raw in (None, "") else raw
+        try:
+            value = float(default if raw in (None, "") else raw)
+        except (TypeError, ValueError):
+            return default
+        return value if value >= 0 else default
+
     return {
         "url": env.get("ORCHESTRATOR_URL") or str(data.get("url") or ""),
         "token": env.get("ORCHESTRATOR_TOKEN") or str(data.get("token") or ""),
@@ -187,6 +248,8 @@ def config_fields(project_dir: str | os.PathLike[str]) -> dict[str, object]:
                                     DEFAULT_BUDGET_TOKENS)),
         "flush_seconds": number("flushSeconds", "ORCHESTRATOR_FLUSH_SECONDS",
                                 DEFAULT_FLUSH_SECONDS),
+        "claim_reuse_seconds": seconds("claimReuseSeconds", "ORCHESTRATOR_CLAIM_REUSE_SECONDS",
+                                       DEFAULT_CLAIM_REUSE_SECONDS),
         "agent_id": str(data.get("agentId") or "claude-code"),
         "project_id": env.get("ORCHESTRATOR_PROJECT") or data.get("projectId") or None,
         "all_tools": bool(data.get("allTools")),

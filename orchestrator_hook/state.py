@@ -108,9 +108,10 @@ class ProjectState:
         return sorted(p.stem for p in folder.glob("*.jsonl")) if folder.is_dir() else []
 
     def forget_activity(self, claude_session_id: str) -> None:
-        """A session that ended: its buffer markers (``.flushed``, ``.lock``) go, and its
-        buffer when empty. No hook of that session runs any more."""
-        for suffix in (".flushed", ".lock", ".inflight"):
+        """A session that ended: its buffer markers (``.flushed``, ``.lock``, the
+        ``.claims`` memo) go, and its buffer when empty. No hook of that session runs any
+        more."""
+        for suffix in (".flushed", ".lock", ".inflight", ".claims"):
             with contextlib.suppress(OSError):
                 self._activity_path(claude_session_id, suffix).unlink()
         path = self._activity_path(claude_session_id)
@@ -140,6 +141,7 @@ class ProjectState:
                     marker.unlink()
                     (folder / f"{key}.lock").unlink(missing_ok=True)
                     (folder / f"{key}.inflight").unlink(missing_ok=True)
+                    (folder / f"{key}.claims").unlink(missing_ok=True)
 
     def compact_inflight(self, claude_session_id: str) -> None:
         """Keep only the tool calls still running in the session's ``.inflight`` notes

@@ -1,7 +1,7 @@
 """The check before an edit (orchestrator_hook.edit_check) against a real server: two
 Claude Code sessions of one repository (a clone and its worktree, on two branches and so
 two tasks) editing the same file; the warning, the block, the holder's notice, an ended
-session's claims, and the service down."""
+session's claims, a file of one's own checked once, and the service down."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import subprocess
 
 import pytest
 
+from claims.models import FileClaim
 from conflicts.models import ContextConflict
 from sessions.models import SessionEvent
 from tests.hook_client.conftest import Project, dead_url, fixture
@@ -17,12 +18,13 @@ from tests.hook_client.test_live_sessions import CLAUDE, FAST_FLUSH, OTHER, star
 PROJECT = "github.com:acme:shop"
 
 
-def pre_edit(project: Project, path: str, claude: str, tool: str = "Edit"):
+def pre_edit(project: Project, path: str, claude: str, tool: str = "Edit",
+             env: dict[str, str] | None = None):
     payload = fixture("pre_tool_use_bash", session_id=claude, tool_name=tool,
                       tool_use_id=f"toolu_{claude[:8]}_{path.replace('/', '_')}",
                       tool_input={"file_path": str(project.root / path),
                                   "old_string": "a", "new_string": "b"})
-    return project.hook("PreEdit", payload)
+    return project.hook("PreEdit", payload, env=env)
 
 
 @pytest.fixture
@@ -103,6 +105,32 @@ def test_block_policy_denies_the_edit_with_the_reason(clone_and_worktree, tools_
     assert pre_edit(feat, "poetry.lock", OTHER).output is None  # ignored path
     assert not ContextConflict.objects.exists()
     assert SessionEvent.objects.filter(content="edit_blocked").count() == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_file_of_ones_own_is_checked_once_a_shared_one_before_every_edit(
+        clone_and_worktree):
+    main, feat = clone_and_worktree
+
+    def touched(path: str, task_id: str):
+        return FileClaim.objects.get(path=path, task_id=task_id).touched_at
+
+    assert pre_edit(main, "src/mine.py", CLAUDE).output is None
+    first = touched("src/mine.py", "shop-main")
+    again = pre_edit(main, "src/mine.py", CLAUDE)
+    assert again.returncode == 0 and again.output is None
+    assert touched("src/mine.py", "shop-main") == first  # no call: the claim is ours
+    # claimReuseSeconds 0 (here from the environment): every edit is checked.
+    pre_edit(main, "src/mine.py", CLAUDE, env={"ORCHESTRATOR_CLAIM_REUSE_SECONDS": "0"})
+    assert touched("src/mine.py", "shop-main") > first
+
+    # A file another task holds: the second agent is warned, and checked again next time.
+    pre_edit(main, "src/shared.py", CLAUDE)
+    assert "src/shared.py" in decision(pre_edit(feat, "src/shared.py", OTHER))[
+        "additionalContext"]
+    warned = touched("src/shared.py", "shop-feat")
+    pre_edit(feat, "src/shared.py", OTHER)
+    assert touched("src/shared.py", "shop-feat") > warned
 
 
 @pytest.mark.django_db(transaction=True)

@@ -1,4 +1,5 @@
-"""Pure logic of the hook client: composition limits, response parsing, transcript reading."""
+"""Pure logic of the hook client: composition limits, response parsing, transcript reading,
+settings, the memo of files claimed."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import json
 
 import pytest
 
+from orchestrator_hook import lite
 from orchestrator_hook.cli import event_name
 from orchestrator_hook.context import compose
 from orchestrator_hook.transcript import read_tail
@@ -150,3 +152,44 @@ def test_a_context_longer_than_claude_code_shows_is_written_whole_to_a_file(tmp_
     path.unlink()
     assert compose([("", "short")], project_dir=tmp_path) == "short"
     assert not path.exists()
+
+
+@pytest.mark.parametrize(("environment", "file_value", "expected"), [
+    ({}, None, lite.DEFAULT_CLAIM_REUSE_SECONDS),
+    ({}, 0, 0.0),  # 0 in the file is a value: check every edit
+    ({"ORCHESTRATOR_CLAIM_REUSE_SECONDS": "0"}, 60, 0.0),  # the environment wins
+    ({"ORCHESTRATOR_CLAIM_REUSE_SECONDS": "abc"}, None, lite.DEFAULT_CLAIM_REUSE_SECONDS),
+    ({}, -5, lite.DEFAULT_CLAIM_REUSE_SECONDS),
+])
+def test_claim_reuse_setting(tmp_path, monkeypatch, environment, file_value, expected):
+    monkeypatch.delenv("ORCHESTRATOR_CLAIM_REUSE_SECONDS", raising=False)
+    for key, value in environment.items():
+        monkeypatch.setenv(key, value)
+    state = tmp_path / ".claude" / "orchestrator"
+    state.mkdir(parents=True)
+    config = {"url": "http://x", "token": "t"}
+    if file_value is not None:
+        config["claimReuseSeconds"] = file_value
+    (state / "config.json").write_text(json.dumps(config))
+    assert lite.config_fields(str(tmp_path))["claim_reuse_seconds"] == expected
+
+
+def test_a_claim_memo_is_one_sessions_and_forgets_old_files(tmp_path):
+    root = str(tmp_path)
+    lite.remember_claims(root, "claude-1", "s1", ["a.py", "b.py"], 300)
+    assert lite.claimed_recently(root, "claude-1", "s1", ["a.py", "b.py"], 300)
+    assert not lite.claimed_recently(root, "claude-1", "s1", ["a.py", "c.py"], 300)
+    assert not lite.claimed_recently(root, "claude-1", "s2", ["a.py"], 300)  # another session
+    assert not lite.claimed_recently(root, "claude-1", "s1", ["a.py"], 0)  # off
+    memo = tmp_path / "activity" / "claude-1.claims"
+    stored = json.loads(memo.read_text())
+    stored["paths"]["a.py"] -= 400  # claimed longer ago than the window
+    memo.write_text(json.dumps(stored))
+    assert not lite.claimed_recently(root, "claude-1", "s1", ["a.py"], 300)
+    lite.remember_claims(root, "claude-1", "s1", ["c.py"], 300)
+    assert set(json.loads(memo.read_text())["paths"]) == {"b.py", "c.py"}
+    lite.remember_claims(root, "claude-1", "s2", ["d.py"], 300)  # a new session starts over
+    assert json.loads(memo.read_text()) == {"sessionId": "s2", "paths": {
+        "d.py": json.loads(memo.read_text())["paths"]["d.py"]}}
+    memo.write_text("{half")  # a torn or foreign file is no memo
+    assert not lite.claimed_recently(root, "claude-1", "s2", ["d.py"], 300)
