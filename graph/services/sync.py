@@ -195,11 +195,17 @@ def counts() -> dict[str, dict[str, int]]:
     }
 
 
-def last_full_pass():
-    """When the last full pass that succeeded finished (beat's or the command's), or None."""
-    run = JobRun.objects.filter(job_name=JOB_NAME, outcome=JobRun.OK,
-                                summary__startswith=FULL_PASS_SUMMARY).order_by("-id").first()
-    return run.finished_at if run else None
+def full_pass_clock():
+    """What the next full pass is due after: the last full pass that succeeded (beat's or
+    the command's), else the earliest run on record (this one, on a new install: the
+    counts tell whether the mirror needs the full pass sooner)."""
+    runs = JobRun.objects.filter(job_name=JOB_NAME)
+    full = runs.filter(outcome=JobRun.OK,
+                       summary__startswith=FULL_PASS_SUMMARY).order_by("-id").first()
+    if full is not None:
+        return full.finished_at
+    earliest = runs.order_by("id").first()
+    return earliest.started_at if earliest else timezone.now()
 
 
 def check_graph() -> dict[str, Any]:
@@ -214,14 +220,12 @@ def check_graph() -> dict[str, Any]:
         return {"success": False, "graph": "failed", "error": reason, "syncedAt": now_iso()}
     differing = sorted(kind for kind, pair in found.items()
                        if pair["postgres"] != pair["graph"])
-    last = last_full_pass()
-    due = last is None or (timezone.now() - last).total_seconds() \
+    due = (timezone.now() - full_pass_clock()).total_seconds() \
         >= settings.GRAPH_FULL_SYNC_INTERVAL_SECONDS
     if differing or due:
         report = sync_graph()
         return {**report, "counts": found, "reason": (
-            f"counts differ: {', '.join(differing)}" if differing
-            else "first full pass" if last is None else "full pass due")}
+            f"counts differ: {', '.join(differing)}" if differing else "full pass due")}
     return {"success": True, "graph": "checked", "counts": found, "syncedAt": now_iso()}
 
 
