@@ -125,28 +125,41 @@ def test_receivers_never_raise(live_graph, settings):
 
 def test_beats_sync_repairs_when_counts_differ_and_in_full_when_due(live_graph, settings,
                                                                      tools):
-    """Beat's run compares counts of every kind first: equal counts make no full pass until
-    GRAPH_FULL_SYNC_INTERVAL_SECONDS since the last one; any count that differs does."""
+    """Beat's run compares counts of every kind first: equal counts (give or take the
+    changes still queued in the outbox) make no full pass until
+    GRAPH_FULL_SYNC_INTERVAL_SECONDS since the last one; a count that differs does."""
+    from graph.services.outbox import drain_outbox
     from graph.tasks import sync_graph_task
     from orchestrator.core.models import JobRun
 
     live_graph.task("a", agentType="backend")
     live_graph.task("b")
     live_graph.relate("a", "b", "blocks")
-    # The first run on record: the counts agree, so the full pass waits for its period.
-    assert sync_graph_task()["graph"] == "checked"
-    # A session whose graph writes wait for a commit this test never makes: the Session
-    # node, its WORKS_ON edge and its agent's HANDLES edge are missing.
     tools.ok("start_session", {"sessionId": "s-1", "taskId": "a", "agentId": "claude"})
-    missing = sync_graph_task()
-    assert missing["graph"] == "synced", missing
-    assert missing["reason"] == "counts differ: sessionAgents, sessions, worksOn"
+    drain_outbox()
+    # The first run on record: the counts agree, so the full pass waits for its period.
     checked = sync_graph_task()
     assert checked["graph"] == "checked", checked
+    assert {kind: pair["graph"] for kind, pair in checked["counts"].items()} == {
+        "tasks": 2, "sessions": 1, "worksOn": 1, "edges": 1, "agentTypes": 1,
+        "sessionAgents": 1, "inFlight": 0}
     assert all(pair["postgres"] == pair["graph"] for pair in checked["counts"].values())
-    assert checked["counts"]["tasks"] == {"postgres": 2, "graph": 2}
-    assert checked["counts"]["edges"] == {"postgres": 1, "graph": 1}
-    assert checked["counts"]["agentTypes"] == {"postgres": 1, "graph": 1}
+
+    # A change still queued is no drift: the mirror lags by what the outbox holds.
+    tools.ok("start_session", {"sessionId": "s-2", "taskId": "b", "agentId": "claude"})
+    lagging = sync_graph_task()
+    assert lagging["graph"] == "checked", lagging
+    assert lagging["counts"]["sessions"] == {"postgres": 2, "graph": 1}
+    assert lagging["counts"]["inFlight"]["postgres"] >= 1
+    drain_outbox()
+
+    # A graph server that lost the sessions: the counts differ, the full pass runs now.
+    backend.cypher("MATCH (s:Session) DETACH DELETE s")
+    backend.cypher("MATCH (:Agent)-[h:HANDLES {via: 'session'}]->(:Task) DELETE h")
+    lost = sync_graph_task()
+    assert lost["graph"] == "synced", lost
+    assert lost["reason"] == "counts differ: sessionAgents, sessions, worksOn"
+    assert sync_graph_task()["graph"] == "checked"
 
     # A property that drifted leaves every count right: it waits for the full pass.
     backend.cypher("MATCH (t:Task {taskId: 'b'}) SET t.status = 'completed'")
@@ -158,7 +171,7 @@ def test_beats_sync_repairs_when_counts_differ_and_in_full_when_due(live_graph, 
     assert task_node("b")[0][1] == "pending"
     summaries = list(JobRun.objects.filter(job_name="graph sync").order_by("id")
                      .values_list("summary", flat=True))
-    assert summaries == ["graph checked",
+    assert summaries == ["graph checked", "graph checked",
                          "graph synced: counts differ: sessionAgents, sessions, worksOn",
                          "graph checked", "graph checked", "graph synced: full pass due"]
     # The clock runs from the last full pass, beat's or the command's.
