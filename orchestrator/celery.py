@@ -14,7 +14,6 @@ import os
 from typing import Any
 
 from celery import Celery
-from celery.signals import worker_init
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "orchestrator.settings")
 
@@ -74,15 +73,3 @@ def install_beat_schedule(sender, **kwargs) -> None:
     # replaced, last runs kept, entries no longer here removed.
     sender.conf.beat_schedule = periodic_jobs()
     sender.conf.update(beat_leadership())
-
-
-@worker_init.connect
-def lower_worker_priority(**kwargs) -> None:
-    """The worker's periodic jobs yield the CPU to the web workers and Postgres (settings.
-    WORKER_NICE); set before the pool forks, so its processes inherit it. Only raised:
-    a worker started under ``nice`` already keeps its own."""
-    from django.conf import settings
-
-    current = os.getpriority(os.PRIO_PROCESS, 0)
-    if current < settings.WORKER_NICE:
-        os.setpriority(os.PRIO_PROCESS, 0, settings.WORKER_NICE)

@@ -127,7 +127,6 @@ class Settings:
     hot_sync_interval_seconds: int
     slack_webhook_url: str
     beat_lock_timeout_seconds: int
-    worker_nice: int
     extra: dict[str, str] = field(default_factory=dict)
 
 
@@ -146,8 +145,7 @@ class _Reader:
     def string(self, name: str, default: str) -> str:
         return self.raw(name, default) or default
 
-    def integer(self, name: str, default: int, minimum: int = 0,
-                maximum: int | None = None) -> int:
+    def integer(self, name: str, default: int, minimum: int = 0) -> int:
         value = self.raw(name)
         if value is None:
             return default
@@ -157,8 +155,6 @@ class _Reader:
             raise ConfigError(CONFIG_INVALID, name, f"must be an integer, got {value!r}") from None
         if number < minimum:
             raise ConfigError(CONFIG_INVALID, name, f"must be >= {minimum}, got {number}")
-        if maximum is not None and number > maximum:
-            raise ConfigError(CONFIG_INVALID, name, f"must be <= {maximum}, got {number}")
         return number
 
     def number(self, name: str, default: float, minimum: float = 0.0) -> float:
@@ -307,7 +303,6 @@ def load_settings(env: Mapping[str, str] | None = None, base_dir: Path | None = 
         hot_sync_interval_seconds=read.integer("HOT_SYNC_INTERVAL_SECONDS", 300, minimum=1),
         slack_webhook_url=read.string("SLACK_WEBHOOK_URL", ""),
         beat_lock_timeout_seconds=read.integer("BEAT_LOCK_TIMEOUT_SECONDS", 30, minimum=2),
-        worker_nice=read.integer("WORKER_NICE", 10, minimum=0, maximum=19),
     )
 
 

@@ -344,10 +344,6 @@ CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TIMEZONE = "UTC"
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
-# The Celery worker runs only periodic jobs (nothing on the request path enqueues work), so
-# it runs at this CPU niceness: a hot sync, conflict detection and graph sync starting
-# together took a core for seconds and pushed hook calls past 100 ms at 2,000 agents.
-WORKER_NICE = ORCH.worker_nice
 # Beat leadership (orchestrator/ops/beat.py, on celery-redbeat; its own settings are in
 # orchestrator/celery.py): every stack may run a beat; the one holding a Redis lock sends
 # the periodic jobs, the others wait for it. The holder renews it on every pass of its

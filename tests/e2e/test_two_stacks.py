@@ -178,10 +178,7 @@ def test_two_stacks_behave_as_one(tools, api_token, tmp_path, settings):
     metrics_dir.mkdir()
     env = processes.service_env(
         tmp_path, **EVERY_SECOND, BEAT_LOCK_TIMEOUT_SECONDS=str(LOCK_TIMEOUT),
-        CRASH_THRESHOLD_MINUTES="2", PROMETHEUS_MULTIPROC_DIR=str(metrics_dir),
-        # The job timings below tell one beat from two; a worker yielding the CPU to the
-        # load this test puts on the web processes starts runs late, then back to back.
-        WORKER_NICE="0")
+        CRASH_THRESHOLD_MINUTES="2", PROMETHEUS_MULTIPROC_DIR=str(metrics_dir))
     env.pop("GRAPH_OUTBOX_DELAY_MS", None)  # web processes drain in the background (50 ms)
     stacks = [Stack(name, free_port(), tmp_path / f"{name}.log") for name in ("a", "b")]
 
