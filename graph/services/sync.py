@@ -224,7 +224,8 @@ def full_pass_clock():
 
 
 def check_graph() -> dict[str, Any]:
-    """sync_graph(check_first=True): the counts, and the full pass only when needed."""
+    """The sync_graph tool with checkFirst: the counts, and the full pass only when
+    they differ beyond what is queued, or it is due."""
     if not settings.ENABLE_NEO4J:
         return {"success": True, "graph": "disabled", "syncedAt": now_iso()}
     try:
