@@ -158,18 +158,26 @@ def claims_memo(root: str, claude_session_id: str) -> str:
     return activity_file(root, claude_session_id, ".claims")
 
 
+def _fresh_claims(root: str, claude_session_id: str, session_id: str,
+                  seconds: float) -> dict[str, float]:
+    """The memo's files that clean checks claimed for ``session_id`` less than ``seconds``
+    ago, with when; {} for another session's memo, a torn or foreign file, or none."""
+    memo = read_json(claims_memo(root, claude_session_id), {})
+    held = memo.get("paths") if isinstance(memo, dict) \
+        and memo.get("sessionId") == session_id else None
+    now = time.time()
+    return {p: t for p, t in held.items() if isinstance(t, (int, float))
+            and 0 <= now - t < seconds} if isinstance(held, dict) else {}
+
+
 def claimed_recently(root: str, claude_session_id: str, session_id: str,
                      paths: list[str], seconds: float) -> bool:
     """True when a clean check claimed every one of ``paths`` for ``session_id`` less than
     ``seconds`` ago (DEFAULT_CLAIM_REUSE_SECONDS)."""
     if seconds <= 0:
         return False
-    memo = read_json(claims_memo(root, claude_session_id), {})
-    if not isinstance(memo, dict) or memo.get("sessionId") != session_id:
-        return False
-    held, now = memo.get("paths"), time.time()
-    return isinstance(held, dict) and all(
-        isinstance(held.get(p), (int, float)) and 0 <= now - held[p] < seconds for p in paths)
+    fresh = _fresh_claims(root, claude_session_id, session_id, seconds)
+    return all(p in fresh for p in paths)
 
 
 def remember_claims(root: str, claude_session_id: str, session_id: str,
@@ -179,14 +187,9 @@ def remember_claims(root: str, claude_session_id: str, session_id: str,
     never half of one (two checks at once: one's paths may be lost, costing a check)."""
     if seconds <= 0:
         return
+    kept = _fresh_claims(root, claude_session_id, session_id, seconds)
+    kept.update(dict.fromkeys(paths, time.time()))
     path = claims_memo(root, claude_session_id)
-    memo = read_json(path, {})
-    now = time.time()
-    held = memo.get("paths") if isinstance(memo, dict) \
-        and memo.get("sessionId") == session_id else None
-    kept = {p: t for p, t in (held or {}).items()
-            if isinstance(t, (int, float)) and 0 <= now - t < seconds}
-    kept.update(dict.fromkeys(paths, now))
     temporary = f"{path}.{os.getpid()}.tmp"
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
