@@ -13,7 +13,11 @@ from contexts.services import bundle
 from orchestrator.core.errors import OrchestratorError
 from orchestrator.core.stamps import now_iso
 from orchestrator.core.tools import Tool, ToolContext, register
-from orchestrator.core.tools.access import record_session_owner, session_argument
+from orchestrator.core.tools.access import (
+    remember_session_owner,
+    session_argument,
+    session_owner,
+)
 from orchestrator.core.tools.schema import (
     RECOVERY_TYPES,
     SESSION_STATUSES,
@@ -130,6 +134,7 @@ RECOVERY_REPORT = obj({
 
 def _start(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
     project = args.get("projectId") or (None if args.get("taskId") else ctx.default_project())
+    owner = session_owner(ctx)
     result = lifecycle.start_session(
         session_id=args.get("sessionId"), task_id=args.get("taskId"), project_id=project,
         project_dir=args.get("projectDir"), git_branch=args.get("gitBranch"),
@@ -137,8 +142,8 @@ def _start(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
         resolve_task=args.get("resolveTask", False), create_task=args.get("createTask", False),
         previous_session_id=args.get("previousSessionId"),
         context_budget_tokens=args.get("contextBudgetTokens"),
-        crashed_session_ids=args.get("crashedSessionIds"))
-    record_session_owner(result["sessionId"], ctx)
+        crashed_session_ids=args.get("crashedSessionIds"), owner=owner)
+    remember_session_owner(result["sessionId"], owner)
     return result
 
 

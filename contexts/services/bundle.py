@@ -26,8 +26,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from contexts.services.critical import MOVABLE, critical_keys
-from contexts.services.unified import get_unified_context
+from contexts.services.critical import MOVABLE, in_bundle_order
+from contexts.services.unified import unified_context
 
 TIERS = ("hot", "warm", "cold")
 DEFAULT_BUDGET_TOKENS = 2000
@@ -161,10 +161,10 @@ def context_bundle(task_id: str, budget_tokens: int = DEFAULT_BUDGET_TOKENS,
 
     ``tiers`` limits what is wanted (HOT is always in); E1610 for an unknown task.
     """
-    context = get_unified_context(task_id, include_version_history=True,
-                                  max_versions=VERSION_LINES)
+    context, marked = unified_context(task_id, include_version_history=True,
+                                      max_versions=VERSION_LINES, critical=True)
     task = context["task"]
-    critical = critical_keys(task_id)
+    critical = in_bundle_order(marked)
     sections = {"hot": _hot(task, context) + _critical(task, context, critical),
                 "warm": _warm(task, context, critical), "cold": _cold(task, context, critical)}
     wanted = [t for t in TIERS if t == "hot" or tiers is None or t in tiers]

@@ -27,10 +27,10 @@ ALWAYS_HOT = ("status", "workingOn", "lastAction", "nextStep", "blockers", "bloc
 KEYS = MOVABLE + ALWAYS_HOT
 
 
-def critical_keys(task_id: str) -> list[str]:
-    """The task's keys marked critical, in bundle order (none: [])."""
-    keys = CriticalKeys.objects.filter(task_id=task_id).values_list("keys", flat=True).first()
-    return [k for k in KEYS if k in set(keys or [])]
+def in_bundle_order(keys: list[str] | None) -> list[str]:
+    """Stored critical keys (the unified read returns them), in bundle order."""
+    marked = set(keys or ())
+    return [k for k in KEYS if k in marked]
 
 
 def mark_critical(task_id: str, keys: list[str], *, critical: bool = True,

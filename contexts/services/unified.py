@@ -13,8 +13,9 @@ import math
 from typing import Any
 
 from django.conf import settings
+from django.db import connection
 
-from contexts.models import ContextVersion
+from contexts.models import CriticalKeys
 from contexts.services import cache
 from contexts.services.tasks import get_global_context, project_of_task
 from orchestrator.backends import prepared
@@ -32,18 +33,12 @@ def estimate_tokens(bundle: dict[str, Any]) -> int:
     return math.ceil(len(json.dumps(bundle, default=str)) / 4)
 
 
-def version_history(task_id: str, limit: int) -> list[dict[str, Any]]:
-    rows = (ContextVersion.objects.filter(task_id=task_id).order_by("-version")
-            .values("version", "created_at", "change_type", "change_summary")[:limit])
-    return [{"version": r["version"], "createdAt": iso(r["created_at"]),
-             "changeType": r["change_type"], "changeSummary": r["change_summary"] or ""}
-            for r in rows]
-
-
 # The hot read path's Postgres part in one round trip: the global context of the task's
 # project (of the given project without a task) and, for a task, its unresolved conflicts
-# (newest first) and its direct relationships, each as
-# [type, task is the source, other task's id, name, status].
+# (newest first), its direct relationships, each as
+# [type, task is the source, other task's id, name, status], its %(versions)s newest
+# versions (as four arrays, newest first) and, when %(critical)s, the keys marked
+# critical (the context bundle's; without them here a bundle took two round trips more).
 # Relationships come from task_relationships, the source of truth, rather than from the
 # graph mirror (spec 4.1.1 says "from Neo4j"): one task's direct edges are an index
 # lookup here, while the Bolt query cost more than the rest of a cached read (3.7 ms
@@ -75,8 +70,18 @@ SELECT g.project_id,
                                             THEN r.target_task_id ELSE r.source_task_id END
          WHERE r.project_id = g.project_id AND r.relationship_type = ANY(%(kinds)s)
            AND (r.source_task_id = %(task)s OR r.target_task_id = %(task)s))
-       END AS relationships
+       END AS relationships,
+       h.versions, h.created, h.change_types, h.summaries,
+       CASE WHEN %(critical)s THEN (SELECT k.keys FROM {critical_keys} k
+                                    WHERE k.task_id = %(task)s) END AS critical
 FROM {global_context} g
+LEFT JOIN LATERAL (
+  SELECT array_agg(v.version ORDER BY v.version DESC) AS versions,
+         array_agg(v.created_at ORDER BY v.version DESC) AS created,
+         array_agg(v.change_type ORDER BY v.version DESC) AS change_types,
+         array_agg(v.change_summary ORDER BY v.version DESC) AS summaries
+  FROM (SELECT version, created_at, change_type, change_summary FROM {versions}
+        WHERE task_id = %(task)s ORDER BY version DESC LIMIT %(versions)s::int) v) h ON true
 WHERE g.project_id = COALESCE((SELECT t.project_id FROM {tasks} t WHERE t.task_id = %(task)s),
                               %(project)s)
 """
@@ -100,22 +105,35 @@ def _relationships(rows: list[list[Any]]) -> dict[str, list[dict[str, Any]]]:
     return result
 
 
-def hot_read(task_id: str | None, project_id: str) -> dict[str, Any]:
+def hot_read(task_id: str | None, project_id: str, *, versions: int = 0,
+             critical: bool = False) -> dict[str, Any]:
     """projectId, global, and for a task its unresolved conflicts and relationships
-    (None without a task); the task's project wins over ``project_id``. E1611 if the
-    global context is missing."""
+    (None without a task), its ``versions`` newest versions (versionHistory) and, with
+    ``critical``, its critical keys (criticalKeys, as stored); the task's project wins
+    over ``project_id``. E1611 if the global context is missing."""
     sql = _HOT_READ_SQL.format(conflicts=qualified("context_conflicts"),
                                relationships=qualified("task_relationships"),
                                tasks=qualified("task_contexts"),
-                               global_context=qualified("global_context"))
+                               global_context=qualified("global_context"),
+                               versions=qualified("context_versions"),
+                               critical_keys=connection.ops.quote_name(
+                                   CriticalKeys._meta.db_table))
     row = prepared.fetch_one(sql, {"task": task_id, "kinds": list(_DIRECTIONS),
-                                   "project": project_id})
+                                   "project": project_id, "versions": versions,
+                                   "critical": critical})
     if row is None:
         get_global_context(project_of_task(task_id) or project_id)  # raises E1611
+    history = zip(row["versions"] or (), row["created"] or (), row["change_types"] or (),
+                  row["summaries"] or (), strict=True)
+    marked = row["critical"]
     return {"projectId": row["project_id"], "global": json.loads(row["global"]),
             "conflicts": None if row["conflicts"] is None else json.loads(row["conflicts"]),
             "relationships": (None if row["relationships"] is None
-                              else _relationships(json.loads(row["relationships"])))}
+                              else _relationships(json.loads(row["relationships"]))),
+            "versionHistory": [{"version": version, "createdAt": iso(created),
+                                "changeType": change_type, "changeSummary": summary or ""}
+                               for version, created, change_type, summary in history],
+            "criticalKeys": json.loads(marked) if isinstance(marked, str) else marked or []}
 
 
 def _apply_budget(bundle: dict[str, Any], max_tokens: int | None) -> list[str]:
@@ -140,10 +158,27 @@ def get_unified_context(task_id: str | None = None, *, project_id: str | None = 
     """The aggregated context: the task's project's global context with a task, else
     ``project_id``'s (default: the default project). E1610 for an unknown task, E1611
     without the global row."""
+    return unified_context(task_id, project_id=project_id,
+                           include_relationships=include_relationships,
+                           include_version_history=include_version_history,
+                           max_versions=max_versions, depth=depth, max_tokens=max_tokens)[0]
+
+
+def unified_context(task_id: str | None = None, *, project_id: str | None = None,
+                    include_relationships: bool = True, include_version_history: bool = False,
+                    max_versions: int | None = None, depth: str | None = None,
+                    max_tokens: int | None = None, critical: bool = False
+                    ) -> tuple[dict[str, Any], list[str]]:
+    """get_unified_context's answer and, with ``critical``, the task's keys marked
+    critical as stored (else []): both from the same round trip."""
     if task_id is not None:
         check_safe_id(task_id)
     tier = TIERS.index(depth) if depth else len(TIERS) - 1
-    read = hot_read(task_id, project_id or default_project())
+    history = tier >= 2 and include_version_history and task_id is not None
+    limit = (min(max_versions or settings.MAX_VERSIONS_DEFAULT, settings.MAX_VERSIONS_LIMIT)
+             if history else 0)
+    read = hot_read(task_id, project_id or default_project(), versions=limit,
+                    critical=critical)
     bundle: dict[str, Any] = {"projectId": read["projectId"], "global": read["global"]}
     cache_hit = False
     database_parts = False
@@ -154,10 +189,8 @@ def get_unified_context(task_id: str | None = None, *, project_id: str | None = 
                 bundle["relationships"] = read["relationships"]
                 database_parts = True
             bundle["conflicts"] = read["conflicts"]
-        if tier >= 2 and include_version_history:
-            limit = min(max_versions or settings.MAX_VERSIONS_DEFAULT,
-                        settings.MAX_VERSIONS_LIMIT)
-            bundle["versionHistory"] = version_history(task_id, limit)
+        if history:
+            bundle["versionHistory"] = read["versionHistory"]
             database_parts = True
     dropped = _apply_budget(bundle, max_tokens)
     # The task part is what the cache serves; relationships and history always come
@@ -173,4 +206,4 @@ def get_unified_context(task_id: str | None = None, *, project_id: str | None = 
         "tokenEstimate": estimate_tokens(bundle),
         "dropped": dropped,
     }
-    return bundle
+    return bundle, read["criticalKeys"]

@@ -13,25 +13,29 @@ from django.db import connection
 from contexts.models import TaskContext
 from contexts.services.bundle import context_bundle
 from contexts.services.tasks import create_task
+from orchestrator.backends import prepared
 from orchestrator.core.db import qualified
-from orchestrator.core.errors import OrchestratorError
+from orchestrator.core.errors import OrchestratorError, project_not_found
 from orchestrator.core.models import Project
+from orchestrator.core.projects import check_project_id
 from orchestrator.core.tools.schema import MAX_TASK_ID_LENGTH
 from sessions.services.common import get_session, logger, sessions_table, tasks_table
 
-# Task of the latest earlier session of this project directory and branch, and the
-# project's active task, each only if the task still exists and is not finished (a session
-# that names no task wants work to go on, not a completed or archived task): one round
-# trip.
+# Whether the project exists, the task of the latest earlier session of this project
+# directory and branch, and the project's active task, each only if the task still exists
+# and is not finished (a session that names no task wants work to go on, not a completed
+# or archived task): one round trip, prepared (planning it cost more than running it).
 FINISHED_STATUSES = ("completed", "archived")
 _RESOLVE_SQL = """
-SELECT (SELECT s.task_id FROM {sessions} s JOIN {tasks} t ON t.task_id = s.task_id
+SELECT EXISTS (SELECT 1 FROM {projects} p WHERE p.id = %(project_id)s) AS known,
+       (SELECT s.task_id FROM {sessions} s JOIN {tasks} t ON t.task_id = s.task_id
         WHERE s.project_id = %(project_id)s AND s.project_dir = %(project)s
           AND s.git_branch = %(branch)s AND COALESCE(t.status, '') <> ALL(%(finished)s)
-        ORDER BY s.started_at DESC NULLS LAST LIMIT 1),
+        ORDER BY s.started_at DESC NULLS LAST LIMIT 1) AS branch_task,
        (SELECT g.active_task_id FROM {global_context} g JOIN {tasks} t
         ON t.task_id = g.active_task_id
         WHERE g.project_id = %(project_id)s AND COALESCE(t.status, '') <> ALL(%(finished)s))
+         AS active_task
 """
 
 
@@ -43,14 +47,16 @@ def resolve_task(project_id: str, project_dir: str | None, git_branch: str | Non
     the project's task of that branch if someone made it ("branchTask"); the project's
     active task ("active"); with ``create``, a new task for the branch, or for the
     directory without git ("created"); else (None, None). Completed and archived tasks are
-    never picked."""
-    sql = _RESOLVE_SQL.format(sessions=sessions_table(), tasks=tasks_table(),
+    never picked. E1612 / E1605 for a malformed or unknown project."""
+    sql = _RESOLVE_SQL.format(projects=connection.ops.quote_name(Project._meta.db_table),
+                              sessions=sessions_table(), tasks=tasks_table(),
                               global_context=qualified("global_context"))
-    with connection.cursor() as cursor:
-        cursor.execute(sql, {"project": project_dir, "branch": git_branch,
-                             "project_id": project_id,
-                             "finished": list(FINISHED_STATUSES)})
-        branch_task, active_task = cursor.fetchone()
+    row = prepared.fetch_one(sql, {"project": project_dir, "branch": git_branch,
+                                   "project_id": check_project_id(project_id),
+                                   "finished": list(FINISHED_STATUSES)})
+    if not row["known"]:
+        raise project_not_found(project_id)
+    branch_task, active_task = row["branch_task"], row["active_task"]
     if branch_task and project_dir and git_branch:
         return branch_task, "branch"
     work = _work_of(project_id, project_dir, git_branch) if create else None

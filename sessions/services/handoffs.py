@@ -3,13 +3,14 @@ or worktree of a repository is read by the next session in any other of the same
 
 Exactly one active handoff per project: the partial unique index enforces it and
 ``leave_handoff`` replaces the previous one in the caller's transaction. Starting
-sessions read it without deactivating it (``read_handoff``). A transaction-
+sessions read it without deactivating it (``CONSUME_ACTIVE_SQL``). A transaction-
 scoped advisory lock per project serialises concurrent replacements, so two sessions
 ending at once leave the later one active instead of one failing on the index.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from django.db import connection
@@ -35,21 +36,28 @@ def leave_handoff(*, project_id: str, project_dir: str | None, session_id: str,
                                          summary=summary, open_items=open_items)
 
 
-def read_handoff(*, project_id: str, session_id: str) -> SessionHandoff | None:
-    """The project's active handoff, as a starting session reads it.
+# How a starting session reads the project's active note (start_session runs it inside
+# its one statement, RETURNING the note): the note stays active (seed 001: until the next
+# end_session replaces it), so parallel sessions all get it; the first read sets
+# ``consumed_at`` (and who), every read sets ``last_confirmed_at``. One conditional UPDATE,
+# no project lock: reads must not queue behind each other, and the row lock orders them
+# against a replacing end_session.
+CONSUME_ACTIVE_SQL = (
+    f"UPDATE {SessionHandoff._meta.db_table} SET consumed_at = COALESCE(consumed_at, now()), "
+    "consumed_by_session_id = COALESCE(consumed_by_session_id, %(session)s), "
+    "last_confirmed_at = now() WHERE project_id = %(project)s AND active")
+HANDOFF_FIELDS = tuple(SessionHandoff._meta.concrete_fields)
 
-    The note stays active (seed 001: until the next end_session replaces it), so parallel
-    sessions all get it: the first read sets ``consumed_at`` (and who), every read sets
-    ``last_confirmed_at``. One conditional UPDATE, no project lock: reads must not queue
-    behind each other, and the row lock orders them against a replacing end_session.
-    """
-    table = SessionHandoff._meta.db_table
-    rows = list(SessionHandoff.objects.raw(
-        f"UPDATE {table} SET consumed_at = COALESCE(consumed_at, now()), "
-        "consumed_by_session_id = COALESCE(consumed_by_session_id, %s), "
-        "last_confirmed_at = now() WHERE project_id = %s AND active RETURNING *",
-        [session_id, project_id]))
-    return rows[0] if rows else None
+
+def handoff_from_columns(row: dict[str, Any], prefix: str) -> SessionHandoff | None:
+    """The note in ``row``'s ``<prefix><column>`` entries (None when its id is null): what a
+    statement that consumed it alongside other work returned."""
+    if row[f"{prefix}id"] is None:
+        return None
+    values = {field.attname: row[f"{prefix}{field.column}"] for field in HANDOFF_FIELDS}
+    if isinstance(values["open_items"], str):  # Django loads jsonb as text
+        values["open_items"] = json.loads(values["open_items"])
+    return SessionHandoff(**values)
 
 
 def handoff_of(*, project_id: str, session_id: str) -> SessionHandoff | None:

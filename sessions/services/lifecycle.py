@@ -14,6 +14,7 @@ from contexts.services.tasks import project_of_task
 from orchestrator.backends import prepared
 from orchestrator.core.db import qualified
 from orchestrator.core.errors import OrchestratorError, projects_differ, task_not_found
+from orchestrator.core.models import SessionOwner
 from orchestrator.core.projects import default_project, require_project
 from orchestrator.core.stamps import iso
 from orchestrator.observability import metrics
@@ -31,7 +32,7 @@ from sessions.services.common import (
     tasks_table,
 )
 from sessions.services.notices import NOTICES_TABLE
-from sessions.services.work import record_work
+from sessions.services.work import UPSERT_WORK_SQL, WORK_TABLE, record_work
 
 
 def new_session_id() -> str:
@@ -53,54 +54,84 @@ def session_project(task_id: str | None, project_id: str | None) -> str:
     return require_project(project_id or default_project())
 
 
+# A session's start is one statement, one round trip (it was seven: BEGIN, four writes,
+# COMMIT and the owner's upsert): the session row, its detail row, its work on the task
+# (as record_work writes it), its owner, and the reading of the project's handoff note.
+# The parts of one statement share a snapshot, so each takes the new session from
+# ``started`` rather than from the table; when the id exists ``started`` is empty and
+# nothing is written (E1601). Prepared: planning it costs more than running it.
+_START_SQL = f"""
+WITH started AS (
+  INSERT INTO {sessions_table()} (session_id, project_id, task_id, project_dir, git_branch)
+  VALUES (%(session)s, %(project)s, %(task)s, %(dir)s, %(branch)s)
+  ON CONFLICT (session_id) DO NOTHING
+  RETURNING session_id, project_id, task_id, started_at, last_heartbeat),
+detail AS (
+  INSERT INTO {DETAIL_TABLE} (session_id, agent_id, process_id, compaction_count,
+                              event_count, scratchpad, created_at)
+  SELECT session_id, %(agent)s, %(process)s, 0, 0, '{{}}', now() FROM started
+  ON CONFLICT (session_id) DO UPDATE
+  SET agent_id = EXCLUDED.agent_id, process_id = EXCLUDED.process_id),
+work AS (
+  INSERT INTO {WORK_TABLE} (session_id, project_id, task_id, agent_id, started_at)
+  SELECT s.session_id, s.project_id, s.task_id, %(agent)s, s.started_at FROM started s
+  WHERE EXISTS (SELECT 1 FROM {tasks_table()} t
+                WHERE t.task_id = s.task_id AND t.project_id = s.project_id)
+  {UPSERT_WORK_SQL}),
+owner AS (
+  INSERT INTO {SessionOwner._meta.db_table} (session_id, token_name, created_at)
+  SELECT session_id, %(owner)s::varchar, now() FROM started
+  WHERE %(owner)s::varchar IS NOT NULL
+  ON CONFLICT (session_id) DO UPDATE SET token_name = EXCLUDED.token_name),
+handoff AS ({handoffs.CONSUME_ACTIVE_SQL}
+  AND %(consume)s AND EXISTS (SELECT 1 FROM started) RETURNING *)
+SELECT s.started_at, s.last_heartbeat,
+       {", ".join(f"h.{f.column} AS handoff_{f.column}" for f in handoffs.HANDOFF_FIELDS)}
+FROM started s LEFT JOIN handoff h ON true
+"""
+
+
 def start_session(*, session_id: str | None = None, task_id: str | None = None,
                   project_id: str | None = None, project_dir: str | None = None,
                   git_branch: str | None = None, agent_id: str | None = None,
                   process_id: int | None = None, resolve_task: bool = False,
                   create_task: bool = False, previous_session_id: str | None = None,
                   context_budget_tokens: int | None = None,
-                  crashed_session_ids: list[str] | None = None) -> dict[str, Any]:
+                  crashed_session_ids: list[str] | None = None,
+                  owner: str | None = None) -> dict[str, Any]:
     """Register a session in its project, hand it the project's handoff (or, for a
     resumed conversation, the note its previous session left) and tell it what needs
-    recovery there."""
+    recovery there. ``owner``: the name of the token that starts it (spec 8.1.2), None
+    for in-process callers."""
     session_id = session_id or new_session_id()
-    project_id = session_project(task_id, project_id)
     task_source = "argument" if task_id else None
     if task_id is None and resolve_task:
+        # resolve_task checks the project in its own round trip.
+        project_id = project_id or default_project()
         task_id, task_source = agent_context.resolve_task(
             project_id, project_dir, git_branch, create=create_task, session_id=session_id)
-    with transaction.atomic():
-        with connection.cursor() as cursor:
-            cursor.execute(
-                f"INSERT INTO {sessions_table()} (session_id, project_id, task_id, project_dir, "
-                "git_branch) VALUES (%s, %s, %s, %s, %s) ON CONFLICT (session_id) DO NOTHING "
-                "RETURNING started_at, last_heartbeat",
-                [session_id, project_id, task_id, project_dir, git_branch])
-            row = cursor.fetchone()
-            if row is None:
-                raise OrchestratorError("E1601", f"Session {session_id!r} already exists",
-                                        {"sessionId": session_id})
-            cursor.execute(
-                f"INSERT INTO {DETAIL_TABLE} (session_id, agent_id, process_id, "
-                "compaction_count, event_count, scratchpad, created_at) "
-                "VALUES (%s, %s, %s, 0, 0, '{}', now()) ON CONFLICT (session_id) DO UPDATE "
-                "SET agent_id = EXCLUDED.agent_id, process_id = EXCLUDED.process_id",
-                [session_id, agent_id, process_id])
-        started_at = row[0]
-        if task_id:
-            record_work(session_id, task_id, agent_id=agent_id, started_at=started_at)
-        handoff = (previous_session_id and handoffs.handoff_of(project_id=project_id,
-                                                               session_id=previous_session_id)
-                   ) or handoffs.read_handoff(project_id=project_id, session_id=session_id)
-        transaction.on_commit(lambda: signals.session_started.send(
-            sender=ActiveSession, session_id=session_id, task_id=task_id, agent_id=agent_id,
-            started_at=started_at))
+    else:
+        project_id = session_project(task_id, project_id)
+    previous = previous_session_id and handoffs.handoff_of(project_id=project_id,
+                                                           session_id=previous_session_id)
+    row = prepared.fetch_one(_START_SQL, {
+        "session": session_id, "project": project_id, "task": task_id, "dir": project_dir,
+        "branch": git_branch, "agent": agent_id, "process": process_id, "owner": owner,
+        "consume": not previous})
+    if row is None:
+        raise OrchestratorError("E1601", f"Session {session_id!r} already exists",
+                                {"sessionId": session_id})
+    started_at = row["started_at"]
+    handoff = previous or handoffs.handoff_from_columns(row, "handoff_")
+    transaction.on_commit(lambda: signals.session_started.send(
+        sender=ActiveSession, session_id=session_id, task_id=task_id, agent_id=agent_id,
+        started_at=started_at))
     metrics.sessions_total.labels("active").inc()
     logger.info("Session started", extra={"sessionId": session_id, "taskId": task_id,
                                           "projectId": project_id, "projectDir": project_dir,
                                           "agentId": agent_id})
     saved_to = {"database": True, **markers.mark_alive(
-        session_id, task_id, project_id, project_dir, row[1], force_file=True)}
+        session_id, task_id, project_id, project_dir, row["last_heartbeat"], force_file=True)}
     result: dict[str, Any] = {
         "success": True,
         "sessionId": session_id,

@@ -1,6 +1,7 @@
 """Session work records (graph_session_work): written inside the caller's transaction.
 
-``record_work`` is how the session services say "this session now works on this task";
+``record_work`` is how the session services say "this session now works on this task"
+(start_session writes its first record in its own statement, with ``UPSERT_WORK_SQL``);
 a switch_task with a session says it through ``record_switch``. The graph mirror and
 the Postgres reader both derive from these rows.
 """
@@ -19,25 +20,29 @@ from sessions.services.common import DETAIL_TABLE
 WORK_TABLE = connection.ops.quote_name(SessionWork._meta.db_table)
 
 
-def record_work(session_id: str, task_id: str, *, agent_id: str | None = None,
-                started_at: datetime | None = None) -> None:
+# A session's work on a task is recorded once; a later record keeps the first start time
+# and fills in an agent the first one lacked (start_session writes it in its own
+# statement, with this rule).
+UPSERT_WORK_SQL = (f"ON CONFLICT (session_id, task_id) DO UPDATE "
+                   f"SET agent_id = COALESCE({WORK_TABLE}.agent_id, EXCLUDED.agent_id)")
+
+
+def record_work(session_id: str, task_id: str) -> None:
     """Record that ``session_id`` works on ``task_id`` (first record wins the start time).
 
-    Only for a session and a task that exist, in one project; the agent defaults to the one
-    the session registered with. Call inside the transaction of the change that starts the work.
+    Only for a session and a task that exist, in one project; the agent is the one the
+    session registered with. Call inside the transaction of the change that starts the work.
     """
     with connection.cursor() as cursor:
         cursor.execute(
             f"INSERT INTO {WORK_TABLE} (session_id, project_id, task_id, agent_id, started_at) "
-            "SELECT s.session_id, s.project_id, %s, COALESCE(%s, d.agent_id), "
-            f"COALESCE(%s, now()) FROM {qualified('active_sessions')} s "
+            "SELECT s.session_id, s.project_id, %s, d.agent_id, now() "
+            f"FROM {qualified('active_sessions')} s "
             f"LEFT JOIN {DETAIL_TABLE} d ON d.session_id = s.session_id "
             "WHERE s.session_id = %s AND EXISTS "
             f"(SELECT 1 FROM {qualified('task_contexts')} t WHERE t.task_id = %s "
-            "AND t.project_id = s.project_id) "
-            "ON CONFLICT (session_id, task_id) DO UPDATE "
-            f"SET agent_id = COALESCE({WORK_TABLE}.agent_id, EXCLUDED.agent_id)",
-            [task_id, agent_id, started_at, session_id, task_id])
+            f"AND t.project_id = s.project_id) {UPSERT_WORK_SQL}",
+            [task_id, session_id, task_id])
 
 
 def record_switch(sender: Any, *, session_id: str | None, to_task_id: str,

@@ -193,3 +193,22 @@ def test_slack_unreachable_is_failed(tools, settings):
 
     settings.SLACK_WEBHOOK_URL = f"http://127.0.0.1:{free_port()}/hook"
     assert tools.ok("start_session", {"sessionId": "s1"})["notificationStatus"] == "failed"
+
+
+@pytest.mark.django_db
+def test_a_resumed_conversation_reads_its_own_note_and_leaves_the_active_one(tools):
+    tools.ok("start_session", {"sessionId": "a", "projectId": "repo"})
+    tools.ok("end_session", {"sessionId": "a", "summary": "A's note"})
+    tools.ok("start_session", {"sessionId": "b", "projectId": "repo"})
+    tools.ok("end_session", {"sessionId": "b", "summary": "B's note"})
+    resumed = tools.ok("start_session", {"sessionId": "a2", "projectId": "repo",
+                                         "previousSessionId": "a"})
+    assert resumed["handoff"]["summary"] == "A's note"
+    assert resumed["handoff"]["active"] is False
+    active = SessionHandoff.objects.get(project_id="repo", active=True)
+    assert active.summary == "B's note" and active.consumed_at is None
+    # A previous session that left no note: the project's active note, read as usual.
+    fresh = tools.ok("start_session", {"sessionId": "c", "projectId": "repo",
+                                       "previousSessionId": "never-ended"})
+    assert fresh["handoff"]["summary"] == "B's note"
+    assert fresh["handoff"]["consumedBySessionId"] == "c"

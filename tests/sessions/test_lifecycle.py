@@ -49,6 +49,40 @@ def test_start_refuses_an_existing_id_and_an_unknown_task(tools):
     assert not ActiveSession.objects.filter(session_id="s-x").exists()
 
 
+def test_a_refused_start_writes_nothing(tools):
+    """start_session writes its rows in one statement: an existing id (E1601) changes
+    none of the first session's rows nor the project's note; an unknown or malformed
+    project of a start that resolves its task (E1605, E1612) leaves no session."""
+    from orchestrator.core.models import SessionOwner
+    from sessions.models import SessionHandoff, SessionWork
+
+    tools.ok("create_task", {"taskId": "t1", "name": "Task one"})
+    tools.ok("start_session", {"sessionId": "s-note"})
+    tools.ok("end_session", {"sessionId": "s-note", "summary": "Parser done"})
+    first = tools.ok("start_session", {"sessionId": "s-dup", "taskId": "t1",
+                                       "agentId": "first", "processId": 1})
+    assert first["handoff"]["consumedBySessionId"] == "s-dup"
+    note = SessionHandoff.objects.get(active=True)
+    SessionOwner.objects.filter(session_id="s-dup").update(token_name="the-first-token")
+    again = tools.call("start_session", {"sessionId": "s-dup", "agentId": "second",
+                                         "processId": 2, "projectDir": "/elsewhere"})
+    assert (again.status, again.error_code) == (409, "E1601")
+    detail = SessionDetail.objects.get(session_id="s-dup")
+    assert (detail.agent_id, detail.process_id) == ("first", 1)
+    assert ActiveSession.objects.get(session_id="s-dup").project_dir is None
+    assert SessionOwner.objects.get(session_id="s-dup").token_name == "the-first-token"
+    assert list(SessionWork.objects.filter(session_id="s-dup").values_list(
+        "task_id", "agent_id")) == [("t1", "first")]
+    assert SessionHandoff.objects.get(active=True).last_confirmed_at == note.last_confirmed_at
+    for project, code in (("nowhere", (404, "E1605")), ("../up", (400, "E1612"))):
+        refused = tools.call("start_session", {"sessionId": "s-new", "projectId": project,
+                                               "resolveTask": True, "createTask": True,
+                                               "projectDir": "/repo", "gitBranch": "b"})
+        assert (refused.status, refused.error_code) == code
+    assert not ActiveSession.objects.filter(session_id="s-new").exists()
+    assert not SessionOwner.objects.filter(session_id="s-new").exists()
+
+
 def test_heartbeat_updates_db_redis_and_file_without_versions(tools):
     tools.ok("create_task", {"taskId": "t1", "name": "Task one"})
     tools.ok("start_session", {"sessionId": "s-hb", "taskId": "t1"})

@@ -84,19 +84,18 @@ def owner_of(session_id: str) -> str | None:
     return owner
 
 
-def record_session_owner(session_id: str, context: ToolContext) -> None:
-    """Bind a just-started session to the token that started it (no-op for in-process
-    callers, which are not tokens)."""
+def session_owner(context: ToolContext) -> str | None:
+    """The owner of a session ``context`` starts: its token's name; None for in-process
+    callers, which are not tokens (start_session writes the row)."""
     if context.scope is None or not context.actor:
-        return
-    # One upsert (update_or_create is a transaction of a locking SELECT and a write: four
-    # round trips on every start_session).
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"INSERT INTO {SessionOwner._meta.db_table} (session_id, token_name, created_at) "
-            "VALUES (%s, %s, now()) ON CONFLICT (session_id) DO UPDATE "
-            "SET token_name = EXCLUDED.token_name", [session_id, context.actor])
-    _remember(session_id, context.actor)
+        return None
+    return context.actor
+
+
+def remember_session_owner(session_id: str, owner: str | None) -> None:
+    """A session just started by ``owner`` (``session_owner``): its entry is fresh."""
+    if owner is not None:
+        _remember(session_id, owner)
 
 
 def check_access(tool: Tool, arguments: dict[str, Any], context: ToolContext
