@@ -12,6 +12,7 @@ that period).
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -80,6 +81,57 @@ def record_job_run(job_name: str) -> Iterator[RunOutcome]:
         metrics.mark_job_success(METRIC_JOB_NAMES.get(job_name, job_name))
 
 
+# The heavy periodic jobs: each reads every active task or the whole graph. They share a
+# period, so they fall due in the same second, and the worker runs two at a time: at 2,000
+# agents that pulse took both cores for seconds and stalled hook calls by hundreds of ms
+# (bench/PROFILE.md), while each alone went unnoticed. They run one at a time, across every
+# stack that shares the database (a session-level advisory lock); one that waits longer
+# than HEAVY_JOB_WAIT_SECONDS runs anyway rather than miss its period.
+HEAVY_JOBS = frozenset({"hot sync", "conflict detection", "graph sync"})
+HEAVY_JOB_LOCK_KEY = 0x6865617679_6A6F62  # "heavy" "job"
+HEAVY_JOB_WAIT_SECONDS = 120.0
+HEAVY_JOB_POLL_SECONDS = 0.2
+
+
+@contextmanager
+def one_heavy_job_at_a_time(job_name: str) -> Iterator[None]:
+    """Wait until no other heavy job runs (no-op for the others); hold the turn while
+    the body runs."""
+    if job_name not in HEAVY_JOBS:
+        yield
+        return
+    held = _wait_for_turn(job_name)
+    try:
+        yield
+    finally:
+        if held:
+            try:
+                with connection.cursor() as cursor:
+                    cursor.execute("SELECT pg_advisory_unlock(%s)", [HEAVY_JOB_LOCK_KEY])
+            except Exception as exc:  # the connection went: so did its lock
+                logger.warning("%s: heavy-job turn not released: %s", job_name, exc)
+
+
+def _wait_for_turn(job_name: str) -> bool:
+    """True once this connection holds the turn; False when the wait ran out or Postgres
+    could not be asked (the job runs anyway, and reports its own database errors)."""
+    deadline = time.monotonic() + HEAVY_JOB_WAIT_SECONDS
+    try:
+        with connection.cursor() as cursor:
+            while True:
+                cursor.execute("SELECT pg_try_advisory_lock(%s)", [HEAVY_JOB_LOCK_KEY])
+                if cursor.fetchone()[0]:
+                    return True
+                if time.monotonic() >= deadline:
+                    logger.warning("%s: another heavy job ran for over %.0f s; running "
+                                   "alongside it", job_name, HEAVY_JOB_WAIT_SECONDS)
+                    return False
+                time.sleep(HEAVY_JOB_POLL_SECONDS)
+    except Exception as exc:
+        logger.warning("%s: could not wait for its turn: %s", job_name, exc)
+        return False
+
+
 # Who a periodic job's tool call is made by, per door.
 JOB_ACTORS = {"task": "celery-beat", "command": "manage.py"}
 
@@ -93,9 +145,10 @@ def run_job(job_name: str, tool: str, arguments: dict[str, Any] | None = None, *
     Beat runs it as transport "task", cron as "command" (``manage.py``). An error is a
     failed run, returned as the spec's error object rather than raised: the next run
     tries again, and a worker must not crash on it. An answer with ``success: false`` is
-    a failed run too.
+    a failed run too. The heavy jobs run one at a time (``one_heavy_job_at_a_time``);
+    the wait for a turn is not part of the recorded run.
     """
-    with record_job_run(job_name) as run:
+    with one_heavy_job_at_a_time(job_name), record_job_run(job_name) as run:
         context = ToolContext(transport, actor=JOB_ACTORS.get(transport, transport),
                               progress=progress)
         try:

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import io
+import threading
+import time
 
+import psycopg
 import pytest
+from django.db import connection, connections
 
 from orchestrator.core import jobruns
 from orchestrator.core.jobruns import record_job_run
@@ -100,3 +104,44 @@ def test_a_failed_command_run_is_recorded_with_its_code(settings, tmp_path):
     run = JobRun.objects.get()
     assert (run.job_name, run.outcome) == ("hot sync", "failed")
     assert run.summary.startswith("E1653: ")
+
+
+def _in_thread(target, *args) -> threading.Thread:
+    def run() -> None:
+        try:
+            target(*args)
+        finally:
+            connections.close_all()
+    thread = threading.Thread(target=run)
+    thread.start()
+    return thread
+
+
+@pytest.mark.django_db(transaction=True)
+def test_heavy_jobs_take_turns_and_light_ones_do_not_wait(monkeypatch):
+    """Hot sync, conflict detection and graph sync fall due in the same second; they run
+    one at a time across stacks (a Postgres advisory lock), and waiting has a limit."""
+    ran: list[tuple[str, float]] = []
+
+    def job(name: str) -> None:
+        with jobruns.one_heavy_job_at_a_time(name):
+            ran.append((name, time.monotonic()))
+
+    with psycopg.connect(**connection.get_connection_params(), autocommit=True) as other:
+        other.execute("SELECT pg_advisory_lock(%s)", [jobruns.HEAVY_JOB_LOCK_KEY])
+        heavy = _in_thread(job, "hot sync")
+        _in_thread(job, "crash sweep").join(10)
+        time.sleep(0.6)
+        assert [name for name, _ in ran] == ["crash sweep"]
+        released = time.monotonic()
+        other.execute("SELECT pg_advisory_unlock(%s)", [jobruns.HEAVY_JOB_LOCK_KEY])
+        heavy.join(10)
+        assert ran[-1][0] == "hot sync" and ran[-1][1] >= released
+        # It gave its turn back.
+        assert other.execute("SELECT pg_try_advisory_lock(%s)",
+                             [jobruns.HEAVY_JOB_LOCK_KEY]).fetchone()[0]
+        # A turn held too long: the job runs anyway once the wait is over.
+        monkeypatch.setattr(jobruns, "HEAVY_JOB_WAIT_SECONDS", 0.5)
+        started = time.monotonic()
+        _in_thread(job, "graph sync").join(10)
+        assert ran[-1][0] == "graph sync" and 0.5 <= ran[-1][1] - started < 5
