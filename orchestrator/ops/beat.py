@@ -61,9 +61,43 @@ class LeaderScheduler(RedBeatScheduler):
 
     def install_schedule(self) -> None:
         """Write this beat's schedule into Redis: definitions replaced, last runs kept,
-        entries no longer in the settings removed (redbeat's setup_schedule)."""
+        entries no longer in the settings removed (redbeat's setup_schedule); then spread
+        the heavy jobs over their period."""
         super().setup_schedule()
+        self._stagger_heavy_jobs()
         self._installed_under = self.lock
+
+    def _stagger_heavy_jobs(self) -> None:
+        """Give the heavy jobs (``jobruns.HEAVY_JOBS``) their own phase in the period when
+        their next runs fall closer together than half of an even spacing.
+
+        Installed together they would fall due in the same second forever: the first
+        install (and the schedule written before this rule existed) gets them 1/n of the
+        period apart, the first one period/n from now. A run advances from the time it
+        was sent, so the phases hold to within beat's lateness; they only take turns
+        (``jobruns.one_heavy_job_at_a_time``) should they ever meet again.
+        """
+        from orchestrator.core.jobruns import HEAVY_JOBS, KNOWN_JOBS  # Django set up by now
+
+        heavy_tasks = {KNOWN_JOBS[name] for name in HEAVY_JOBS}
+        names = sorted(name for name, job in self.app.conf.beat_schedule.items()
+                       if job["task"] in heavy_tasks)
+        entries = [self.Entry.from_key(self.Entry.generate_key(self.app, name), app=self.app)
+                   for name in names]
+        if len(entries) < 2:
+            return
+        periods = [entry.schedule.run_every for entry in entries]
+        # Not ``entry.score`` (redbeat's candidate time, which is only exact for an entry
+        # that has just run): the next run is one period after the last.
+        due = sorted((entry.last_run_at + period).timestamp()
+                     for entry, period in zip(entries, periods, strict=True))
+        spacing = min(periods).total_seconds() / len(entries)
+        if min(b - a for a, b in zip(due, due[1:], strict=False)) >= spacing / 2:
+            return
+        now = self.app.now()
+        for number, (entry, period) in enumerate(zip(entries, periods, strict=True), 1):
+            entry.reschedule(last_run_at=now - period + period * number / len(entries))
+        logger.info("beat: %s spread over their period", ", ".join(names))
 
     def tick(self, *args: Any, **kwargs: Any) -> float:
         if self.lock_key and self.lock is None:

@@ -188,3 +188,44 @@ def test_settings_give_a_quick_failover(settings):
     assert conf.beat_max_loop_interval == settings.BEAT_LOCK_TIMEOUT_SECONDS / 6
     assert conf.redbeat_redis_url == settings.CELERY_BROKER_URL
     assert conf.redbeat_key_prefix == BEAT_KEY_PREFIX
+
+
+def test_the_heavy_jobs_are_spread_over_their_period(beat_schedule, settings):
+    """Hot sync, conflict detection and graph sync share a period: installed together
+    they would fall due in the same second every time. The leader gives each its own
+    third of the period, keeps phases that are already apart, and spreads again the
+    phases of a schedule that has them together."""
+    settings.HOT_SYNC_INTERVAL_SECONDS = settings.CONFLICT_DETECTION_INTERVAL_SECONDS = 300
+    settings.GRAPH_SYNC_INTERVAL_SECONDS = 300
+    settings.ENABLE_CONFLICT_DETECTION = settings.ENABLE_NEO4J = True
+    beat_schedule()
+    heavy = ("detect conflicts", "sync graph", "sync hot context")
+
+    def due_in() -> list[float]:
+        return [round(entry(name).is_due()[1]) for name in heavy]
+
+    beat = scheduler([])
+    lead(beat)
+    beat.tick()
+    first = due_in()
+    assert [abs(seconds - expected) <= 2 for seconds, expected in
+            zip(first, (100, 200, 300), strict=True)] == [True] * 3, first
+    assert entry(RETENTION).is_due()[1] > 86000  # left alone
+    beat.close()
+
+    # Another leader later finds them apart and leaves them so ...
+    again = scheduler([])
+    lead(again)
+    again.tick()
+    assert [abs(a - b) <= 2 for a, b in zip(due_in(), first, strict=True)] == [True] * 3
+    again.close()
+    # ... but spreads a schedule that has them together (written before this rule).
+    together = datetime.now(UTC) - timedelta(seconds=50)
+    for name in heavy:
+        entry(name).reschedule(together)
+    last = scheduler([])
+    lead(last)
+    last.tick()
+    spread = sorted(due_in())
+    assert min(b - a for a, b in zip(spread, spread[1:], strict=False)) >= 98, spread
+    last.close()
