@@ -1,8 +1,8 @@
 """Handoff notes between sessions of one project (seed 001 AD-2): a note left in one clone
 or worktree of a repository is read by the next session in any other of the same project.
 
-Exactly one active handoff per project: the partial unique index enforces it and
-``leave_handoff`` replaces the previous one in the caller's transaction. Starting
+Exactly one active handoff per project: the partial unique index enforces it and an
+ending session replaces the previous one in its transaction (``LEAVE_STATEMENTS``). Starting
 sessions read it without deactivating it (``CONSUME_ACTIVE_SQL``). A transaction-
 scoped advisory lock per project serialises concurrent replacements, so two sessions
 ending at once leave the later one active instead of one failing on the index.
@@ -13,27 +13,27 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from django.db import connection
-
 from orchestrator.core.stamps import iso
 from sessions.models import SessionHandoff
 
-
-def _lock_project(project_id: str) -> None:
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_advisory_xact_lock(hashtext('agent_sessions.handoff'), "
-                       "hashtext(%s))", [project_id])
-
-
-def leave_handoff(*, project_id: str, project_dir: str | None, session_id: str,
-                  agent_id: str | None, summary: str,
-                  open_items: list[str]) -> SessionHandoff:
-    """Deactivate the project's active handoff and insert the new one (call in atomic)."""
-    _lock_project(project_id)
-    SessionHandoff.objects.filter(project_id=project_id, active=True).update(active=False)
-    return SessionHandoff.objects.create(project_id=project_id, project_dir=project_dir,
-                                         from_session_id=session_id, from_agent=agent_id,
-                                         summary=summary, open_items=open_items)
+# How an ending session leaves its note (end_session runs these among its statements, in
+# its transaction, once it has ended session %(session)s; ``{ended}`` is the condition
+# saying it did, ``{agent}`` the note's author): the project's lock (a transaction-scoped
+# advisory lock per project, so two sessions ending at once leave the later note active
+# instead of one failing on the index), the active note deactivated, the new one
+# inserted, active.
+LEAVE_STATEMENTS = (
+    "SELECT pg_advisory_xact_lock(hashtext('agent_sessions.handoff'), hashtext(s.project_id))"
+    " FROM {sessions} s WHERE s.session_id = %(session)s AND {ended}",
+    f"UPDATE {SessionHandoff._meta.db_table} SET active = false WHERE active "
+    "AND project_id = (SELECT s.project_id FROM {sessions} s "
+    "WHERE s.session_id = %(session)s AND {ended})",
+    f"INSERT INTO {SessionHandoff._meta.db_table} (id, project_id, project_dir, "
+    "from_session_id, from_agent, summary, open_items, active, created_at) "
+    "SELECT gen_random_uuid(), s.project_id, s.project_dir, s.session_id, {agent}, "
+    "%(summary)s, %(open_items)s::jsonb, true, now() FROM {sessions} s "
+    "WHERE s.session_id = %(session)s AND {ended}",
+)
 
 
 # How a starting session reads the project's active note (start_session runs it inside

@@ -8,7 +8,7 @@ import uuid
 from typing import Any
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import transaction
 
 from contexts.services.tasks import project_of_task
 from orchestrator.backends import prepared
@@ -19,7 +19,7 @@ from orchestrator.core.projects import default_project, require_project
 from orchestrator.core.stamps import iso
 from orchestrator.observability import metrics
 from sessions import signals
-from sessions.models import ActiveSession
+from sessions.models import ActiveSession, SessionHandoff
 from sessions.services import agent_context, handoffs, markers, notifications, recovery
 from sessions.services.common import (
     DETAIL_TABLE,
@@ -233,38 +233,53 @@ def beat(session_id: str, *, task_id: str | None = None,
             "paused": bool(row["paused"])}, bool(row["notices_waiting"])
 
 
+# end_session in one round trip (it was nine: BEGIN, the detail lock, the end, the count,
+# the handoff's lock, deactivation and insert, COMMIT, and the history row after): prepared
+# statements in one pipeline, one transaction. The end marks the transaction
+# (``_ENDING``, transaction-local) only if it ended the session, and what follows does its
+# work only under that mark: a session that was not live gets no note. The mark is
+# cleared first, for a caller inside a longer transaction.
+_ENDING = "orchestrator.ending_session"
+_ENDED = f"current_setting('{_ENDING}', true) = %(session)s::varchar"
+_END_STATEMENTS = (
+    f"SELECT set_config('{_ENDING}', '', true)",
+    # The detail row first: event appends take it too, so none can slip in between this
+    # end and its commit (seed 002: no events after the end).
+    f"SELECT agent_id FROM {DETAIL_TABLE} WHERE session_id = %(session)s FOR UPDATE",
+    f"UPDATE {sessions_table()} SET status = 'ended', ended_at = now(), "
+    "recovery_needed = FALSE WHERE session_id = %(session)s "
+    f"AND status IN ('active', 'compacted') RETURNING set_config('{_ENDING}', session_id, true)",
+    *(statement.format(sessions=sessions_table(), ended=f"{_ENDED} AND %(leave)s",
+                       agent=f"COALESCE(%(agent)s, (SELECT d.agent_id FROM {DETAIL_TABLE} d "
+                             "WHERE d.session_id = s.session_id))")
+      for statement in handoffs.LEAVE_STATEMENTS),
+    f"""SELECT s.started_at, s.ended_at, s.task_id, s.project_id, s.project_dir,
+       {_ENDED} AS ended_now, COALESCE(%(agent)s, d.agent_id) AS agent_id,
+       (SELECT count(DISTINCT v.task_id) FROM {qualified('context_versions')} v
+        WHERE v.project_id = s.project_id AND v.session_id = s.session_id) AS tasks_worked,
+       {", ".join(f"h.{f.column} AS handoff_{f.column}" for f in handoffs.HANDOFF_FIELDS)}
+FROM {sessions_table()} s
+LEFT JOIN {DETAIL_TABLE} d ON d.session_id = s.session_id
+LEFT JOIN {SessionHandoff._meta.db_table} h ON h.project_id = s.project_id AND h.active
+     AND h.from_session_id = s.session_id AND {_ENDED} AND %(leave)s
+WHERE s.session_id = %(session)s""",
+)
+
+
 def end_session(session_id: str, *, summary: str | None = None,
                 open_items: list[str] | None = None,
                 agent_id: str | None = None) -> dict[str, Any]:
     open_items = open_items or []
-    with transaction.atomic():
-        with connection.cursor() as cursor:
-            # Lock the detail row first: event appends take it too, so none can slip in
-            # between this end and its commit (seed 002: no events after the end).
-            cursor.execute(f"SELECT agent_id FROM {DETAIL_TABLE} WHERE session_id = %s "
-                           "FOR UPDATE", [session_id])
-            detail = cursor.fetchone()
-            cursor.execute(
-                f"UPDATE {sessions_table()} SET status = 'ended', ended_at = now(), "
-                "recovery_needed = FALSE WHERE session_id = %s "
-                "AND status IN ('active', 'compacted') "
-                "RETURNING started_at, ended_at, task_id, project_id, project_dir",
-                [session_id])
-            row = cursor.fetchone()
-            if row is None:
-                raise refuse_for_status(session_id, session_status(session_id),
-                                        action="ending it")
-            cursor.execute(f"SELECT count(DISTINCT task_id) FROM {qualified('context_versions')}"
-                           " WHERE project_id = %s AND session_id = %s", [row[3], session_id])
-            tasks_worked = cursor.fetchone()[0]
-        started_at, ended_at, task_id, project_id, project_dir = row
-        agent_id = agent_id or (detail[0] if detail else None)
-        handoff = None
-        if summary or open_items:
-            handoff = handoffs.leave_handoff(
-                project_id=project_id, project_dir=project_dir, session_id=session_id,
-                agent_id=agent_id, summary=summary or "", open_items=open_items)
-        announce_end(session_id, "ended")
+    row = prepared.fetch_one_after(_END_STATEMENTS, {
+        "session": session_id, "agent": agent_id, "summary": summary or "",
+        "open_items": json.dumps(open_items), "leave": bool(summary or open_items)})
+    if row is None or not row["ended_now"]:
+        raise refuse_for_status(session_id, session_status(session_id), action="ending it")
+    started_at, ended_at, task_id = row["started_at"], row["ended_at"], row["task_id"]
+    project_id, agent_id = row["project_id"], row["agent_id"]
+    tasks_worked = row["tasks_worked"]
+    handoff = handoffs.handoff_from_columns(row, "handoff_")
+    announce_end(session_id, "ended")
     duration = (ended_at - started_at).total_seconds() if started_at else None
     logger.info("Session ended", extra={"sessionId": session_id, "projectId": project_id,
                                         "duration": duration, "tasksWorked": tasks_worked})

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 import pytest
 from django.db import connection
 
+from bench.roundtrips import PostgresTrace
 from contexts.services.projects import create_project
 from sessions.models import SessionHandoff
 from sessions.services import lifecycle, notifications
@@ -98,6 +99,37 @@ def test_a_new_handoff_replaces_the_active_one(tools):
     tools.ok("end_session", {"sessionId": "b", "summary": "second"})
     assert list(SessionHandoff.objects.filter(active=True).values_list("summary", flat=True)) \
         == ["second"]
+
+
+@pytest.mark.django_db
+def test_end_session_with_a_note_is_one_database_round_trip(tools):
+    """The end, the task count, the project's lock, the old note's deactivation and the
+    new note: one pipeline of prepared statements, one transaction."""
+    for sid in ("warm", "a", "b"):
+        tools.ok("start_session", {"sessionId": sid, "projectId": "repo"})
+    lifecycle.end_session("warm", summary="prepares the statements")
+    trace = PostgresTrace()
+    with trace.capture():
+        body = lifecycle.end_session("a", summary="parser done", open_items=["tests"])
+    assert trace.round_trips() == 1, trace.statements()
+    assert body["handoff"]["summary"] == "parser done"
+    with trace.capture():
+        assert lifecycle.end_session("b")["handoff"] is None
+    assert trace.round_trips() == 1, trace.statements()
+    assert list(SessionHandoff.objects.filter(project_id="repo", active=True)
+                .values_list("from_session_id", "open_items")) == [("a", ["tests"])]
+
+
+@pytest.mark.django_db
+def test_ending_a_session_that_is_not_live_leaves_no_note(tools):
+    tools.ok("start_session", {"sessionId": "a", "projectId": "repo"})
+    tools.ok("end_session", {"sessionId": "a", "summary": "the real note"})
+    again = tools.call("end_session", {"sessionId": "a", "summary": "a second note"})
+    assert (again.status, again.error_code) == (409, "E1602")
+    ghost = tools.call("end_session", {"sessionId": "ghost", "summary": "from nowhere"})
+    assert (ghost.status, ghost.error_code) == (404, "E1600")
+    assert list(SessionHandoff.objects.values_list("summary", "active")) == [
+        ("the real note", True)]
 
 
 @pytest.mark.django_db(transaction=True)
