@@ -10,13 +10,14 @@ stack. Without ``--url`` it starts that stack the way ``make run`` does on a fre
 and ArcadeDB, then migrate, the web workers, the Celery worker and beat) on a free port,
 waits for ``/healthz`` and issues a token with ``manage.py create_api_token`` first. Then
 the same with two complete stacks (``serve`` twice, two ports) on one launcher's servers,
+each with half of the one stack's web workers (the same cores: ``--stack-workers``),
 calls spread round-robin call by call, and a failover run: N agents (one server's
 capacity) over the two stacks, one stack SIGKILLed halfway, refused calls passed to the
 other, and every save the service acknowledged looked up in Postgres.
 Requests go over a pool of keep-alive HTTP/1.1 connections driven by asyncio streams (no
 httpx: the generator shares the 2 cores with the server, see ``bench.common.RawHttpClient``).
 
-For each N (``--agents``, default 100,250,350,500,1000,2000,4000) the agents start at 25
+For each N (``--agents``, default 100,250,350,500,1000,2000,3000,4000) the agents start at 25
 a second, 10 s pass, then ``--seconds`` are measured, then every open session is ended. It
 prints requests/s, p50/p99 per call, errors, the CPU of each server process group and of
 the generator, and stops at the first N that fails. It ends with the capacity table and
@@ -914,7 +915,7 @@ def create_projects(url: str, token: str, count: int, start: int = 0) -> None:
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--agents", default="100,250,350,500,1000,2000,4000",
+    parser.add_argument("--agents", default="100,250,350,500,1000,2000,3000,4000",
                         help="concurrent agents per level, comma separated")
     parser.add_argument("--seconds", type=float, default=120, help="measured per level")
     parser.add_argument("--ramp", type=float, default=None,
@@ -923,7 +924,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--url", help="a running service (default: start `make run`'s stack)")
     parser.add_argument("--token", default=os.environ.get("ORCHESTRATOR_TOKEN"),
                         help="its API token (write scope)")
-    parser.add_argument("--workers", type=int, help="WEB_WORKERS of the stack started here")
+    parser.add_argument("--workers", type=int,
+                        help="WEB_WORKERS of the one stack started here (default: "
+                             "$WEB_WORKERS, else 2)")
+    parser.add_argument("--stack-workers", type=int,
+                        help="WEB_WORKERS of each of the --servers stacks (default: --workers "
+                             "divided among them, at least 1: the same web workers on the "
+                             "same cores as the one stack)")
     parser.add_argument("--team", type=int, default=8,
                         help="agents per repository (a team's repository; the repositories "
                              "grow with N)")
@@ -1000,6 +1007,18 @@ def failover(args: argparse.Namespace, n: int, server: Stack) -> list[str]:
             f"{len(lost)} of {len(stats.acknowledged_saves)} acknowledged saves lost"]
 
 
+def stack_workers(args: argparse.Namespace, servers: int) -> int:
+    """WEB_WORKERS of each of ``servers`` stacks. Several stacks on this one machine share
+    its cores: by default they split the one stack's web workers between them, so that
+    both rows run as many web processes on the same cores and differ only in being two
+    stacks (with twice the processes, the two-stack row measures the extra processes
+    competing for two cores rather than the stacks' coordination)."""
+    one = args.workers or int(os.environ.get("WEB_WORKERS") or 2)
+    if servers == 1:
+        return one
+    return args.stack_workers or max(1, one // servers)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     levels = [int(x) for x in args.agents.split(",") if x.strip()]
@@ -1016,10 +1035,10 @@ def main(argv: list[str] | None = None) -> int:
     for servers in sorted({1, max(1, args.servers)}):
         print(f"\nstarting {servers} `make run` stack(s) (launcher + serve) ...", flush=True)
         started = time.monotonic()
-        with Stack(args.workers, servers) as server:
+        workers = stack_workers(args, servers)
+        with Stack(workers, servers) as server:
             print(f"services: {', '.join(server.urls)}, up in "
-                  f"{time.monotonic() - started:.0f} s (WEB_WORKERS="
-                  f"{args.workers or os.environ.get('WEB_WORKERS', '2')} each)")
+                  f"{time.monotonic() - started:.0f} s (WEB_WORKERS={workers} each)")
             results[servers] = capacity(args, levels, server.urls, server.token,
                                         server.process.pid)
             if servers > 1 and args.failover_seconds > 0:
