@@ -8,7 +8,6 @@ Only connection failures trip the breaker; a bad query is a bug and is re-raised
 from __future__ import annotations
 
 import contextlib
-import io
 import logging
 import threading
 import time
@@ -25,6 +24,7 @@ T = TypeVar("T")
 _configured_url: str | None = None
 _schema_url: str | None = None
 _lock = threading.Lock()
+_schema_lock = threading.Lock()
 _open_until = 0.0
 CIRCUIT_OPEN_SECONDS = 5.0
 
@@ -109,7 +109,7 @@ def _is_connection_error(exc: BaseException) -> bool:
 
 def cypher(query: str, params: dict[str, Any] | None = None) -> list[list[Any]]:
     """Run one Cypher statement and return its rows; a connection failure trips the breaker."""
-    configure()
+    ensure_schema()
     from neomodel import db
 
     try:
@@ -124,7 +124,7 @@ def cypher(query: str, params: dict[str, Any] | None = None) -> list[list[Any]]:
 
 def write(statements: list[tuple[str, dict[str, Any]]]) -> None:
     """Run several Cypher statements in one transaction (ArcadeDB needs it for atomicity)."""
-    configure()
+    ensure_schema()
     from neomodel import db
 
     def run_all() -> None:
@@ -141,35 +141,58 @@ def write(statements: list[tuple[str, dict[str, Any]]]) -> None:
         raise
 
 
-def ensure_schema() -> None:
-    """Install the unique indexes of graph.nodes once per server URL.
+def schema_statements() -> list[str]:
+    """The graph's indexes as graph.nodes declares them (a unique constraint per
+    ``unique_index`` property, an index per ``index`` one), each created only if missing:
+    ``IF NOT EXISTS``, which Neo4j 5 and ArcadeDB both accept, under neomodel's own names,
+    so a schema neomodel installed earlier counts as present."""
+    from graph.nodes import NODE_CLASSES
 
-    ArcadeDB refuses to re-create an existing constraint, so labels are removed first;
-    on Neo4j 5 this is merely redundant work.
+    statements = []
+    for cls in NODE_CLASSES:
+        label = cls.__label__
+        for name, prop in cls.defined_properties(aliases=False, rels=False).items():
+            column = prop.get_db_property_name(name)
+            if prop.unique_index:
+                statements.append(
+                    f"CREATE CONSTRAINT constraint_unique_{label}_{column} IF NOT EXISTS "
+                    f"FOR (n:{label}) REQUIRE n.{column} IS UNIQUE")
+            elif prop.index:
+                statements.append(f"CREATE INDEX index_{label}_{column} IF NOT EXISTS "
+                                  f"FOR (n:{label}) ON (n.{column})")
+    return statements
+
+
+def ensure_schema(*, force: bool = False) -> None:
+    """Install the graph's unique indexes, once per process and server URL (``force``:
+    again, for the full sync that repairs a graph server which lost its data).
+
+    Every write and read asks for it first, so a new graph gets its indexes before its
+    first node: without them each MERGE by id scans every node of its label, and a graph
+    that only grows (one Session node per session) makes every outbox drain slower than
+    the last. Idempotent, nothing dropped: any process may run it while others write.
     """
     global _schema_url
     configure()
-    if _schema_url == _configured_url:
+    if _schema_url == _configured_url and not force:
         return
     from neomodel import db
 
-    from graph.nodes import NODE_CLASSES
-
-    quiet = io.StringIO()  # neomodel narrates every index it drops or creates
-    # ArcadeDB lists constraints it will not drop (property types) and refuses to create an
-    # index twice, so each step is tried on its own; only a lost connection is fatal.
-    steps = [lambda: db.remove_all_labels(stdout=quiet)]
-    steps += [lambda cls=cls: db.install_labels(cls, quiet=True, stdout=quiet)
-              for cls in NODE_CLASSES]
-    for step in steps:
-        try:
-            step()
-        except Exception as exc:
-            if _is_connection_error(exc):
-                trip()
-                raise
-            logger.info("graph schema step skipped: %s", str(exc).splitlines()[0][:200])
-    _schema_url = _configured_url
+    with _schema_lock:
+        if _schema_url == _configured_url and not force:
+            return
+        for statement in schema_statements():
+            try:
+                _within_read_timeout(lambda statement=statement: db.cypher_query(statement))
+            except Exception as exc:
+                if _is_connection_error(exc):
+                    trip()
+                    raise
+                # Another process creating the same index at this moment, or a server
+                # that cannot build it (duplicates): the mirror works without, slower.
+                logger.warning("graph schema: %s: %s", statement.split(" IF ")[0],
+                               str(exc).splitlines()[0][:200] if str(exc) else exc)
+        _schema_url = _configured_url
 
 
 def health() -> str:

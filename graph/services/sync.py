@@ -258,7 +258,7 @@ def sync_graph() -> dict[str, Any]:
     try:
         with outbox.exclusive():
             covered = outbox.queued_ids()
-            backend.ensure_schema()
+            backend.ensure_schema(force=True)  # a server that lost its data lost these too
             tasks, task_ids = _sync_tasks()
             report = {"tasks": tasks, "agents": _sync_agent_types(),
                       "edges": _sync_edges(task_ids), "sessions": _sync_sessions(task_ids)}
