@@ -3,8 +3,11 @@ caller's transaction or when a lock may object, and the same result either way."
 
 from __future__ import annotations
 
+import logging
 import threading
+import time
 
+import psycopg
 import pytest
 from django.db import connection, transaction
 
@@ -14,7 +17,9 @@ from contexts.services.key_files import append_key_files
 from contexts.services.tasks import create_task
 from contexts.services.validation import LIST_LIMITS
 from locks import services as locks
+from orchestrator.core.db import qualified
 from orchestrator.core.errors import OrchestratorError
+from tests.processes import database_url
 
 pytestmark = pytest.mark.django_db(transaction=True)
 LIMIT = LIST_LIMITS["keyFiles"][0]
@@ -117,3 +122,57 @@ def test_concurrent_appends_list_each_path_once():
     # Each path is reported added by exactly one of the writers.
     reported = [path for paths in added.values() for path in paths]
     assert sorted(reported) == sorted(key_files)
+
+
+def test_an_append_aborted_to_break_a_deadlock_runs_again(caplog):
+    """The cycle seen at 3,000 agents, on the real Postgres: another transaction writes a
+    version of one task of the project (so holds the project's storage count row of its
+    backend's slot, pid modulo 16) and then locks a second task, while the one-statement
+    append holds that second task and waits for the same count row. Postgres aborts the
+    append (it waited first); it runs again once the other transaction is through."""
+    create_task("kf-y", {"name": "Written first by the other transaction"})
+    create_task("kf-x", {"name": "Appended to"})
+    pid_known, other_holds_count = threading.Event(), threading.Event()
+    appender: dict[str, object] = {}
+
+    def append() -> None:
+        try:
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT pg_backend_pid()")
+                appender["pid"] = cursor.fetchone()[0]
+            pid_known.set()
+            assert other_holds_count.wait(10)
+            appender["added"] = append_key_files("kf-x", ["shared.py"], session_id="s-x")
+        except Exception as exc:  # asserted below
+            appender["error"] = exc
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=append)
+    thread.start()
+    assert pid_known.wait(10)
+    spare, other = [], None
+    try:
+        while other is None:  # a backend sharing the appender's storage slot
+            candidate = psycopg.connect(database_url())
+            if candidate.info.backend_pid % 16 == appender["pid"] % 16:
+                other = candidate
+            else:
+                spare.append(candidate)
+        with caplog.at_level(logging.INFO, logger="orchestrator"):
+            other.execute(f"UPDATE {qualified('task_contexts')} SET current_phase = 'other' "
+                          "WHERE task_id = 'kf-y'")
+            other_holds_count.set()
+            time.sleep(0.3)  # the append holds kf-x and waits for the count row by now
+            other.execute(f"SELECT 1 FROM {qualified('task_contexts')} "
+                          "WHERE task_id = 'kf-x' FOR UPDATE")
+            other.commit()
+            thread.join(30)
+    finally:
+        for conn in [*spare, *([other] if other else [])]:
+            conn.close()
+    assert "error" not in appender, appender.get("error")
+    assert appender["added"] == ["shared.py"]
+    assert TaskContext.objects.get(task_id="kf-x").key_files == ["shared.py"]
+    assert TaskContext.objects.get(task_id="kf-y").current_phase == "other"
+    assert "transaction retried after 40P01" in caplog.text

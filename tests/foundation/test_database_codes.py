@@ -10,7 +10,7 @@ import socket
 from collections.abc import Iterator
 
 import pytest
-from django.db import connections
+from django.db import OperationalError, connection, connections, transaction
 
 from orchestrator.core.errors import OrchestratorError
 from orchestrator.core.tools import registry
@@ -76,3 +76,15 @@ def test_the_codes_are_unchanged_while_postgres_answers(tools):
     answer = tools.call("check_recovery", {"markRecovered": "ghost"})
     assert (answer.status, answer.error_code) == (404, "E1631")
     assert "sessions" in tools.ok("check_recovery", {})
+
+
+@pytest.mark.django_db
+def test_a_deadlock_that_ran_out_of_retries_is_not_called_unreachable():
+    """E1654 (503: retry) all the same, but the message says what happened; the error is
+    the real one Postgres raises in a deadlock's victim (SQLSTATE 40P01)."""
+    with (pytest.raises(OperationalError) as caught, transaction.atomic(),
+          connection.cursor() as cursor):
+        cursor.execute("DO $$ BEGIN RAISE EXCEPTION USING ERRCODE = '40P01'; END $$")
+    message = registry.unavailable_message(caught.value)
+    assert message.startswith("PostgreSQL aborted this call's transaction to break a "
+                              "deadlock"), message

@@ -96,9 +96,15 @@ def validate_input(tool: Tool, arguments: Any) -> dict[str, Any]:
 
 
 def unavailable_message(exc: BaseException) -> str:
-    """E1654's message: a query cut off by statement_timeout is not an unreachable server."""
+    """E1654's message: a query cut off by statement_timeout, or aborted to break a
+    deadlock, is not an unreachable server."""
     if isinstance(exc.__cause__, psycopg.errors.QueryCanceled):
         return "PostgreSQL did not answer within the statement timeout"
+    if isinstance(exc.__cause__, psycopg.errors.DeadlockDetected
+                  | psycopg.errors.SerializationFailure):
+        # Retried where that is safe (orchestrator.core.db); this one ran out of tries.
+        return ("PostgreSQL aborted this call's transaction to break a deadlock with "
+                "another call; retry it")
     return "PostgreSQL is unreachable"
 
 
