@@ -95,7 +95,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--only", default=",".join(SLICES),
                         help=f"slices to run, comma separated, of {','.join(SLICES)} "
                         "(default all)")
-    parser.add_argument("--agents", default="100,250,350,500,1000,2000,3000,4000",
+    parser.add_argument("--agents", default="100,250,350,500,1000,1500,2000,3000,4000",
                         help="the agents slice's load levels (python -m bench.agents --agents)")
     parser.add_argument("--agents-seconds", type=float, default=120,
                         help="measured seconds per load level of the agents slice")

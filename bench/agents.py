@@ -17,8 +17,8 @@ other, and every save the service acknowledged looked up in Postgres.
 Requests go over a pool of keep-alive HTTP/1.1 connections driven by asyncio streams (no
 httpx: the generator shares the 2 cores with the server, see ``bench.common.RawHttpClient``).
 
-For each N (``--agents``, default 100,250,350,500,1000,2000,3000,4000) the agents start at 25
-a second, 10 s pass, then ``--seconds`` are measured, then every open session is ended. It
+For each N (``--agents``, default 100,250,350,500,1000,1500,2000,3000,4000) the agents
+start at 25 a second, 10 s pass, then ``--seconds`` are measured, then every open session is ended. It
 prints requests/s, p50/p99 per call, errors, the CPU of each server process group and of
 the generator, and stops at the first N that fails. It ends with the capacity table and
 ``capacity: N agents on one server, M on two``: the largest N whose every hook call's p99
@@ -915,7 +915,7 @@ def create_projects(url: str, token: str, count: int, start: int = 0) -> None:
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--agents", default="100,250,350,500,1000,2000,3000,4000",
+    parser.add_argument("--agents", default="100,250,350,500,1000,1500,2000,3000,4000",
                         help="concurrent agents per level, comma separated")
     parser.add_argument("--seconds", type=float, default=120, help="measured per level")
     parser.add_argument("--ramp", type=float, default=None,
