@@ -1,6 +1,7 @@
 """Beat leadership (orchestrator/ops/beat.py): schedulers built in this process against the
-test Redis, their sends recorded instead of published. The real processes, two stacks
-and a leader killed with -9, are in tests/e2e/test_two_stacks.py."""
+test Redis, their sends published to it and also listed, so a test can say what was sent.
+Redis being unreachable is a real client on a port where nothing listens. The real
+processes, two stacks and a leader killed with -9, are in tests/e2e/test_two_stacks.py."""
 
 from __future__ import annotations
 
