@@ -21,7 +21,12 @@ from django.db import DatabaseError, InterfaceError, OperationalError
 from orchestrator.core.errors import OrchestratorError, storage_quota_exceeded
 from orchestrator.core.tools.access import check_access
 from orchestrator.core.tools.definition import Tool, ToolContext
-from orchestrator.core.tools.input_checks import quick_validator_for, scan_input, validator_for
+from orchestrator.core.tools.input_checks import (
+    format_problem,
+    quick_validator_for,
+    scan_input,
+    validator_for,
+)
 from orchestrator.observability import metrics, tracing
 from orchestrator.observability.logformat import call_project
 
@@ -83,7 +88,8 @@ def validate_input(tool: Tool, arguments: Any) -> dict[str, Any]:
     errors = sorted(tool.validator.iter_errors(arguments), key=lambda e: list(e.absolute_path))
     if errors:
         details = [
-            {"field": ".".join(str(p) for p in e.absolute_path) or "(root)", "problem": e.message}
+            {"field": ".".join(str(p) for p in e.absolute_path) or "(root)",
+             "problem": format_problem(e)}
             for e in errors[:20]
         ]
         first = details[0]
