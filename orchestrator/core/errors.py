@@ -177,6 +177,22 @@ def storage_quota_exceeded(exc: BaseException) -> OrchestratorError | None:
     return None
 
 
+def failure_reason(exc: BaseException) -> str:
+    """What an answer may say about a backend's failure: the kind of error, and its
+    SQLSTATE (Postgres) or status code (Bolt) when it has one. Never the server's message:
+    Postgres quotes the statement, the row's values and the names of tables and columns
+    (another caller's data among them), Bolt servers the query. The caller logs the whole
+    message server-side, where an operator reads it."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        code = getattr(seen, "sqlstate", None) or getattr(seen, "code", None)
+        if isinstance(code, str) and code:
+            label = "SQLSTATE" if getattr(seen, "sqlstate", None) else "code"
+            return f"{type(seen).__name__} ({label} {code})"
+        seen = seen.__cause__
+    return type(exc).__name__
+
+
 def error_body(code: str, message: str, details: Any = None) -> dict[str, Any]:
     error: dict[str, Any] = {"code": code, "message": message}
     if details is not None:

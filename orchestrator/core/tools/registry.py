@@ -18,7 +18,7 @@ from typing import Any
 import psycopg
 from django.db import DatabaseError, InterfaceError, OperationalError
 
-from orchestrator.core.errors import OrchestratorError, storage_quota_exceeded
+from orchestrator.core.errors import OrchestratorError, failure_reason, storage_quota_exceeded
 from orchestrator.core.tools.access import check_access
 from orchestrator.core.tools.definition import Tool, ToolContext
 from orchestrator.core.tools.input_checks import (
@@ -118,8 +118,9 @@ def database_failure(tool: Tool, exc: BaseException, code: str,
                      message: str) -> OrchestratorError:
     """A database failure in ``tool``: ``code`` (E1654 unreachable, E1699 other), or the
     tool's own spec code (``Tool.database_code``) with the status ``code`` has (503 while
-    the database is unreachable) and ``code`` as details.cause."""
-    reason = str(exc)[:200]
+    the database is unreachable) and ``code`` as details.cause. details.reason is the
+    error's kind, never Postgres's message (``failure_reason``): the caller logged that."""
+    reason = failure_reason(exc)
     if tool.database_code is None:
         return OrchestratorError(code, message, {"reason": reason})
     status = OrchestratorError(code).http_status
