@@ -13,7 +13,6 @@ from orchestrator.core.stamps import now_iso
 from orchestrator.core.tools import Tool, ToolContext, register
 from orchestrator.core.tools.access import (
     remember_session_owner,
-    session_argument,
     session_owner,
 )
 from orchestrator.core.tools.schema import (
@@ -221,7 +220,6 @@ register(Tool(
                                          "heartbeat leaves the pause as it is")},
                       ["success", "sessionId", "lastHeartbeat"]),
     handler=_heartbeat,
-    writes_session=session_argument,
 ))
 
 
@@ -246,7 +244,6 @@ register(Tool(
                        "handoff": HANDOFF, "notificationStatus": NOTIFICATION_STATUS},
                       ["success", "sessionId", "status", "endedAt", "notificationStatus"]),
     handler=_end,
-    writes_session=session_argument,
 ))
 
 
@@ -316,7 +313,6 @@ register(Tool(
                       ["success", "sessionId", "compactionNumber", "fullReloadDue",
                        "resumePrompt"]),
     handler=_report_compaction,
-    writes_session=session_argument,
 ))
 
 
@@ -355,7 +351,6 @@ register(Tool(
                       ["success", "sessionId", "status", "compactionNumber", "fullReload",
                        "alreadyCompleted"]),
     handler=_complete_compaction,
-    writes_session=session_argument,
     validation_code="E1612",
 ))
 
@@ -403,7 +398,6 @@ register(Tool(
                       ["success", "sessionId", "paused", "alreadyPaused", "reason",
                        "pausedAt", "resetsAt"]),
     handler=_pause,
-    writes_session=session_argument,
     validation_code="E1612",
 ))
 
@@ -430,7 +424,6 @@ register(Tool(
                                                         "to validate before new work")},
                       ["success", "sessionId", "paused", "wasPaused", "resumeCount"]),
     handler=_resume,
-    writes_session=session_argument,
     validation_code="E1612",
 ))
 
@@ -459,7 +452,6 @@ register(Tool(
                        "sequence": integer(), "type": string(), "role": string(),
                        "createdAt": TIMESTAMP}, ["success", "sessionId", "sequence"]),
     handler=_append,
-    writes_session=session_argument,
 ))
 
 
@@ -518,7 +510,6 @@ register(Tool(
                      ["sessionId", "patch"]),
     output_schema=SCRATCHPAD,
     handler=_update_scratchpad,
-    writes_session=session_argument,
 ))
 
 
@@ -568,7 +559,6 @@ register(Tool(
                       ["success", "sessionId", "taskId", "recorded", "keyFilesAdded",
                        "lastHeartbeat"]),
     handler=_record_activity,
-    writes_session=session_argument,
 ))
 
 
@@ -658,6 +648,5 @@ register(Tool(
                        "status": {"const": "crashed"}, "timestamp": TIMESTAMP},
                       ["success", "sessionId", "status", "timestamp"]),
     handler=_mark_crashed,
-    writes_session=session_argument,
     internal=True,
 ))

@@ -19,7 +19,7 @@ import psycopg
 from django.db import DatabaseError, InterfaceError, OperationalError
 
 from orchestrator.core.errors import OrchestratorError, failure_reason, storage_quota_exceeded
-from orchestrator.core.tools.access import check_access
+from orchestrator.core.tools.access import check_access, session_argument
 from orchestrator.core.tools.definition import Tool, ToolContext
 from orchestrator.core.tools.input_checks import (
     format_problem,
@@ -44,8 +44,16 @@ _AFTER_CALL: list[AfterCallHook] = []
 def register(tool: Tool) -> Tool:
     if tool.name in _TOOLS:
         raise ValueError(f"tool {tool.name!r} registered twice")
+    writes_session = tool.writes_session
+    if writes_session is None and not tool.read_only and "sessionId" not in tool.creates \
+            and "sessionId" in tool.input_schema.get("properties", {}):
+        # A write naming a session (the saver of a version, the author of a checkpoint or
+        # resolution) names the caller's own: otherwise a token could record its writes
+        # under another token's session and forge the audit trail (issue 34).
+        writes_session = session_argument
     tool = Tool(**{**tool.__dict__, "validator": validator_for(tool.input_schema),
-                   "quick_validator": quick_validator_for(tool.input_schema)})
+                   "quick_validator": quick_validator_for(tool.input_schema),
+                   "writes_session": writes_session})
     _TOOLS[tool.name] = tool
     return tool
 
