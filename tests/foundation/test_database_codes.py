@@ -136,3 +136,18 @@ def test_a_database_error_answers_without_its_message(live_api, failing_event_in
     for text in (answer.text, json.dumps(over_mcp.structured_content),
                  over_mcp.content[0].text):
         assert "secret_column" not in text and "SELECT" not in text and "INSERT" not in text
+
+
+@pytest.mark.django_db
+def test_a_redis_failure_answers_without_its_message(tools, settings):
+    """Redis's words (here: the address it could not reach) stay in the log too."""
+    from tests.conftest import free_port
+
+    tools.ok("create_task", {"taskId": "t-redis", "name": "Redis down"})
+    session = tools.ok("start_session", {"taskId": "t-redis"})["sessionId"]
+    port = free_port()
+    settings.REDIS_URL = f"redis://127.0.0.1:{port}/0"
+    answer = tools.call("acquire_task_lock", {"taskId": "t-redis", "sessionId": session})
+    assert answer.error_code == "E1650", answer.body
+    assert answer.body["error"]["details"]["reason"] == "ConnectionError"
+    assert str(port) not in json.dumps(answer.body)
