@@ -164,6 +164,11 @@ BAD_DATE_TIMES = {
 }
 GOOD_DATE_TIMES = ["2026-11-27T10:00:00Z", "2026-11-27T10:00:00.123456+05:30",
                    "2026-11-27 10:00", "9998-12-31T23:59:59+14:00", "1970-01-01T00:00:00Z"]
+EDGE_DATE_TIMES = ["2026-11-27t10:00:00z", "2026-11-27T10:00:60Z", "2026-11-27T24:00:00Z",
+                   "2024-02-29T10:00:00Z", "1970-01-01T00:00:00+00:01", "1971-01-01T00:00:00+14:00",
+                   "9997-12-31T23:59:59-14:00", "9998-12-31T23:59:59-00:01",
+                   "2026-11-27T10:00:00+14:01", "2026-11-27T10:00:00.1234567891Z",
+                   "+12026-11-27T10:00:00Z", "２０２６-11-27T10:00:00Z"]
 # What an answer must never carry: Postgres's words or a statement.
 DATABASE_WORDS = ("postgres", "psycopg", "sqlstate", "select ", "insert ", "update ",
                   "timestamptz", "out of range", "too small", "displacement", "line 1")
@@ -215,6 +220,10 @@ def test_every_date_time_input_is_checked_by_both_validators():
                 arguments = _minimal_with(tool.input_schema, path, value)
                 assert not tool.quick_validator.is_valid(arguments), (tool.name, path, value)
                 assert list(tool.validator.iter_errors(arguments)), (tool.name, path, value)
+            for value in [*GOOD_DATE_TIMES, *EDGE_DATE_TIMES]:
+                arguments = _minimal_with(tool.input_schema, path, value)
+                if tool.quick_validator.is_valid(arguments):
+                    assert not list(tool.validator.iter_errors(arguments)), (tool.name, value)
             checked += 1
     assert checked >= 2  # pause_session.resetsAt, record_activity.toolUses[].timestamp
 
