@@ -45,6 +45,9 @@ _CODES = [
     ErrorCode("E1616", "RELATIONSHIP_CYCLE", 409, "Relationship would close a cycle"),
     ErrorCode("E1617", "STORAGE_QUOTA_EXCEEDED", 413,
               "The project's stored versions and checkpoints would pass its size limit"),
+    # A token's calls (REST tools, MCP, browsing: one budget) passed API_RATE_LIMIT; the
+    # answer carries Retry-After (orchestrator.web.ratelimit).
+    ErrorCode("E1618", "RATE_LIMITED", 429, "Too many requests for this token"),
     # Checkpoint errors (E1620-E1629)
     ErrorCode("E1620", "CHECKPOINT_CREATION_FAILED", 500, "Could not create checkpoint"),
     ErrorCode("E1621", "INVALID_CHECKPOINT_SCOPE", 400, "Invalid scope configuration"),
