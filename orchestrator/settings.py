@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from orchestrator.config import ConfigError, load_settings
+from orchestrator.core import private_files
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -23,18 +24,13 @@ except ConfigError as exc:
 def _secret_key() -> str:
     if os.environ.get("DJANGO_SECRET_KEY"):
         return os.environ["DJANGO_SECRET_KEY"]
-    # Development default: a random key persisted under .data/ so sessions survive restarts.
-    key_file = BASE_DIR / ".data" / "secret_key"
+    # Development default: a random key persisted under .data/ so sessions survive restarts,
+    # created 0600 in a 0700 directory (a key left 0644 by an older version is narrowed):
+    # whoever reads it can forge console sessions.
     try:
-        return key_file.read_text().strip()
-    except OSError:
-        key = secrets.token_urlsafe(50)
-        try:
-            key_file.parent.mkdir(parents=True, exist_ok=True)
-            key_file.write_text(key)
-        except OSError:
-            pass
-        return key
+        return private_files.secret(BASE_DIR / ".data" / "secret_key", nbytes=50)
+    except OSError:  # a read-only checkout: a key for this process only
+        return secrets.token_urlsafe(50)
 
 
 SECRET_KEY = _secret_key()
