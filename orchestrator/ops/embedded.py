@@ -19,6 +19,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from urllib.parse import quote
 
 import psutil
 
@@ -362,4 +363,5 @@ class Bolt(Server):
 
     def env(self) -> dict[str, str]:
         return {"NEO4J_URI": self.url(), "NEO4J_USER": self.user, "NEO4J_PASSWORD": self.password,
-                "NEOMODEL_DATABASE_URL": f"bolt://{self.user}:{self.password}@127.0.0.1:{self.port}"}
+                "NEOMODEL_DATABASE_URL": f"bolt://{quote(self.user, safe='')}:"
+                                         f"{quote(self.password, safe='')}@127.0.0.1:{self.port}"}
