@@ -93,3 +93,24 @@ def test_bolt_password_with_url_characters_logs_in(bolt_with_awkward_password, s
         assert backend.cypher("RETURN 1 AS one") == [[1]]
     finally:
         backend.reset()  # the settings fixture puts the suite's server back
+
+
+@pytest.mark.django_db
+def test_database_url_options_reach_pg_dump(settings, tmp_path):
+    """backup / restore run pg_dump and pg_restore with the same libpq options."""
+    from orchestrator.ops import backup
+
+    bindir = backup.client_binaries()
+    database = settings.DATABASES["default"]
+
+    def dump(sslmode: str) -> subprocess.CompletedProcess:
+        options = {**database["OPTIONS"], "sslmode": sslmode}
+        env = backup._client_env({**database, "OPTIONS": options})
+        assert env["PGSSLMODE"] == sslmode and "PGOPTIONS" not in env
+        return subprocess.run([str(bindir / "pg_dump"), "--schema-only",
+                               f"--file={tmp_path / 'schema.sql'}"],
+                              env=env, capture_output=True, text=True, timeout=60)
+
+    assert dump("disable").returncode == 0
+    refused = dump("require")
+    assert refused.returncode != 0 and "SSL" in refused.stderr
