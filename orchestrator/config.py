@@ -15,6 +15,7 @@ as an auth pair, so a password may hold any character (``@ / # :``).
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Mapping
 from functools import cached_property
@@ -86,8 +87,7 @@ _DRIVER_OPTIONS = frozenset({"assume_role", "server_side_binding"})
 class Settings(BaseModel):
     """Every setting, named as its environment variable (README, "Configuration")."""
 
-    model_config = ConfigDict(extra="ignore", allow_inf_nan=False, str_strip_whitespace=True,
-                              validate_default=False)
+    model_config = ConfigDict(extra="ignore", allow_inf_nan=False, str_strip_whitespace=True)
 
     # Postgres: DATABASE_URL wins over the parts.
     DATABASE_URL: str = ""
@@ -231,7 +231,6 @@ class Settings(BaseModel):
         return f"{parts.scheme}://{auth}{parts.netloc}{parts.path}"
 
 
-
 def resolve_dir(base_dir: Path, value: str) -> Path:
     """CONTEXT_DIR / RECOVERY_DIR: a relative path is below the checkout (``BASE_DIR``)."""
     path = Path(value).expanduser()
@@ -307,8 +306,6 @@ def _describe(error: Mapping[str, Any]) -> str:
 
 def load_settings(env: Mapping[str, str] | None = None) -> Settings:
     """Every setting from ``env`` (default ``os.environ``) over the YAML file, validated."""
-    import os
-
     env = os.environ if env is None else env
     file_values: dict[str, str] = {}
     if env.get("ORCHESTRATOR_CONFIG"):
@@ -331,8 +328,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
     # The derived connection settings raise ConfigError themselves: computed now, at start-up.
     settings.database  # noqa: B018
     settings.redis_url  # noqa: B018
-    if settings.ENABLE_NEO4J:
-        settings.neomodel_url  # noqa: B018
+    settings.neomodel_url  # noqa: B018
     return settings
 
 
