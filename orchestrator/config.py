@@ -163,6 +163,12 @@ class Settings(BaseModel):
     RETENTION_INTERVAL_SECONDS: Positive = 86400
     RETENTION_TASK_FILE_DAYS: Days = 30
     RETENTION_TASK_FILE_ACTION: Literal["archive", "delete"] = "archive"
+    # Admin logins (django-axes) and the per-token API rate limit (settings.py says how).
+    AXES_ENABLED: bool = True
+    AXES_FAILURE_LIMIT: Positive = 5
+    AXES_COOLOFF_MINUTES: Days = 15
+    AXES_LOCKOUT_PARAMETERS: str = "username+ip_address"
+    API_RATE_LIMIT: str = "1200/minute"
     # Django and the web server's processes.
     DJANGO_SECRET_KEY: str = ""
     DJANGO_DEBUG: bool = False
@@ -193,6 +199,27 @@ class Settings(BaseModel):
         for url in comma_list(value):
             if urlsplit(url).scheme not in ("http", "https") or not urlsplit(url).netloc:
                 raise ValueError("must be http:// or https:// URLs")
+        return value
+
+    @field_validator("AXES_LOCKOUT_PARAMETERS")
+    @classmethod
+    def _lockout_groups(cls, value: str) -> str:
+        if not all(group and set(group) <= {"username", "ip_address", "user_agent"}
+                   for group in lockout_groups(value)):
+            raise ValueError("comma-separated groups of username, ip_address, user_agent "
+                             "joined by '+'")
+        return value
+
+    @field_validator("API_RATE_LIMIT")
+    @classmethod
+    def _rate(cls, value: str) -> str:
+        if value.lower() not in RATE_LIMIT_OFF:
+            from limits import parse
+
+            try:
+                parse(value)
+            except ValueError:
+                raise ValueError("not a rate like '1200/minute'") from None
         return value
 
     # -- derived values, checked by load_settings -------------------------------------------
@@ -229,6 +256,15 @@ class Settings(BaseModel):
                               "must not hold credentials: set NEO4J_USER and NEO4J_PASSWORD")
         auth = f"{quote(self.NEO4J_USER, safe='')}:{quote(self.NEO4J_PASSWORD, safe='')}@"
         return f"{parts.scheme}://{auth}{parts.netloc}{parts.path}"
+
+
+RATE_LIMIT_OFF = frozenset({"", "0", "off", "false", "no", "none"})
+
+
+def lockout_groups(value: str) -> list[list[str]]:
+    """AXES_LOCKOUT_PARAMETERS: "username+ip_address,user_agent" -> [[...], [...]]."""
+    return [[part.strip() for part in group.split("+") if part.strip()]
+            for group in value.split(",")]
 
 
 def resolve_dir(base_dir: Path, value: str) -> Path:

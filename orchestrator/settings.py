@@ -6,9 +6,17 @@ from __future__ import annotations
 import contextlib
 import secrets
 import sys
+from datetime import timedelta
 from pathlib import Path
 
-from orchestrator.config import ConfigError, comma_list, load_settings, resolve_dir
+from orchestrator.config import (
+    ConfigError,
+    comma_list,
+    load_settings,
+    lockout_groups,
+    resolve_dir,
+)
+from orchestrator.core import private_files
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -23,18 +31,13 @@ except ConfigError as exc:
 def _secret_key() -> str:
     if ORCH.DJANGO_SECRET_KEY:
         return ORCH.DJANGO_SECRET_KEY
-    # Development default: a random key persisted under .data/ so sessions survive restarts.
-    key_file = BASE_DIR / ".data" / "secret_key"
+    # Development default: a random key persisted under .data/ so sessions survive restarts,
+    # created 0600 in a 0700 directory (a key left 0644 by an older version is narrowed):
+    # whoever reads it can forge console sessions.
     try:
-        return key_file.read_text().strip()
-    except OSError:
-        key = secrets.token_urlsafe(50)
-        try:
-            key_file.parent.mkdir(parents=True, exist_ok=True)
-            key_file.write_text(key)
-        except OSError:
-            pass
-        return key
+        return private_files.secret(BASE_DIR / ".data" / "secret_key", nbytes=50)
+    except OSError:  # a read-only checkout: a key for this process only
+        return secrets.token_urlsafe(50)
 
 
 SECRET_KEY = _secret_key()
@@ -376,3 +379,32 @@ LOGGING = {
         "mcp": {"level": "WARNING"},
     },
 }
+
+# --- Login throttling and the API rate limit (README "Running it for a team") ------------
+# Admin logins (django-axes): after AXES_FAILURE_LIMIT failures the same username from
+# the same address is refused for AXES_COOLOFF_MINUTES (0: until an operator resets it:
+# `manage.py axes_reset_username NAME`, or the console's Axes pages). The pair, not the
+# address alone, so one guesser cannot lock everyone out; the attempts live in
+# Postgres (the database handler): they survive restarts, every worker sees them and
+# the console lists them. The address is REMOTE_ADDR, which uvicorn takes from
+# X-Forwarded-For only when the peer is in FORWARDED_ALLOW_IPS (default 127.0.0.1:
+# a reverse proxy on the same host).
+AXES_ENABLED = ORCH.AXES_ENABLED
+AXES_FAILURE_LIMIT = ORCH.AXES_FAILURE_LIMIT
+AXES_COOLOFF_TIME = (timedelta(minutes=ORCH.AXES_COOLOFF_MINUTES)
+                     if ORCH.AXES_COOLOFF_MINUTES else None)
+AXES_LOCKOUT_PARAMETERS = [group[0] if len(group) == 1 else group
+                           for group in lockout_groups(ORCH.AXES_LOCKOUT_PARAMETERS)]
+AXES_RESET_ON_SUCCESS = True
+AXES_HANDLER = "axes.handlers.database.AxesDatabaseHandler"
+AXES_LOCKOUT_TEMPLATE = "admin/locked_out.html"
+# REST tools, MCP and browsing: one budget per token (orchestrator.web.ratelimit), e.g.
+# "1200/minute" or "50 per 10 seconds"; "off" turns it off.
+API_RATE_LIMIT = ORCH.API_RATE_LIMIT
+INSTALLED_APPS.append("axes")
+# Axes checks a login's address and username before the password (its backend first)
+# and answers a locked-out login with AXES_LOCKOUT_TEMPLATE (its middleware, last).
+AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend",
+                           "django.contrib.auth.backends.ModelBackend"]
+MIDDLEWARE.append("axes.middleware.AxesMiddleware")
+REST_FRAMEWORK["DEFAULT_THROTTLE_CLASSES"] = ["orchestrator.web.api.TokenRateThrottle"]

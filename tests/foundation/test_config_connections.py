@@ -14,23 +14,30 @@ import pytest
 
 from graph import backend
 from orchestrator.config import load_settings
+from orchestrator.core import private_files
 from orchestrator.ops.embedded import Bolt, Registry
 
 ROOT = Path(__file__).resolve().parents[2]
 
-# Django's own connection, built from orchestrator/settings.py in a fresh process.
+# Django's own connection, built from orchestrator/settings.py in a fresh process: what
+# Django hands the driver, what libpq says the live connection was opened with, and what the
+# server says of the session.
 PROBE = """
 import json, django
 django.setup()
 from django.db import connection
 params = connection.get_connection_params()
+report = {"params": {k: str(v) for k, v in params.items() if k != "password"}}
 try:
     connection.ensure_connection()
-    outcome = "connected"
+    report["libpq"] = connection.connection.info.get_parameters()
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT current_setting('application_name'), current_setting('work_mem')")
+        report["server"] = list(cursor.fetchone())
+    report["outcome"] = "connected"
 except Exception as exc:
-    outcome = f"{type(exc).__name__}: {exc}"
-print(json.dumps({"params": {k: str(v) for k, v in params.items() if k != "password"},
-                  "outcome": outcome}))
+    report["outcome"] = f"{type(exc).__name__}: {exc}"
+print(json.dumps(report))
 """
 
 
@@ -45,20 +52,25 @@ def connect_with(query: str) -> dict:
 
 
 def test_database_url_options_reach_the_driver():
-    plain = connect_with("sslmode=disable&target_session_attrs=read-write"
-                         "&application_name=config-probe&options=-c%20work_mem%3D8MB")
-    assert plain["outcome"] == "connected"
-    params = plain["params"]
-    assert (params["sslmode"], params["target_session_attrs"], params["application_name"]) == (
-        "disable", "read-write", "config-probe")
+    # make test's Postgres listens on a Unix socket only, where libpq skips TLS whatever
+    # sslmode says; so sslmode is checked in libpq's own record of the live connection, and
+    # a refusal comes from target_session_attrs (this server is a primary, not read-only).
+    opened = connect_with("sslmode=require&sslrootcert=/etc/ssl/certs/ca.pem"
+                          "&target_session_attrs=read-write&application_name=config-probe"
+                          "&options=-c%20work_mem%3D8MB")
+    assert opened["outcome"] == "connected"
+    params = opened["params"]
+    assert (params["sslmode"], params["sslrootcert"], params["target_session_attrs"]) == (
+        "require", "/etc/ssl/certs/ca.pem", "read-write")
+    assert opened["libpq"]["sslmode"] == "require"
+    assert opened["libpq"]["target_session_attrs"] == "read-write"
     # The URL's own -c settings come after the server's (jit, plan cache, quota).
-    assert params["options"].startswith("-c jit=off") and params["options"].endswith(
-        "-c work_mem=8MB")
-    # The test server speaks no TLS: with sslmode=require libpq must refuse to connect.
-    required = connect_with("sslmode=require")
-    assert required["params"]["sslmode"] == "require"
-    assert required["outcome"].startswith("OperationalError")
-    assert "SSL" in required["outcome"]
+    assert params["options"].startswith("-c jit=off")
+    assert opened["server"] == ["config-probe", "8MB"]
+    refused = connect_with("target_session_attrs=read-only")
+    assert refused["params"]["target_session_attrs"] == "read-only"
+    assert refused["outcome"].startswith("OperationalError")
+    assert "read-only" in refused["outcome"]
 
 
 @pytest.fixture(scope="module")
@@ -66,8 +78,7 @@ def bolt_with_awkward_password(tmp_path_factory):
     """An ArcadeDB of its own whose root password holds every character a URL trips on."""
     root = tmp_path_factory.mktemp("bolt")
     (root / "logs").mkdir()
-    (root / "arcadedb").mkdir()
-    (root / "arcadedb" / "root-password").write_text("p@ss/w#rd:%41?x")
+    private_files.write_private(root / "secrets" / "arcadedb-password", "p@ss/w#rd:%41?x")
     server = Bolt(root, temp=True, registry=Registry(root / "children.json"),
                   abort=threading.Event())
     try:
@@ -103,14 +114,15 @@ def test_database_url_options_reach_pg_dump(settings, tmp_path):
     bindir = backup.client_binaries()
     database = settings.DATABASES["default"]
 
-    def dump(sslmode: str) -> subprocess.CompletedProcess:
-        options = {**database["OPTIONS"], "sslmode": sslmode}
+    def dump(attrs: str) -> subprocess.CompletedProcess:
+        options = {**database["OPTIONS"], "sslmode": "prefer", "target_session_attrs": attrs}
         env = backup._client_env({**database, "OPTIONS": options})
-        assert env["PGSSLMODE"] == sslmode and "PGOPTIONS" not in env
+        assert env["PGSSLMODE"] == "prefer" and env["PGTARGETSESSIONATTRS"] == attrs
+        assert "PGOPTIONS" not in env  # the server's -c settings are the web server's own
         return subprocess.run([str(bindir / "pg_dump"), "--schema-only",
                                f"--file={tmp_path / 'schema.sql'}"],
                               env=env, capture_output=True, text=True, timeout=60)
 
-    assert dump("disable").returncode == 0
-    refused = dump("require")
-    assert refused.returncode != 0 and "SSL" in refused.stderr
+    assert dump("read-write").returncode == 0
+    refused = dump("read-only")
+    assert refused.returncode != 0 and "read-only" in refused.stderr
