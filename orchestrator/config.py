@@ -76,8 +76,8 @@ SECRETS = frozenset({
 Count = Annotated[int, Field(ge=0)]          # 0 allowed: "none" / "by every call"
 Positive = Annotated[int, Field(ge=1)]       # intervals, TTLs, sizes: 0 would spin or expire
 Port = Annotated[int, Field(ge=1, le=65535)]
-Days = Annotated[float, Field(ge=0)]
-Duration = Annotated[float, Field(gt=0)]
+Span = Annotated[float, Field(ge=0)]         # days, minutes, seconds: 0 allowed
+Duration = Annotated[float, Field(gt=0)]     # timeouts, thresholds: 0 would mean never/always
 Text = Annotated[str, Field(min_length=1)]
 _BOLT_SCHEMES = ("bolt", "bolt+s", "bolt+ssc", "neo4j", "neo4j+s", "neo4j+ssc")
 # Connection parameters Django or psycopg take besides libpq's own keywords.
@@ -112,7 +112,7 @@ class Settings(BaseModel):
     REDIS_HOT_CONTEXT_TTL: Positive = 3600
     REDIS_TASK_CONTEXT_TTL: Positive = 7200
     REDIS_LOCK_TTL: Positive = 300
-    REDIS_CIRCUIT_OPEN_SECONDS: Days = 5
+    REDIS_CIRCUIT_OPEN_SECONDS: Span = 5
     # Bolt graph: NEOMODEL_DATABASE_URL wins over the parts.
     NEO4J_URI: Text = "bolt://localhost:7687"
     NEO4J_USER: str = "neo4j"
@@ -134,7 +134,7 @@ class Settings(BaseModel):
     MAX_VERSIONS_LIMIT: Positive = 100
     SLACK_WEBHOOK_URL: str = ""
     RECENT_COMPLETION_WINDOW: Duration = 24
-    PAUSE_RESUME_GRACE_MINUTES: Days = 5
+    PAUSE_RESUME_GRACE_MINUTES: Span = 5
     FILE_CLAIM_TTL_SECONDS: Positive = 1800
     FILE_CLAIM_RECENT_SECONDS: Count = 600
     FILE_CLAIM_OVERLAP_DELAY_MS: Count = 10
@@ -155,18 +155,18 @@ class Settings(BaseModel):
     BACKUP_KEEP: Positive = 7
     PG_BIN_DIR: str = ""
     RETENTION_KEEP_VERSIONS: Count = 100
-    RETENTION_KEEP_DAYS: Days = 30
+    RETENTION_KEEP_DAYS: Span = 30
     RETENTION_CHECKPOINTS_PER_TASK: Count = 100
     RETENTION_PRUNE_LABELLED_CHECKPOINTS: bool = False
-    RETENTION_EVENT_DAYS: Days = 30
+    RETENTION_EVENT_DAYS: Span = 30
     RETENTION_BATCH_SIZE: Positive = 1000
     RETENTION_INTERVAL_SECONDS: Positive = 86400
-    RETENTION_TASK_FILE_DAYS: Days = 30
+    RETENTION_TASK_FILE_DAYS: Span = 30
     RETENTION_TASK_FILE_ACTION: Literal["archive", "delete"] = "archive"
     # Admin logins (django-axes) and the per-token API rate limit (settings.py says how).
     AXES_ENABLED: bool = True
     AXES_FAILURE_LIMIT: Positive = 5
-    AXES_COOLOFF_MINUTES: Days = 15
+    AXES_COOLOFF_MINUTES: Span = 15
     AXES_LOCKOUT_PARAMETERS: str = "username+ip_address"
     API_RATE_LIMIT: str = "1200/minute"
     # Django and the web server's processes.
