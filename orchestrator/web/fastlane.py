@@ -14,12 +14,12 @@ import asyncio
 import contextvars
 import functools
 import json
-import os
 import re
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
+from django.conf import settings
 from django.db import InterfaceError, OperationalError, close_old_connections
 
 from orchestrator.core.auth import TokenPrincipal, authenticate_header, metrics_only
@@ -44,7 +44,7 @@ T = TypeVar("T")
 # Eight, not four: under agent load a hook call spends most of its time waiting on
 # Postgres, and with four threads calls queued behind those waits (bench.agents, 1,000
 # agents: hook-call p50 1.6 s with 4, 10 ms with 8, 25 ms with 12 as the GIL grows busier).
-TOOL_THREADS = ThreadPoolExecutor(int(os.environ.get("TOOL_THREADS") or 8),
+TOOL_THREADS = ThreadPoolExecutor(settings.TOOL_THREADS,
                                   thread_name_prefix="tool")
 
 
