@@ -24,7 +24,7 @@ django_app = WSGIMiddleware(get_wsgi_application(),
 
 from orchestrator.core.projects import CLIENT_PROJECT_HEADER  # noqa: E402
 from orchestrator.observability import tracing  # noqa: E402
-from orchestrator.web import fastlane  # noqa: E402
+from orchestrator.web import fastlane, hosts  # noqa: E402
 from orchestrator.web.mcp import AGENT_PATH, PATH, build_http_app  # noqa: E402
 
 mcp_app = build_http_app()
@@ -58,6 +58,11 @@ async def route(scope, receive, send):
     if scope["type"] == "lifespan":
         # Django has no lifespan; the MCP session manager needs one to start its task group.
         return await mcp_app(scope, receive, send)
+    if scope["type"] == "http":
+        # Host and Origin first, on every path: the lanes below skip Django's ALLOWED_HOSTS.
+        refusal = hosts.refusal(scope)
+        if refusal is not None:
+            return await fastlane.send_json(send, *refusal)
     path = scope["path"].rstrip("/") if scope["type"] == "http" else None
     if path in MCP_PATHS:
         principal, refusal = await fastlane.in_tool_thread(fastlane.check_token,

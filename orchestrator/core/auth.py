@@ -12,7 +12,8 @@ from django.db.models.signals import post_delete, post_save
 from django.dispatch import receiver
 from django.utils import timezone
 
-from orchestrator.core.models import ApiToken, hash_token
+from orchestrator.core.errors import OrchestratorError
+from orchestrator.core.models import ApiToken, TokenScope, hash_token
 
 
 @dataclass(frozen=True)
@@ -25,6 +26,8 @@ class TokenPrincipal:
     projects: frozenset[str] | None = None
     is_authenticated: bool = True
     is_staff: bool = False
+    # The token's row id: what its rate limit budget is kept under (orchestrator.web.ratelimit).
+    token_id: int | None = None
 
     def __str__(self) -> str:
         return f"token:{self.name}"
@@ -50,6 +53,15 @@ def _forget_changed_token(sender: type[ApiToken], instance: ApiToken, **kwargs) 
     forget_token(instance.token_hash)
 
 
+def metrics_only(principal: TokenPrincipal) -> OrchestratorError | None:
+    """E1608 for a metrics token anywhere but /metrics (tools, MCP, browsing): a scraper's
+    token, kept in a file beside Prometheus, must not read or change anyone's data."""
+    if principal.scope != TokenScope.METRICS:
+        return None
+    return OrchestratorError("E1608", "A metrics token reads /metrics only",
+                             {"scope": principal.scope})
+
+
 def authenticate_header(value: str | None) -> TokenPrincipal | None:
     """Return the principal for an ``Authorization`` header value, or None if invalid."""
     if not value:
@@ -70,7 +82,8 @@ def authenticate_header(value: str | None) -> TokenPrincipal | None:
     if token.last_used_at is None or now - token.last_used_at > timedelta(minutes=1):
         ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
     principal = TokenPrincipal(name=token.name, scope=token.scope,
-                               projects=frozenset(token.projects) if token.projects else None)
+                               projects=frozenset(token.projects) if token.projects else None,
+                               token_id=token.pk)
     with _token_cache_lock:
         _token_cache[token_hash] = (time.monotonic(), principal)
     return principal

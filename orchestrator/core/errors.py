@@ -45,6 +45,9 @@ _CODES = [
     ErrorCode("E1616", "RELATIONSHIP_CYCLE", 409, "Relationship would close a cycle"),
     ErrorCode("E1617", "STORAGE_QUOTA_EXCEEDED", 413,
               "The project's stored versions and checkpoints would pass its size limit"),
+    # A token's calls (REST tools, MCP, browsing: one budget) passed API_RATE_LIMIT; the
+    # answer carries Retry-After (orchestrator.web.ratelimit).
+    ErrorCode("E1618", "RATE_LIMITED", 429, "Too many requests for this token"),
     # Checkpoint errors (E1620-E1629)
     ErrorCode("E1620", "CHECKPOINT_CREATION_FAILED", 500, "Could not create checkpoint"),
     ErrorCode("E1621", "INVALID_CHECKPOINT_SCOPE", 400, "Invalid scope configuration"),
@@ -71,6 +74,10 @@ _CODES = [
     ErrorCode("E1660", "SOURCE_TASK_NOT_FOUND", 404, "Source task does not exist"),
     ErrorCode("E1661", "TARGET_TASK_NOT_FOUND", 404, "Target task does not exist"),
     ErrorCode("E1662", "TASK_SWITCH_FAILED", 409, "Switch operation failed"),
+    # Request errors (E1670-E1679): refused before any tool, page or token check
+    # (orchestrator.web.hosts), on every path
+    ErrorCode("E1670", "HOST_NOT_ALLOWED", 400, "Host header not in ALLOWED_HOSTS"),
+    ErrorCode("E1671", "ORIGIN_NOT_ALLOWED", 403, "Browser request from a foreign origin"),
     # Configuration errors (E1690-E1699)
     ErrorCode("E1690", "CONFIG_INVALID", 500, "Invalid configuration"),
     ErrorCode("E1691", "CONFIG_MISSING", 500, "Required config missing"),
@@ -175,6 +182,22 @@ def storage_quota_exceeded(exc: BaseException) -> OrchestratorError | None:
                 details)
         seen = seen.__cause__
     return None
+
+
+def failure_reason(exc: BaseException) -> str:
+    """What an answer may say about a backend's failure: the kind of error, and its
+    SQLSTATE (Postgres) or status code (Bolt) when it has one. Never the server's message:
+    Postgres quotes the statement, the row's values and the names of tables and columns
+    (another caller's data among them), Bolt servers the query. The caller logs the whole
+    message server-side, where an operator reads it."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        code = getattr(seen, "sqlstate", None) or getattr(seen, "code", None)
+        if isinstance(code, str) and code:
+            label = "SQLSTATE" if getattr(seen, "sqlstate", None) else "code"
+            return f"{type(seen).__name__} ({label} {code})"
+        seen = seen.__cause__
+    return type(exc).__name__
 
 
 def error_body(code: str, message: str, details: Any = None) -> dict[str, Any]:

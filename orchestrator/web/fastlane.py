@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import functools
 import json
 import os
 import re
@@ -21,10 +22,11 @@ from typing import Any, TypeVar
 
 from django.db import InterfaceError, OperationalError, close_old_connections
 
-from orchestrator.core.auth import TokenPrincipal, authenticate_header
+from orchestrator.core.auth import TokenPrincipal, authenticate_header, metrics_only
 from orchestrator.core.errors import OrchestratorError, error_body
 from orchestrator.core.tools import ToolContext, registry
 from orchestrator.observability import tracing
+from orchestrator.web import ratelimit
 
 TOOL_PATH = re.compile(r"^/api/v1/tools/([A-Za-z0-9_]{1,100})/?$")
 # Django's own default for a request body read into memory (DATA_UPLOAD_MAX_MEMORY_SIZE).
@@ -65,7 +67,8 @@ def tool_name(scope: dict[str, Any]) -> str | None:
 
 
 def authenticate(authorization: str | None) -> tuple[TokenPrincipal | None, Answer | None]:
-    """(principal, None), or (None, the 401 / 503 answer)."""
+    """(principal, None), or (None, the 401 / 403 / 503 answer): the REST tool lane's
+    and the MCP endpoints' door."""
     try:
         principal = authenticate_header(authorization)
     except (OperationalError, InterfaceError):
@@ -74,6 +77,24 @@ def authenticate(authorization: str | None) -> tuple[TokenPrincipal | None, Answ
         message = ("Authentication credentials were not provided." if not authorization
                    else "Invalid or revoked bearer token")
         return None, (401, error_body("E1609", message), AUTH_HEADERS)
+    refused = metrics_only(principal)
+    if refused is not None:
+        return None, (refused.http_status, refused.to_dict(), {})
+    return principal, None
+
+
+def admit(authorization: str | None, *, mcp: bool = False
+          ) -> tuple[TokenPrincipal | None, Answer | None]:
+    """``authenticate``, then count the call against the token's rate limit: (principal,
+    None), or (None, the 401 / 503 / 429 answer; ``mcp``: the 429 as MCP gives it). The
+    REST tool lane and MCP admit every request here; DRF browsing counts against the same
+    budget (web.api.TokenRateThrottle)."""
+    principal, refusal = authenticate(authorization)
+    if refusal is not None:
+        return None, refusal
+    wait = ratelimit.retry_after(principal.token_id)
+    if wait is not None:
+        return None, ratelimit.mcp_refusal(wait) if mcp else ratelimit.refusal(wait)
     return principal, None
 
 
@@ -85,7 +106,7 @@ def answer(name: str, authorization: str | None, body: bytes | None,
     The one implementation of ``POST /api/v1/tools/<name>/``: this lane serves it in
     production, the DRF view (orchestrator.web.rest) answers with it under WSGI, and the
     suite's tool client calls it directly."""
-    principal, refusal = authenticate(authorization)
+    principal, refusal = admit(authorization)
     if refusal is not None:
         return refusal
     if body is None:
@@ -114,8 +135,9 @@ def in_fresh_connection(function: Callable[..., T], *args: Any) -> T:
 
 
 def check_token(authorization: str | None) -> tuple[TokenPrincipal | None, Answer | None]:
-    """``authenticate`` in a tool thread (the MCP endpoint's check)."""
-    return in_fresh_connection(authenticate, authorization)
+    """``admit`` in a tool thread (the MCP endpoint's check, before the MCP layer: a call
+    over the limit is an HTTP 429 with Retry-After, as on REST)."""
+    return in_fresh_connection(functools.partial(admit, mcp=True), authorization)
 
 
 def handle(name: str, authorization: str | None, body: bytes | None,
