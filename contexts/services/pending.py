@@ -46,6 +46,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from django.conf import settings
 from django.db import InterfaceError, OperationalError, connection, transaction
 
 from orchestrator.backends import files
@@ -112,7 +113,9 @@ def hold_save(args: dict[str, Any], context: ToolContext) -> dict[str, Any] | No
 def replay_if_any(context: ToolContext) -> None:
     """Before a save: apply the held saves first, when there are any (one ``stat``
     otherwise). Not inside a replay (its saves are the ones being applied)."""
-    if context.transport != REPLAY_TRANSPORT and os.path.exists(pending_path()):
+    # The path joined as a string: this runs with every save (pending_path() builds a Path).
+    if context.transport != REPLAY_TRANSPORT and os.path.exists(
+            os.path.join(settings.RECOVERY_DIR, PENDING_FILE)):
         replay_pending_saves()
 
 

@@ -90,7 +90,7 @@ def write_state_file(project_id: str, session_id: str, event: str, *,
                      pause: dict[str, Any] | None = None) -> bool:
     """Seed 004's state file, ``RECOVERY_DIR/.session-state.json`` of the project (spec
     6.4.1): what a resume without the server needs to know, rewritten whole on a session's
-    start, pause and compaction (``event``). The last session to do one of those owns it.
+    start, pause, resume and compaction (``event``). The last session to do one of those owns it.
     Renamed into place at once and fsynced by the background writer, as the heartbeat
     file: start_session is a hook call. A failure is reported, never raised."""
     try:

@@ -218,6 +218,16 @@ def _log_resume(session_id: str, resumed: tuple, trigger: str) -> dict[str, Any]
 
 
 def _log_line(session_id: str, answer: dict[str, Any], trigger: str) -> None:
+    """After a pause ended (committed): the log line, and the state file no longer
+    saying paused (one read of the session, only when a pause ended)."""
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT s.project_id, s.task_id, d.compaction_count "
+                       f"FROM {sessions_table()} s JOIN {DETAIL_TABLE} d "
+                       "ON d.session_id = s.session_id WHERE s.session_id = %s", [session_id])
+        row = cursor.fetchone()
+    if row is not None:
+        markers.write_state_file(row[0], session_id, "resume", task_id=row[1],
+                                 compaction_count=row[2])
     logger.info("session resumed", extra={"sessionId": session_id,
                                           "resumeCount": answer["resumeCount"],
                                           "pausedSeconds": answer["pausedSeconds"],

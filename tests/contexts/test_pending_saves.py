@@ -18,6 +18,7 @@ import shutil
 import subprocess
 import sys
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -28,6 +29,7 @@ from django.core.management import call_command
 from contexts.models import ContextVersion, TaskContext
 from contexts.services import pending
 from orchestrator.backends import files
+from orchestrator.core.auth import TOKEN_CACHE_SECONDS
 from orchestrator.core.models import JobRun, ReplayedCall
 from orchestrator.core.tools import ToolContext
 from orchestrator.ops import embedded
@@ -53,6 +55,14 @@ def phases(url: str, task_id: str) -> list[tuple[int, str]]:
     return [(v, p) for v, p in rows]
 
 
+def start(server: embedded.Postgres) -> None:
+    try:
+        server.start()
+    except embedded.StartError as exc:
+        raise AssertionError(f"postgres did not start: {exc}\n"
+                             + "\n".join(server.log_tail(30))) from exc
+
+
 @pytest.fixture
 def own_postgres(tmp_path):
     """A Postgres server of this test alone (the embedded one the launcher uses),
@@ -61,7 +71,11 @@ def own_postgres(tmp_path):
     (root / "logs").mkdir(parents=True)
     server = embedded.Postgres(root, False, embedded.Registry(root / "registry.json"),
                                threading.Event())
-    server.start()
+    try:
+        server.start()
+    except embedded.StartError:  # the free port it picked was taken meanwhile: another
+        server.port = None
+        start(server)
     try:
         env = {**os.environ, "DATABASE_URL": server.url(), "ENABLE_NEO4J": "false"}
         subprocess.run([sys.executable, "manage.py", "migrate", "-v", "0"], cwd=ROOT,
@@ -93,7 +107,10 @@ def test_a_save_while_postgres_is_stopped_is_in_postgres_once_after_it_restarts(
         assert post(port, token, "save_context_snapshot", {
             "taskId": "t1", "updates": {"currentPhase": "before"}})[0] == 200
 
+        last_use = time.monotonic()
         own_postgres.stop()  # a real server, stopped
+        # An outage longer than the token cache: the token is still taken (auth.py).
+        time.sleep(max(0.0, TOKEN_CACHE_SECONDS + 0.5 - (time.monotonic() - last_use)))
         status, held = post(port, token, "save_context_snapshot", {
             "taskId": "t1", "updates": {"currentPhase": "during the outage"},
             "changeSummary": "held"})
@@ -108,7 +125,7 @@ def test_a_save_while_postgres_is_stopped_is_in_postgres_once_after_it_restarts(
         # Reads still fail as before: only saves are held.
         assert post(port, token, "get_unified_context", {"taskId": "t1"})[0] == 503
 
-        own_postgres.start()  # the same data directory, the same port
+        start(own_postgres)  # the same data directory, the same port
         status, after = post(port, token, "save_context_snapshot", {
             "taskId": "t1", "updates": {"currentPhase": "after"}})
         assert status == 200, after

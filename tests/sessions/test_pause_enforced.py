@@ -62,6 +62,7 @@ def test_a_paused_session_saves_but_takes_no_new_task_or_file(tools):
     assert state["paused"]["resumeAt"] == iso(resets + timedelta(minutes=5))
 
     tools.ok("resume_session", {"sessionId": "s1"})
+    assert (state_file()["event"], state_file()["paused"]) == ("resume", None)
     assert tools.ok("claim_files", {"sessionId": "s1", "paths": ["src/new.py"]})["claimed"]
     tools.ok("switch_task", {"fromTaskId": "t1", "toTaskId": "t2", "sessionId": "s1"})
 
