@@ -17,6 +17,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -64,18 +65,15 @@ def start(server: embedded.Postgres) -> None:
 
 
 @pytest.fixture
-def own_postgres(tmp_path):
+def own_postgres():
     """A Postgres server of this test alone (the embedded one the launcher uses),
-    migrated; stopped at the end."""
-    root = tmp_path / "servers"
-    (root / "logs").mkdir(parents=True)
+    migrated; stopped at the end. In a short directory: its socket stays in its data dir,
+    so the restarted server has the same address."""
+    root = Path(tempfile.mkdtemp(prefix="pg-outage-"))
+    (root / "logs").mkdir()
     server = embedded.Postgres(root, False, embedded.Registry(root / "registry.json"),
                                threading.Event())
-    try:
-        server.start()
-    except embedded.StartError:  # the free port it picked was taken meanwhile: another
-        server.port = None
-        start(server)
+    start(server)
     try:
         env = {**os.environ, "DATABASE_URL": server.url(), "ENABLE_NEO4J": "false"}
         subprocess.run([sys.executable, "manage.py", "migrate", "-v", "0"], cwd=ROOT,
@@ -83,6 +81,7 @@ def own_postgres(tmp_path):
         yield server
     finally:
         server.stop()
+        shutil.rmtree(root, ignore_errors=True)
 
 
 @pytest.mark.slow
