@@ -121,7 +121,9 @@ def answer(name: str, authorization: str | None, body: bytes | None,
                                                 principal.projects, project or None))
     except OrchestratorError as exc:
         return exc.http_status, exc.to_dict(), {}
-    return 200, result, {}
+    # 202 Accepted: a save held while Postgres is unreachable (contexts/services/pending.py)
+    # is kept and applied later, not done yet.
+    return (202 if result.get("pending") is True else 200), result, {}
 
 
 def in_fresh_connection(function: Callable[..., T], *args: Any) -> T:
