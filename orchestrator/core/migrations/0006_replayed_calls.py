@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('orchestrator', '0004_projects'),
+        ('orchestrator', '0005_token_scope_metrics'),
     ]
 
     operations = [
