@@ -315,3 +315,46 @@ def _neomodel_url(uri: str, user: str, password: str) -> str:
 def _resolve(base_dir: Path, value: str) -> Path:
     path = Path(value).expanduser()
     return path if path.is_absolute() else (base_dir / path)
+
+
+# --- Retention (orchestrator/ops/retention.py) --------------------------------------------
+# Trimming history is an operator's choice: by default every context version is kept (the
+# spec's audit trail, 000 §8.3.3, is the full history; STORAGE_QUOTA_BYTES bounds storage).
+# RETENTION_KEEP_VERSIONS=N (N >= 1) turns version pruning on: a task then keeps its newest
+# N versions and every version younger than RETENTION_KEEP_DAYS. Empty or 0: keep all.
+TASK_FILE_ACTIONS = ("archive", "delete")
+
+
+def _non_negative(read: _Reader, name: str, default: float) -> float:
+    value = read.raw(name)
+    if value is None:
+        return default
+    try:
+        number = float(value)
+    except ValueError:
+        raise ConfigError(CONFIG_INVALID, name, f"must be a number, got {value!r}") from None
+    if not 0 <= number < float("inf"):  # also refuses nan
+        raise ConfigError(CONFIG_INVALID, name, f"must be a number >= 0, got {value!r}")
+    return number
+
+
+def load_retention_settings(env: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """The RETENTION_* settings, checked: a bad value is E1690 naming the setting."""
+    read = _Reader(os.environ if env is None else env, {})
+    action = read.string("RETENTION_TASK_FILE_ACTION", "archive").strip()
+    if action not in TASK_FILE_ACTIONS:
+        raise ConfigError(CONFIG_INVALID, "RETENTION_TASK_FILE_ACTION",
+                          f"must be archive or delete, got {action!r}")
+    return {
+        "RETENTION_KEEP_VERSIONS": read.integer("RETENTION_KEEP_VERSIONS", 0),
+        "RETENTION_KEEP_DAYS": _non_negative(read, "RETENTION_KEEP_DAYS", 30.0),
+        "RETENTION_CHECKPOINTS_PER_TASK": read.integer("RETENTION_CHECKPOINTS_PER_TASK", 100),
+        "RETENTION_PRUNE_LABELLED_CHECKPOINTS": read.boolean(
+            "RETENTION_PRUNE_LABELLED_CHECKPOINTS", False),
+        "RETENTION_EVENT_DAYS": _non_negative(read, "RETENTION_EVENT_DAYS", 30.0),
+        "RETENTION_BATCH_SIZE": read.integer("RETENTION_BATCH_SIZE", 1000, minimum=1),
+        "RETENTION_INTERVAL_SECONDS": read.integer("RETENTION_INTERVAL_SECONDS", 86400,
+                                                   minimum=1),
+        "RETENTION_TASK_FILE_DAYS": _non_negative(read, "RETENTION_TASK_FILE_DAYS", 30.0),
+        "RETENTION_TASK_FILE_ACTION": action,
+    }

@@ -8,12 +8,13 @@ import secrets
 import sys
 from pathlib import Path
 
-from orchestrator.config import ConfigError, load_settings
+from orchestrator.config import ConfigError, load_retention_settings, load_settings
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 try:
     ORCH = load_settings(base_dir=BASE_DIR)
+    _RETENTION = load_retention_settings()
 except ConfigError as exc:
     # One line naming the setting, then stop: a half-configured server is worse than none.
     print(str(exc), file=sys.stderr)
@@ -314,26 +315,27 @@ BACKUP_INTERVAL_SECONDS = int(os.environ.get("BACKUP_INTERVAL_SECONDS", "86400")
 BACKUP_KEEP = int(os.environ.get("BACKUP_KEEP", "7"))
 
 # --- Retention (orchestrator/ops/retention.py: beat job "retention", manage.py prune) --------
-# Context versions: a task keeps its newest RETENTION_KEEP_VERSIONS and every version
-# younger than RETENTION_KEEP_DAYS; versions a checkpoint needs, and all versions of a
-# task with an open conflict, are always kept.
-RETENTION_KEEP_VERSIONS = int(os.environ.get("RETENTION_KEEP_VERSIONS", "100"))
-RETENTION_KEEP_DAYS = float(os.environ.get("RETENTION_KEEP_DAYS", "30"))
+# Checked by orchestrator.config.load_retention_settings (E1690 at start-up).
+# Context versions: all kept unless the operator sets RETENTION_KEEP_VERSIONS (>= 1; 0 or
+# unset: keep every version, the spec's audit trail). When set, a task keeps its newest
+# RETENTION_KEEP_VERSIONS and every version younger than RETENTION_KEEP_DAYS; versions a
+# checkpoint needs, and all versions of a task with an open conflict, are always kept.
+RETENTION_KEEP_VERSIONS = _RETENTION["RETENTION_KEEP_VERSIONS"]
+RETENTION_KEEP_DAYS = _RETENTION["RETENTION_KEEP_DAYS"]
 # Checkpoints per task beyond the quota go, oldest automatic ones first; checkpoints a
 # caller created (any type but "auto") only when RETENTION_PRUNE_LABELLED_CHECKPOINTS.
-RETENTION_CHECKPOINTS_PER_TASK = int(os.environ.get("RETENTION_CHECKPOINTS_PER_TASK", "100"))
-RETENTION_PRUNE_LABELLED_CHECKPOINTS = os.environ.get(
-    "RETENTION_PRUNE_LABELLED_CHECKPOINTS", "false").strip().lower() in {"1", "true", "yes"}
+RETENTION_CHECKPOINTS_PER_TASK = _RETENTION["RETENTION_CHECKPOINTS_PER_TASK"]
+RETENTION_PRUNE_LABELLED_CHECKPOINTS = _RETENTION["RETENTION_PRUNE_LABELLED_CHECKPOINTS"]
 # Event logs of ended / recovered sessions (and of sessions already removed).
-RETENTION_EVENT_DAYS = float(os.environ.get("RETENTION_EVENT_DAYS", "30"))
-RETENTION_BATCH_SIZE = int(os.environ.get("RETENTION_BATCH_SIZE", "1000"))
-RETENTION_INTERVAL_SECONDS = int(os.environ.get("RETENTION_INTERVAL_SECONDS", "86400"))
+RETENTION_EVENT_DAYS = _RETENTION["RETENTION_EVENT_DAYS"]
+RETENTION_BATCH_SIZE = _RETENTION["RETENTION_BATCH_SIZE"]
+RETENTION_INTERVAL_SECONDS = _RETENTION["RETENTION_INTERVAL_SECONDS"]
 # Task backup files (CONTEXT_DIR/task-agents/<taskId>.json, per project) of archived tasks,
 # and of completed tasks not updated for RETENTION_TASK_FILE_DAYS, are moved by retention
 # into the project's archive/task-agents-<YYYY-MM>.jsonl.gz (RETENTION_TASK_FILE_ACTION=
 # archive, the default) or deleted (=delete); a later save writes its live file again.
-RETENTION_TASK_FILE_DAYS = float(os.environ.get("RETENTION_TASK_FILE_DAYS", "30"))
-RETENTION_TASK_FILE_ACTION = os.environ.get("RETENTION_TASK_FILE_ACTION", "archive").strip()
+RETENTION_TASK_FILE_DAYS = _RETENTION["RETENTION_TASK_FILE_DAYS"]
+RETENTION_TASK_FILE_ACTION = _RETENTION["RETENTION_TASK_FILE_ACTION"]
 
 # --- Celery ----------------------------------------------------------------------------
 CELERY_BROKER_URL = ORCH.celery_broker_url
