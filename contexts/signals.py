@@ -7,9 +7,14 @@
   to_task_id: str)``: sent INSIDE switch_task's transaction, after the switch is written:
   what a receiver writes commits or rolls back with the switch (the sessions app records
   that the session now works on the new task).
+- ``agent_of_session``: see below.
 """
 
 from django.dispatch import Signal
 
 task_changed = Signal()
 task_switched = Signal()
+# ``agent_of_session(sender, session_id: str)``: sent when a checkpoint is made in a
+# session without an agent named; a receiver answers the agent id the session runs as (the
+# sessions app knows it), or None.
+agent_of_session = Signal()

@@ -1,7 +1,6 @@
-"""Periodic sync of the Redis cache and file backups from Postgres (spec 4.1.10): the
-sync_hot_context tool through the registry.
-
-Repairs whatever a Redis or file failure on the write path left behind.
+"""Periodic jobs of contexts, tools through the registry: the sync of the Redis cache and
+file backups from Postgres (spec 4.1.10), which repairs whatever a Redis or file failure
+on the write path left behind, and the checkpoint check (seed 003 §3.2).
 """
 
 from __future__ import annotations
@@ -25,3 +24,17 @@ def summarize(result: dict[str, Any]) -> str:
 def sync_hot_context_task(transport: str = "task", progress=None) -> dict[str, Any]:
     return run_job("hot sync", "sync_hot_context", transport=transport, summarize=summarize,
                    progress=progress)
+
+
+def summarize_check(result: dict[str, Any]) -> str:
+    if result.get("success") is False:
+        return result.get("error", {}).get("message", "")
+    return (f"{result['checked']} checkpoint(s) checked, {len(result['corrupt'])} corrupt "
+            f"({len(result['newlyCorrupt'])} new), {len(result['repaired'])} verified again")
+
+
+@shared_task(name="contexts.check_checkpoints")
+def check_checkpoints_task(transport: str = "task") -> dict[str, Any]:
+    """The periodic checkpoint check (contexts.services.checkpoint_check)."""
+    return run_job("checkpoint check", "check_checkpoints", transport=transport,
+                   summarize=summarize_check)

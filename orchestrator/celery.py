@@ -33,6 +33,8 @@ def periodic_jobs() -> dict[str, dict]:
         "clean stale sessions": ("sessions.clean_stale_sessions",
                                  settings.STALE_SESSION_SWEEP_INTERVAL_SECONDS),
         "retention": ("orchestrator.retention", settings.RETENTION_INTERVAL_SECONDS),
+        "check checkpoints": ("contexts.check_checkpoints",
+                              settings.CHECKPOINT_CHECK_INTERVAL_SECONDS),
     }
     if settings.ENABLE_CONFLICT_DETECTION:
         jobs["detect conflicts"] = ("conflicts.detect_conflicts",

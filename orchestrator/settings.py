@@ -337,6 +337,11 @@ RETENTION_INTERVAL_SECONDS = _RETENTION["RETENTION_INTERVAL_SECONDS"]
 RETENTION_TASK_FILE_DAYS = _RETENTION["RETENTION_TASK_FILE_DAYS"]
 RETENTION_TASK_FILE_ACTION = _RETENTION["RETENTION_TASK_FILE_ACTION"]
 
+# The checkpoint check (contexts/services/checkpoint_check.py, beat job "checkpoint check",
+# manage.py check_checkpoints) reads every snapshot back against its hash this often.
+CHECKPOINT_CHECK_INTERVAL_SECONDS = int(os.environ.get("CHECKPOINT_CHECK_INTERVAL_SECONDS",
+                                                       "86400"))
+
 # --- Celery ----------------------------------------------------------------------------
 CELERY_BROKER_URL = ORCH.celery_broker_url
 CELERY_RESULT_BACKEND = None
