@@ -150,7 +150,10 @@ class TaskContextAdmin(ProjectScopedAdmin, ReadOnlyAdmin):
             "versions": ContextVersion.objects.filter(task_id=task.task_id)
                                               .order_by("-version")[:100],
             "task_checkpoints": Checkpoint.objects.filter(
-                included_tasks__contains=[task.task_id]).order_by("-created_at")[:50],
+                included_tasks__contains=[task.task_id]).annotate(
+                console_status=Coalesce(Subquery(CheckpointDetails.objects.filter(
+                    checkpoint_id=OuterRef("checkpoint_id")).values("status")[:1]),
+                    Value(CheckpointDetails.ACTIVE))).order_by("-created_at")[:50],
             "task_conflicts": selectors.conflicts_for_task(task.task_id),
             "task_lock": task_lock(task),
             "conflict_history_template": _conflict_history_template(),

