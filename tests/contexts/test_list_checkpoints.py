@@ -15,6 +15,7 @@ from contexts.models import Checkpoint
 from orchestrator.core.db import qualified
 from orchestrator.core.models import ApiToken
 from tests.conftest import ToolClient
+from tests.sessions.helpers import conforms
 
 pytestmark = pytest.mark.django_db
 
@@ -168,7 +169,7 @@ def test_an_entry_shows_tags_agent_and_status(tools, make_task):
                        "'{tasks,lc-t,name}', '\"forged\"') WHERE checkpoint_id = %s", [plain])
     call_command("check_checkpoints", stdout=(out := io.StringIO()))
     assert f"corrupt: {plain}" in out.getvalue()
-    listed = {c["checkpointId"]: c for c in
-              tools.ok("list_checkpoints", {"taskId": "lc-t"})["checkpoints"]}
+    answer = conforms("list_checkpoints", tools.ok("list_checkpoints", {"taskId": "lc-t"}))
+    listed = {c["checkpointId"]: c for c in answer["checkpoints"]}
     assert [listed[c]["status"] for c in (named, by_session, plain)] == [
         "active", "active", "corrupt"]
