@@ -568,3 +568,27 @@ register(Tool(
     handler=lambda args, ctx: checkpoint_check.check_checkpoints(),
     internal=True,
 ))
+
+
+register(Tool(
+    name="archive_checkpoints",
+    description=(
+        "Set checkpoints aside (archived: true; still listed and restorable, status "
+        "archived) or make them active again (archived: false); the console's actions. A "
+        "corrupt checkpoint stays corrupt. E1622 unknown checkpoint (nothing changes)."
+    ),
+    input_schema=obj({
+        "checkpointIds": {**array(string(min_length=1, max_length=255), max_items=1000),
+                          "minItems": 1},
+        "archived": boolean(default=True),
+    }, ["checkpointIds"]),
+    output_schema=obj({
+        "success": boolean(),
+        "statuses": {"type": "object", "additionalProperties": string(
+            enum=("active", "archived", "corrupt"))},
+        "timestamp": TIMESTAMP,
+    }, ["success", "statuses", "timestamp"]),
+    handler=lambda args, ctx: checkpoint_check.archive_checkpoints(
+        args["checkpointIds"], args.get("archived", True)),
+    internal=True,
+))

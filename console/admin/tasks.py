@@ -252,6 +252,28 @@ class CheckpointAdmin(ProjectScopedAdmin, ReadOnlyAdmin):
               "agent", "created_by", "session_id", "created_at", "size", "full_hash",
               "snapshot_pretty")
     readonly_fields = fields
+    actions = ("archive", "make_active")
+
+    def _set_archived(self, request: HttpRequest, queryset: Any, archived: bool) -> None:
+        ids = list(queryset.values_list("checkpoint_id", flat=True))
+        try:
+            result = run_tool(request, "archive_checkpoints",
+                              {"checkpointIds": ids, "archived": archived})
+        except OrchestratorError as exc:
+            self.message_user(request, f"{exc.code}: {exc.message}", messages.ERROR)
+            return
+        kept = [i for i, status in result["statuses"].items() if status == "corrupt"]
+        self.message_user(request, f"{len(ids) - len(kept)} checkpoint(s) "
+                          f"{'archived' if archived else 'active again'}"
+                          + (f"; {len(kept)} corrupt one(s) stay corrupt" if kept else ""))
+
+    @admin.action(description="Archive (set aside, still restorable)")
+    def archive(self, request: HttpRequest, queryset: Any) -> None:
+        self._set_archived(request, queryset, True)
+
+    @admin.action(description="Make active again")
+    def make_active(self, request: HttpRequest, queryset: Any) -> None:
+        self._set_archived(request, queryset, False)
 
     def get_queryset(self, request: HttpRequest) -> Any:
         details = CheckpointDetails.objects.filter(checkpoint_id=OuterRef("checkpoint_id"))

@@ -20,6 +20,7 @@ from django.db import connection, transaction
 from contexts.models import CheckpointDetails
 from contexts.services.checkpoints import integrity_problem
 from orchestrator.core.db import qualified
+from orchestrator.core.errors import checkpoint_not_found
 from orchestrator.core.stamps import now_iso
 
 logger = logging.getLogger("orchestrator.contexts")
@@ -89,3 +90,29 @@ def check_checkpoints(batch_size: int = BATCH) -> dict[str, Any]:
                        f"{qualified('checkpoints')} c WHERE c.checkpoint_id = d.checkpoint_id)")
     return {"success": True, "checked": checked, "corrupt": corrupt,
             "newlyCorrupt": newly_corrupt, "repaired": repaired, "timestamp": now_iso()}
+
+
+_ARCHIVE_SQL = f"""
+INSERT INTO {DETAILS} AS d (checkpoint_id, project_id, tags, status)
+SELECT c.checkpoint_id, c.project_id, '[]'::jsonb, %(status)s
+FROM {qualified('checkpoints')} c WHERE c.checkpoint_id = ANY(%(ids)s)
+ON CONFLICT (checkpoint_id) DO UPDATE SET
+  status = CASE WHEN d.status = 'corrupt' THEN 'corrupt' ELSE EXCLUDED.status END
+RETURNING d.checkpoint_id, d.status
+"""
+
+
+def archive_checkpoints(checkpoint_ids: list[str], archived: bool = True) -> dict[str, Any]:
+    """An operator sets checkpoints aside (``archived``: still listed and restorable, shown
+    as archived) or makes them active again. A corrupt checkpoint stays corrupt: only the
+    check, verifying it again, clears that. E1622 when one does not exist."""
+    ids = list(dict.fromkeys(checkpoint_ids))
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(_ARCHIVE_SQL, {"ids": ids, "status": CheckpointDetails.ARCHIVED
+                                      if archived else CheckpointDetails.ACTIVE})
+        statuses = dict(cursor.fetchall())
+        missing = [i for i in ids if i not in statuses]
+        if missing:
+            raise checkpoint_not_found(missing[0])  # rolls the others back too
+    return {"success": True, "statuses": {i: statuses[i] for i in ids},
+            "timestamp": now_iso()}

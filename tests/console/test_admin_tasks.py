@@ -103,6 +103,20 @@ def test_a_corrupt_checkpoint_stands_out_on_the_console(admin_client, tools, mak
                                     args=[task.pk])).content.decode()
     assert page.count("cannot be restored") == 1 and f"checkpoint={good}" in page
     assert f"checkpoint={bad}" not in page
+    # Archiving sets a checkpoint aside (still restorable); a corrupt one stays corrupt.
+    changelist = reverse("admin:contexts_checkpoint_changelist")
+    chosen = [Checkpoint.objects.get(checkpoint_id=c).pk for c in (good, bad)]
+    done = admin_client.post(changelist, {"action": "archive", "_selected_action": chosen},
+                             follow=True).content.decode()
+    assert "1 checkpoint(s) archived; 1 corrupt one(s) stay corrupt" in done
+    statuses = {c["checkpointId"]: c["status"] for c in tools.ok(
+        "list_checkpoints", {"taskId": "adm-cc"})["checkpoints"]}
+    assert statuses == {good: "archived", bad: "corrupt"}
+    tools.ok("rollback_to", {"taskId": "adm-cc", "target": {"type": "checkpoint",
+                                                            "checkpointId": good}})
+    admin_client.post(changelist, {"action": "make_active", "_selected_action": chosen[:1]})
+    assert tools.ok("list_checkpoints", {"label": "good"})["checkpoints"][0]["status"] == \
+        "active"
 
 
 def test_bad_rollback_target_shows_an_error_not_a_500(admin_client, make_task):
