@@ -65,6 +65,7 @@ from sessions.models import SessionDetail
 from sessions.services.common import LIVE_STATUSES, refuse_for_status
 from sessions.services.events import append_event
 from sessions.services.notices import NOTICES_TABLE, add_notices, take_notices
+from sessions.services.pause import paused_refusal
 
 logger = logging.getLogger("orchestrator.claims")
 
@@ -104,15 +105,17 @@ CACHED_CLAIMANTS = 20000
 
 
 _CLAIMANT = ("SELECT s.status, s.project_id, s.task_id, s.project_dir, d.agent_id, "
-             "g.orchestrator_context "
+             "g.orchestrator_context, d.paused_at, d.pause_reason, d.pause_resets_at "
              f"FROM {qualified('active_sessions')} s "
              f"LEFT JOIN {SessionDetail._meta.db_table} d ON d.session_id = s.session_id "
              f"LEFT JOIN {qualified('global_context')} g ON g.project_id = s.project_id "
              "WHERE s.session_id = %s")
 
 
-def claimant(session_id: str) -> Claimant:
-    """The session with its project's policy; E1600 unknown, E1602 / E1603 not live."""
+def claimant(session_id: str, *, source: str = "tool") -> Claimant:
+    """The session with its project's policy; E1600 unknown, E1602 / E1603 not live,
+    E1633 paused (a paused session claims no new files, seed 004; the claims a hook
+    flush makes for edits already done are kept, ``source`` "activity")."""
     rows = prepared.fetch_all(_CLAIMANT, [session_id])  # prepared: planning cost the most
     row = rows[0] if rows else None
     if row is None:
@@ -120,6 +123,8 @@ def claimant(session_id: str) -> Claimant:
     status = row[0] or "active"
     if status not in LIVE_STATUSES:
         raise refuse_for_status(session_id, status, action="claiming files")
+    if row[6] is not None and source != "activity":
+        raise paused_refusal(session_id, row[7], row[8], action="claiming files")
     stored = _json(row[5])
     who = Claimant(session_id, row[1], row[2], (row[3] or "").rstrip("/"), row[4],
                    policy_from(stored))
@@ -335,6 +340,9 @@ WITH s AS (
   WHERE s.session_id = %(me)s AND s.project_id = %(project)s
     AND rtrim(coalesce(s.project_dir, ''), '/') = %(root)s
     AND s.status IN ('active', 'compacted')
+    -- a paused session takes the long way, which refuses it (claimant, E1633)
+    AND NOT EXISTS (SELECT 1 FROM {SessionDetail._meta.db_table} d
+                    WHERE d.session_id = s.session_id AND d.paused_at IS NOT NULL)
     AND (g.orchestrator_context -> '{POLICY_KEY}') IS NOT DISTINCT FROM %(policy)s::jsonb),
 others AS (
   SELECT 1 FROM {CLAIMS_TABLE} c
@@ -416,7 +424,7 @@ def claim(session_id: str, paths: list[str], *, ttl_seconds: int | None = None,
     quick = _claim_at_once(session_id, paths, ttl, source)
     if quick is not None:
         return quick
-    who = claimant(session_id)
+    who = claimant(session_id, source=source)
     wanted = list(dict.fromkeys(repository_path(p, who.root) for p in paths))
     ignored = [p for p in wanted if who.policy.ignores(p)]
     counted = [p for p in wanted if p not in ignored]

@@ -63,7 +63,9 @@ register(Tool(
         "after the last claim or edit of the file (FILE_CLAIM_TTL_SECONDS by default). "
         "Ignored paths (the policy's ignore globs) are listed, never claimed. notices: the "
         "session's pending notices, now delivered. E1600 unknown session, E1602 ended, "
-        "E1603 crashed, E1612 a path outside the repository."),
+        "E1603 crashed, E1633 paused (a paused session claims no new files: pause_session; "
+        "the claims its hook flushes for edits already made are kept), E1612 a path "
+        "outside the repository."),
     input_schema=obj({
         "sessionId": SESSION_ID, "paths": {**PATHS, "minItems": 1},
         "ttlSeconds": integer("How long the claim lasts after this call without another "

@@ -6,7 +6,9 @@
 - ``task_switched(sender, session_id: str | None, from_task_id: str | None,
   to_task_id: str)``: sent INSIDE switch_task's transaction, after the switch is written:
   what a receiver writes commits or rolls back with the switch (the sessions app records
-  that the session now works on the new task).
+  that the session now works on the new task). A receiver may refuse the switch by
+  raising ``OrchestratorError``: the switch rolls back (sessions: a paused session takes
+  no new task, E1633).
 - ``agent_of_session``: see below.
 """
 

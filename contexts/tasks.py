@@ -1,6 +1,7 @@
 """Periodic jobs of contexts, tools through the registry: the sync of the Redis cache and
 file backups from Postgres (spec 4.1.10), which repairs whatever a Redis or file failure
-on the write path left behind, and the checkpoint check (seed 003 §3.2).
+on the write path left behind; the replay of the saves held while Postgres was
+unreachable (contexts/services/pending.py); and the checkpoint check (seed 003 §3.2).
 """
 
 from __future__ import annotations
@@ -24,6 +25,14 @@ def summarize(result: dict[str, Any]) -> str:
 def sync_hot_context_task(transport: str = "task", progress=None) -> dict[str, Any]:
     return run_job("hot sync", "sync_hot_context", transport=transport, summarize=summarize,
                    progress=progress)
+
+
+@shared_task(name="contexts.replay_pending_saves")
+def replay_pending_saves_task(transport: str = "task") -> dict[str, Any]:
+    return run_job("pending-save replay", "replay_pending_saves", transport=transport,
+                   summarize=lambda r: (f"{len(r['applied'])} held save(s) applied, "
+                                        f"{len(r['rejected'])} refused, "
+                                        f"{r['remaining']} still held"))
 
 
 def summarize_check(result: dict[str, Any]) -> str:

@@ -13,6 +13,7 @@ from contexts.services import (
     checkpoints,
     critical,
     global_context,
+    pending,
     projects,
     rollback,
     save,
@@ -148,6 +149,8 @@ register(Tool(
 
 
 def _save(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
+    # Saves held while Postgres was down go first: a later save must not be overtaken.
+    pending.replay_if_any(ctx)
     return save.save_task_changes(
         args["taskId"], args.get("updates") or {}, change_summary=args.get("changeSummary"),
         session_id=args.get("sessionId"), actor=_actor(ctx),
@@ -161,7 +164,14 @@ register(Tool(
         "Redis cache and the file backup (spec 4.1.2). savedTo says which backends really "
         "took the write; a Redis or file failure does not fail the save. graph says what "
         "the save means for the graph mirror, which is updated off the request path: "
-        "queued, unchanged or disabled. E1610, E1612, E1613 (locked). " + LOCK_RULE
+        "queued, unchanged or disabled. A paused session (pause_session) may save its "
+        "own work. While PostgreSQL is unreachable the save is held in "
+        "RECOVERY_DIR/.pending-saves.json (spec 6.4.1): HTTP 202 with success true, "
+        "pending true, pendingSaveId, version null and savedTo {database: false, redis: "
+        "false, file: true}; held saves are applied in order, each exactly once, when "
+        "PostgreSQL is back (before the next save, and by the periodic job "
+        "replay_pending_saves); do not send a held save again. E1654 (503) only when the "
+        "file cannot be written either. E1610, E1612, E1613 (locked). " + LOCK_RULE
     ),
     input_schema=obj({
         "taskId": safe_id("Task to save"),
@@ -170,14 +180,45 @@ register(Tool(
         "sessionId": SESSION_ID,
         "syncToFile": boolean(default=True),
     }, ["taskId"]),
-    output_schema=obj({"success": boolean(), "taskId": string(), "version": integer(),
+    output_schema=obj({"success": boolean(), "taskId": string(),
+                       "version": {"type": ["integer", "null"],
+                                   "description": "The new version; null while the save "
+                                                  "is pending (held while PostgreSQL is "
+                                                  "unreachable)"},
                        "savedTo": SAVED_TO,
+                       "pending": boolean("Held in RECOVERY_DIR/.pending-saves.json while "
+                                          "PostgreSQL is unreachable; applied when it is "
+                                          "back"),
+                       "pendingSaveId": string("The held save's id (its replay is "
+                                               "recorded under it, once)"),
+                       "pendingPosition": integer("Its place in the queue of held saves"),
+                       "message": string(),
                        "graph": string("The graph mirror: 'queued' (an update committed "
                                        "with the save, applied shortly), 'unchanged' or "
                                        "'disabled'", enum=("queued", "unchanged", "disabled")),
                        "timestamp": TIMESTAMP},
                       ["success", "taskId", "version", "savedTo", "timestamp"]),
     handler=_save,
+    when_database_down=pending.hold_save,
+))
+
+register(Tool(
+    name="replay_pending_saves",
+    description=(
+        "Apply the saves held in RECOVERY_DIR/.pending-saves.json while PostgreSQL was "
+        "unreachable, in order, each exactly once (its id recorded with it); one refused "
+        "on replay is moved to .pending-saves.rejected.json. Beat runs it every "
+        "HEARTBEAT_INTERVAL_MS; manage.py replay_pending_saves runs it once; the next "
+        "save runs it first."
+    ),
+    input_schema=obj({}),
+    output_schema=obj({"success": boolean(), "applied": string_list("Held saves applied"),
+                       "skipped": string_list("Held saves applied before (not again)"),
+                       "rejected": string_list("Held saves the service refused"),
+                       "remaining": integer("Still held: PostgreSQL unreachable again")},
+                      ["success", "applied", "skipped", "rejected", "remaining"]),
+    handler=lambda args, ctx: pending.replay_pending_saves(),
+    internal=True,
 ))
 
 
@@ -347,8 +388,9 @@ register(Tool(
         "active task of its project and stamp its last_session_at, in one transaction (the "
         "two tasks must be of one project: E1607 otherwise); then refresh the "
         "hot context in Redis and files (spec 4.1.5, 7.3). blockedBy lists unfinished "
-        "tasks that block the new task. E1660, E1661, E1662, E1612; on failure nothing "
-        "changed."
+        "tasks that block the new task. E1660, E1661, E1662, E1612; E1633 when sessionId "
+        "is paused (pause_session: a paused session takes no new task; its own saves still "
+        "work); on failure nothing changed."
     ),
     input_schema=obj({
         "fromTaskId": safe_id("Current task; omit if just loading"),

@@ -35,6 +35,14 @@ def periodic_jobs() -> dict[str, dict]:
         "retention": ("orchestrator.retention", settings.RETENTION_INTERVAL_SECONDS),
         "check checkpoints": ("contexts.check_checkpoints",
                               settings.CHECKPOINT_CHECK_INTERVAL_SECONDS),
+        # Seed 004's auto-resume at resets_at + PAUSE_RESUME_GRACE_MINUTES: a minute late
+        # at most, as the crash sweep.
+        "resume paused sessions": ("sessions.resume_paused_sessions",
+                                   settings.HEARTBEAT_INTERVAL_MS / 1000),
+        # Saves held in RECOVERY_DIR/.pending-saves.json while Postgres was down: applied
+        # within a heartbeat interval of its return even if no save comes to apply them.
+        "replay pending saves": ("contexts.replay_pending_saves",
+                                 settings.HEARTBEAT_INTERVAL_MS / 1000),
     }
     if settings.ENABLE_CONFLICT_DETECTION:
         jobs["detect conflicts"] = ("conflicts.detect_conflicts",

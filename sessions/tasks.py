@@ -1,6 +1,7 @@
 """Celery beat jobs: crash detection every HEARTBEAT_INTERVAL_MS (spec 7.1.1, 11.4.2) and
-stale-session cleanup every STALE_SESSION_SWEEP_INTERVAL_SECONDS, each a tool call through
-the registry. Both are conditional UPDATE statements (neither deletes), so overlapping runs on
+stale-session cleanup every STALE_SESSION_SWEEP_INTERVAL_SECONDS, the auto-resume of
+paused sessions (seed 004) every HEARTBEAT_INTERVAL_MS, each a tool call through
+the registry. The sweeps are conditional UPDATE statements (neither deletes), so overlapping runs on
 several workers are harmless."""
 
 from __future__ import annotations
@@ -22,3 +23,9 @@ def detect_crashed_sessions_task(transport: str = "task") -> dict[str, Any]:
 def clean_stale_sessions_task(transport: str = "task") -> dict[str, Any]:
     return run_job("stale-session cleanup", "clean_stale_sessions", transport=transport,
                    summarize=lambda r: f"{len(r['closed'])} abandoned session(s) closed")
+
+
+@shared_task(name="sessions.resume_paused_sessions")
+def resume_paused_sessions_task(transport: str = "task") -> dict[str, Any]:
+    return run_job("pause auto-resume", "resume_paused_sessions", transport=transport,
+                   summarize=lambda r: f"{len(r['resumed'])} paused session(s) resumed")

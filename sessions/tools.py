@@ -379,10 +379,17 @@ register(Tool(
         "Pause a live session (seed 004): reason usage_limit, user_stop or system_error; "
         "resetsAt when the limit resets; remainingPercent what the usage script reported. "
         "A paused session expects no heartbeats and is never marked crashed; heartbeats "
-        "are still taken and leave it paused. resume_session ends the pause, and so does "
-        "the next record_activity with a heartbeat (an agent at work again). Still paused "
-        "PAUSE_RESUME_GRACE_MINUTES after resetsAt, it is listed by check_recovery with a "
-        "resume prompt. Logs session_pause (reason, remaining_percent, resets_at). "
+        "are still taken and leave it paused. While paused it takes no new work: "
+        "switch_task naming it and claim_files for it are refused with E1633 (409, the "
+        "reason and resumeAt in details); saving its own work (save_context_snapshot, "
+        "checkpoints, events, scratchpad) still works. The pause is written to "
+        "RECOVERY_DIR/.session-state.json. resume_session ends the pause, and so does "
+        "the next record_activity with a heartbeat (an agent at work again); "
+        "PAUSE_RESUME_GRACE_MINUTES after resetsAt the periodic job resume_paused_sessions "
+        "ends it (event session_resume, trigger auto_resume) and the session's next hook "
+        "answer carries the notice 'SESSION RESUMED - Reset complete'. Until that job "
+        "has run, check_recovery lists it with a resume prompt. Logs session_pause "
+        "(reason, remaining_percent, resets_at). "
         "Pausing a paused session updates reason and times. E1600 unknown, E1602 ended, "
         "E1603 crashed, E1612 invalid input."
     ),
@@ -605,6 +612,22 @@ register(Tool(
     output_schema=obj({"success": boolean(), "crashed": string_list("Sessions marked crashed"),
                        "timestamp": TIMESTAMP}, ["success", "crashed", "timestamp"]),
     handler=lambda args, ctx: {"success": True, "crashed": recovery.detect_crashed_sessions(),
+                               "timestamp": now_iso()},
+    internal=True,
+))
+
+register(Tool(
+    name="resume_paused_sessions",
+    description=(
+        "Seed 004's auto-resume: every live session paused with a resetsAt that is more "
+        "than PAUSE_RESUME_GRACE_MINUTES past is resumed (event session_resume with "
+        "trigger auto_resume, a log line, and a notice for its next hook answer). Beat "
+        "runs it every HEARTBEAT_INTERVAL_MS; manage.py resume_paused_sessions runs it once."
+    ),
+    input_schema=obj({}),
+    output_schema=obj({"success": boolean(), "resumed": string_list("Sessions resumed"),
+                       "timestamp": TIMESTAMP}, ["success", "resumed", "timestamp"]),
+    handler=lambda args, ctx: {"success": True, "resumed": pause.resume_paused_sessions(),
                                "timestamp": now_iso()},
     internal=True,
 ))

@@ -8,11 +8,13 @@ import time
 from dataclasses import dataclass
 from datetime import timedelta
 
+from django.db import InterfaceError, OperationalError
 from django.db.models.signals import post_delete, post_save
 from django.dispatch import receiver
 from django.utils import timezone
 
-from orchestrator.core.models import ApiToken, hash_token
+from orchestrator.core.errors import OrchestratorError
+from orchestrator.core.models import ApiToken, TokenScope, hash_token
 
 
 @dataclass(frozen=True)
@@ -36,6 +38,11 @@ class TokenPrincipal:
 # token revoked in another process stops working within TOKEN_CACHE_SECONDS; a revocation
 # in this process (admin, command) clears the entry at once.
 TOKEN_CACHE_SECONDS = 10.0
+# While Postgres is unreachable a token this process found valid within this long still
+# authenticates (it cannot be checked, and its revocation could not be read either): the
+# saves of an agent at work are then held (contexts/services/pending.py) instead of
+# refused at the door.
+TOKEN_OUTAGE_SECONDS = 3600.0
 _token_cache: dict[str, tuple[float, TokenPrincipal]] = {}
 _token_cache_lock = threading.Lock()
 
@@ -52,6 +59,15 @@ def _forget_changed_token(sender: type[ApiToken], instance: ApiToken, **kwargs) 
     forget_token(instance.token_hash)
 
 
+def metrics_only(principal: TokenPrincipal) -> OrchestratorError | None:
+    """E1608 for a metrics token anywhere but /metrics (tools, MCP, browsing): a scraper's
+    token, kept in a file beside Prometheus, must not read or change anyone's data."""
+    if principal.scope != TokenScope.METRICS:
+        return None
+    return OrchestratorError("E1608", "A metrics token reads /metrics only",
+                             {"scope": principal.scope})
+
+
 def authenticate_header(value: str | None) -> TokenPrincipal | None:
     """Return the principal for an ``Authorization`` header value, or None if invalid."""
     if not value:
@@ -63,7 +79,12 @@ def authenticate_header(value: str | None) -> TokenPrincipal | None:
     cached = _token_cache.get(token_hash)
     if cached and time.monotonic() - cached[0] < TOKEN_CACHE_SECONDS:
         return cached[1]
-    token = ApiToken.objects.filter(token_hash=token_hash, revoked=False).first()
+    try:
+        token = ApiToken.objects.filter(token_hash=token_hash, revoked=False).first()
+    except (OperationalError, InterfaceError):
+        if cached and time.monotonic() - cached[0] < TOKEN_OUTAGE_SECONDS:
+            return cached[1]
+        raise
     if token is None:
         forget_token(token_hash)
         return None

@@ -58,6 +58,10 @@ _CODES = [
     ErrorCode("E1630", "RECOVERY_CHECK_FAILED", 500, "Could not check recovery"),
     ErrorCode("E1631", "RECOVERY_SESSION_NOT_FOUND", 404, "Recovery session not found"),
     ErrorCode("E1632", "RECOVERY_ALREADY_COMPLETE", 409, "Session already recovered"),
+    # Beyond the spec: the session categories E1600-E1609 are all taken, and a pause is
+    # seed 004's recovery state (check_recovery lists an overdue one).
+    ErrorCode("E1633", "SESSION_PAUSED", 409,
+              "Session is paused: it takes no new task or file claim until resumed"),
     # Conflict errors (E1640-E1649)
     ErrorCode("E1640", "CONFLICT_DETECTION_FAILED", 500, "Detection query failed"),
     ErrorCode("E1641", "INVALID_CONFLICT_TYPE", 400, "Unknown conflict type"),
@@ -74,6 +78,10 @@ _CODES = [
     ErrorCode("E1660", "SOURCE_TASK_NOT_FOUND", 404, "Source task does not exist"),
     ErrorCode("E1661", "TARGET_TASK_NOT_FOUND", 404, "Target task does not exist"),
     ErrorCode("E1662", "TASK_SWITCH_FAILED", 409, "Switch operation failed"),
+    # Request errors (E1670-E1679): refused before any tool, page or token check
+    # (orchestrator.web.hosts), on every path
+    ErrorCode("E1670", "HOST_NOT_ALLOWED", 400, "Host header not in ALLOWED_HOSTS"),
+    ErrorCode("E1671", "ORIGIN_NOT_ALLOWED", 403, "Browser request from a foreign origin"),
     # Configuration errors (E1690-E1699)
     ErrorCode("E1690", "CONFIG_INVALID", 500, "Invalid configuration"),
     ErrorCode("E1691", "CONFIG_MISSING", 500, "Required config missing"),

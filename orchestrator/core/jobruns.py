@@ -40,13 +40,17 @@ KNOWN_JOBS: dict[str, str] = {
     "stale-session cleanup": "sessions.clean_stale_sessions",
     "retention": "orchestrator.retention",
     "checkpoint check": "contexts.check_checkpoints",
+    "pause auto-resume": "sessions.resume_paused_sessions",
+    "pending-save replay": "contexts.replay_pending_saves",
 }
 
 
 # Job name shown to people -> the `job` label of session_orchestration_job_last_success_*.
 METRIC_JOB_NAMES = {"crash sweep": "detect_crashed_sessions", "hot sync": "sync_hot_context",
                     "conflict detection": "detect_conflicts", "graph sync": "sync_graph",
-                    "stale-session cleanup": "clean_stale_sessions"}
+                    "stale-session cleanup": "clean_stale_sessions",
+                    "pause auto-resume": "resume_paused_sessions",
+                    "pending-save replay": "replay_pending_saves"}
 
 
 @dataclass

@@ -14,11 +14,13 @@ def hash_token(raw: str) -> str:
 
 class TokenScope(models.TextChoices):
     """What a token may do: read calls only read-only tools; write calls every tool on its
-    own sessions; admin also writes other tokens' sessions."""
+    own sessions; admin also writes other tokens' sessions; metrics only reads /metrics (a
+    Prometheus scraper: every project's figures, no tool, no browsing)."""
 
     READ = "read"
     WRITE = "write"
     ADMIN = "admin"
+    METRICS = "metrics"
 
 
 class Project(models.Model):
@@ -111,3 +113,22 @@ class JobRun(models.Model):
 
     def __str__(self) -> str:
         return f"{self.job_name} {self.outcome} at {self.started_at:%Y-%m-%d %H:%M:%S}"
+
+
+class ReplayedCall(models.Model):
+    """A tool call that was held in a file while Postgres was unreachable (a save in
+    RECOVERY_DIR/.pending-saves.json) and has since been applied: its id, written in the
+    transaction that applies it, so that a replay run again (a crash before the file was
+    rewritten, two replays at once) applies each held call exactly once. Small rows, one
+    per held call: kept, as the record of what an outage held."""
+
+    call_id = models.CharField(max_length=100, primary_key=True)
+    tool = models.CharField(max_length=100)
+    held_at = models.DateTimeField(null=True, blank=True)
+    applied_at = models.DateTimeField(db_default=Now())
+
+    class Meta:
+        db_table = "orchestrator_replayed_call"
+
+    def __str__(self) -> str:
+        return self.call_id

@@ -29,6 +29,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from urllib.parse import quote
 
 import psutil
 
@@ -37,7 +38,6 @@ from orchestrator.core.private_files import (
     private_dir,
     read_secret,
     secret,
-    tighten,
     write_private,
 )
 
@@ -423,15 +423,17 @@ class Bolt(Server):
         self.port, http_port = free_ports(2)
         arc = package_dir("arcadedb_embedded")
         private_dir(self.dir)
-        # ArcadeDB keeps the root password set on the first start and ignores the option
-        # later, so a persistent data dir keeps its password in a file (older versions kept
-        # it in DIR/arcadedb/root-password: moved, narrowed to 0600).
+        # ArcadeDB keeps the root password set on the first start (in config/
+        # server-users.jsonl, hashed) and ignores the option later, so a persistent data dir
+        # keeps its password in a file.
         pwfile = self.secrets / "arcadedb-password"
         old = self.dir / "root-password"
         if old.exists() and not pwfile.exists():
-            tighten(old)
-            private_dir(self.secrets)
-            old.rename(pwfile)
+            # Left by the version that put the password on java's command line, where `ps`
+            # showed it to every local user: replaced. Without its users file ArcadeDB
+            # makes root again with the new password; the databases are untouched.
+            (self.dir / "config" / "server-users.jsonl").unlink(missing_ok=True)
+            old.unlink()
         self.password = secret(pwfile, 18)
         options = {
             "server.rootPath": self.dir,
@@ -478,7 +480,8 @@ class Bolt(Server):
 
     def env(self) -> dict[str, str]:
         return {"NEO4J_URI": self.url(), "NEO4J_USER": self.user, "NEO4J_PASSWORD": self.password,
-                "NEOMODEL_DATABASE_URL": f"bolt://{self.user}:{self.password}@127.0.0.1:{self.port}"}
+                "NEOMODEL_DATABASE_URL": f"bolt://{quote(self.user, safe='')}:"
+                                         f"{quote(self.password, safe='')}@127.0.0.1:{self.port}"}
 
 
 def java_arg(value: str) -> str:

@@ -89,7 +89,7 @@ CATALOGUE: tuple[AgentTool, ...] = (
     AgentTool(
         "switch_task", "switch_task",
         "Make another task the active one; saves the current task's state first. Answers "
-        "the new task's context.",
+        "the new task's context. Refused while your session is paused.",
         Fields({"fromTaskId": "The task you leave", "toTaskId": "",
                 "currentTaskUpdates": Fields({"immediateContext": NOW}),
                 "sessionId": SESSION})),

@@ -13,7 +13,7 @@ from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import authentication, exceptions, filters, parsers, status, throttling
 from rest_framework.response import Response
 
-from orchestrator.core.auth import TokenPrincipal, authenticate_header
+from orchestrator.core.auth import TokenPrincipal, authenticate_header, metrics_only
 from orchestrator.core.errors import OrchestratorError, error_body
 from orchestrator.core.projects import scoped
 from orchestrator.web import ratelimit
@@ -74,6 +74,9 @@ class BearerTokenAuthentication(authentication.BaseAuthentication):
         principal = authenticate_header(header)
         if principal is None:
             raise exceptions.AuthenticationFailed("Invalid or revoked bearer token")
+        refused = metrics_only(principal)
+        if refused is not None:
+            raise refused
         return principal, None
 
     def authenticate_header(self, request) -> str:

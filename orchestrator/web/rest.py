@@ -49,6 +49,10 @@ def _view_for(tool: registry.Tool):
         tags=["tools"],
         request={"application/json": tool.input_schema},
         responses={200: OpenApiResponse(tool.output_schema, description="Tool output"),
+                   # A call held while Postgres is unreachable (save_context_snapshot).
+                   **({202: OpenApiResponse(tool.output_schema, description=(
+                       "Held while PostgreSQL is unreachable: pending true, applied when "
+                       "it is back"))} if tool.when_database_down else {}),
                    **dict.fromkeys(ERROR_STATUSES, errors)},
     )
 

@@ -16,11 +16,10 @@ from typing import Any
 
 from django.db import connection, transaction
 
-from orchestrator.backends import files
 from orchestrator.core.errors import OrchestratorError
 from orchestrator.core.stamps import now_iso
 from orchestrator.observability import metrics
-from sessions.services import agent_context, events, recovery
+from sessions.services import agent_context, events, markers, recovery
 from sessions.services.common import (
     DETAIL_TABLE,
     LIVE_STATUSES,
@@ -30,8 +29,6 @@ from sessions.services.common import (
     sessions_table,
 )
 from sessions.services.prompts import resume_prompt
-
-STATE_FILE = ".session-state.json"
 
 
 def report_compaction(session_id: str, *, trigger: str = "auto",
@@ -80,7 +77,9 @@ def report_compaction(session_id: str, *, trigger: str = "auto",
                                             "compactionNumber": number,
                                             "fullReload": full_reload, "trigger": trigger})
     state = recovery.recovery_state(session_id)
-    _write_state_file(project_id, session_id, number, full_reload, state.task)
+    markers.write_state_file(project_id, session_id, "compaction",
+                             task_id=(state.task or {}).get("taskId"),
+                             compaction_count=number, full_reload_due=full_reload)
     result = {"success": True, "sessionId": session_id, "status": "compacted",
               "recoveryType": "compaction", "compactionNumber": number,
               "fullReloadDue": full_reload, "resumePrompt": resume_prompt(state),
@@ -91,19 +90,6 @@ def report_compaction(session_id: str, *, trigger: str = "auto",
     if bundle is not None:
         result["contextBundle"] = bundle
     return result
-
-
-def _write_state_file(project_id: str, session_id: str, number: int, full_reload: bool,
-                      task: dict[str, Any] | None) -> None:
-    """Seed 004's state file (the project's), so a resume without the server still knows
-    the count."""
-    try:
-        files.write_json_atomic(files.recovery_dir(project_id) / STATE_FILE, {
-            "sessionId": session_id, "compactionCount": number, "fullReloadDue": full_reload,
-            "taskId": (task or {}).get("taskId"), "updatedAt": now_iso()})
-    except OSError as exc:
-        metrics.backend_failures_total.labels("file", "session_state").inc()
-        logger.warning("session state file not written: %s", exc)
 
 
 def complete_compaction(session_id: str, *, compaction_number: int | None = None,
@@ -167,8 +153,9 @@ def complete_compaction(session_id: str, *, compaction_number: int | None = None
             session_id, "system_event", "system", "compaction_complete", parts)
     logger.info("compaction complete", extra={"sessionId": session_id, "projectId": project_id,
                                               "compactionNumber": number, "fullReload": full})
-    _write_state_file(project_id, session_id, count, count % 2 == 0,
-                      {"taskId": _task_of(session_id)})
+    markers.write_state_file(project_id, session_id, "compaction_complete",
+                             task_id=_task_of(session_id), compaction_count=count,
+                             full_reload_due=count % 2 == 0)
     return {"success": True, "sessionId": session_id, "status": status,
             "compactionNumber": number, "compactionCount": count, "fullReload": full,
             "alreadyCompleted": False, "sequence": event["sequence"],

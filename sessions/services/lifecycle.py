@@ -132,6 +132,9 @@ def start_session(*, session_id: str | None = None, task_id: str | None = None,
                                           "agentId": agent_id})
     saved_to = {"database": True, **markers.mark_alive(
         session_id, task_id, project_id, project_dir, row["last_heartbeat"], force_file=True)}
+    if settings.ENABLE_FILE_SYNC:
+        saved_to["file"] = markers.write_state_file(project_id, session_id, "start",
+                                                    task_id=task_id) and saved_to["file"]
     result: dict[str, Any] = {
         "success": True,
         "sessionId": session_id,

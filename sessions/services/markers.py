@@ -79,3 +79,27 @@ def write_heartbeat_file(project_id: str, data: dict[str, Any]) -> bool:
 def read_heartbeat_file(project_id: str) -> dict[str, Any] | None:
     data = files.read_json(files.recovery_dir(project_id) / HEARTBEAT_FILE)
     return data if isinstance(data, dict) else None
+
+
+STATE_FILE = ".session-state.json"
+
+
+def write_state_file(project_id: str, session_id: str, event: str, *,
+                     task_id: str | None = None, compaction_count: int = 0,
+                     full_reload_due: bool = False,
+                     pause: dict[str, Any] | None = None) -> bool:
+    """Seed 004's state file, ``RECOVERY_DIR/.session-state.json`` of the project (spec
+    6.4.1): what a resume without the server needs to know, rewritten whole on a session's
+    start, pause, resume and compaction (``event``). The last session to do one of those owns it.
+    Renamed into place at once and fsynced by the background writer, as the heartbeat
+    file: start_session is a hook call. A failure is reported, never raised."""
+    try:
+        files.write_json_atomic(files.recovery_dir(project_id) / STATE_FILE, {
+            "sessionId": session_id, "event": event, "taskId": task_id,
+            "compactionCount": compaction_count, "fullReloadDue": full_reload_due,
+            "paused": pause, "updatedAt": now_iso()}, fsync_now=False)
+        return True
+    except OSError as exc:
+        metrics.backend_failures_total.labels("file", "session_state").inc()
+        logger.warning("session state file not written: %s", exc)
+        return False

@@ -13,8 +13,16 @@ spec's status column keeps its value (active or compacted), so programs reading
   limit) and leave the pause as it is;
 - ``record_activity`` with a heartbeat (a hook reporting real work: a prompt, a tool
   use, a finished turn) resumes it, as ``resume_session`` does;
-- once ``resets_at`` + PAUSE_RESUME_GRACE_MINUTES has passed, ``check_recovery`` lists
-  it with a resume prompt.
+- it takes no new work (seed 004 "Stop all new task assignments"): ``switch_task`` and
+  ``acquire_task_lock`` naming it, and ``claim_files`` for it, are refused with E1633
+  and the pause's reason; saving its own work (save_context_snapshot, events, the
+  scratchpad, checkpoints) is allowed, so nothing it did is lost;
+- the pause is written to the project's state file (``.session-state.json``);
+- once ``resets_at`` + PAUSE_RESUME_GRACE_MINUTES has passed, the periodic job
+  ``resume_paused_sessions`` (beat, ``manage.py resume_paused_sessions``) resumes it,
+  logs it (``session_resume`` with trigger ``auto_resume``, a log line) and leaves a
+  notice ("SESSION RESUMED - Reset complete") for its next hook answer; until that job
+  has run, ``check_recovery`` lists it with a resume prompt.
 
 Each pause and resume appends a ``system_event`` to the session's event log:
 ``session_pause`` (reason, remaining_percent, resets_at, auto_resume_at) and
@@ -31,16 +39,18 @@ from django.db import connection, transaction
 
 from orchestrator.core.errors import OrchestratorError
 from orchestrator.core.stamps import iso
-from sessions.services import events
+from sessions.services import events, markers
 from sessions.services.common import (
     DETAIL_TABLE,
     LIVE_STATUSES,
+    fetch_dicts,
     logger,
     refuse_for_status,
     session_status,
     sessions_table,
     tasks_table,
 )
+from sessions.services.notices import add_notices
 
 PAUSE_REASONS = ("usage_limit", "user_stop", "system_error")
 # SQL: true when session row ``s`` is paused (used by the crash sweep's UPDATE).
@@ -73,6 +83,32 @@ def pause_state(session_id: str) -> dict[str, Any] | None:
     return pause_data(*row)
 
 
+def paused_refusal(session_id: str, reason: str | None, resets_at: datetime | None,
+                   *, action: str) -> OrchestratorError:
+    """E1633 for a paused session asking for new work (``action``: "switching tasks")."""
+    resume_at = iso(resets_at + grace()) if resets_at else None
+    when = (f"; it resumes by itself at {resume_at}" if resume_at
+            else "; resume_session (or the agent's next activity) ends the pause")
+    return OrchestratorError(
+        "E1633", f"Session {session_id!r} is paused ({reason or 'no reason given'}): it "
+        f"takes no new work while paused, so {action} is refused. Saving its own work "
+        f"still works{when}.",
+        {"sessionId": session_id, "reason": reason, "resetsAt": iso(resets_at),
+         "resumeAt": resume_at})
+
+
+def refuse_if_paused(session_id: str, *, action: str) -> None:
+    """Raise E1633 when the session is paused (one primary-key read of its detail row).
+    For the calls that are not hook calls (switch_task, acquire_task_lock); claim_files
+    reads the pause with the session row it already reads."""
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT pause_reason, pause_resets_at FROM {DETAIL_TABLE} "
+                       "WHERE session_id = %s AND paused_at IS NOT NULL", [session_id])
+        row = cursor.fetchone()
+    if row is not None:
+        raise paused_refusal(session_id, row[0], row[1], action=action)
+
+
 def pause_data(paused_at: datetime, reason: str | None, resets_at: datetime | None,
                remaining: float | None) -> dict[str, Any]:
     return {"reason": reason, "pausedAt": iso(paused_at), "resetsAt": iso(resets_at),
@@ -96,17 +132,23 @@ def pause_session(session_id: str, *, reason: str, resets_at: datetime | None = 
                            [session_id])
             already = cursor.fetchone()[0] is not None
             cursor.execute(
-                f"UPDATE {DETAIL_TABLE} SET paused_at = COALESCE(paused_at, now()), "
+                f"UPDATE {DETAIL_TABLE} d SET paused_at = COALESCE(d.paused_at, now()), "
                 "pause_reason = %s, pause_resets_at = %s, pause_remaining_percent = %s "
-                "WHERE session_id = %s RETURNING paused_at, resume_count",
+                f"FROM {sessions_table()} s WHERE d.session_id = %s "
+                "AND s.session_id = d.session_id RETURNING d.paused_at, d.resume_count, "
+                "d.compaction_count, s.project_id, s.task_id",
                 [reason, resets_at, remaining_percent, session_id])
-            paused_at, resume_count = cursor.fetchone()
+            paused_at, resume_count, compactions, project_id, task_id = cursor.fetchone()
         pause = pause_data(paused_at, reason, resets_at, remaining_percent)
         if not already:
             events.append_event(session_id, "system_event", "system", "session_pause", {
                 "event": "session_pause", "reason": reason,
                 "remaining_percent": remaining_percent, "resets_at": iso(resets_at),
                 "auto_resume_at": pause["resumeAt"]})
+    # Seed 004 step 3: the state written where a resume without the server finds it.
+    markers.write_state_file(project_id, session_id, "pause", task_id=task_id,
+                             compaction_count=compactions, full_reload_due=False,
+                             pause=pause)
     if not already:
         logger.info("session paused", extra={"sessionId": session_id, "reason": reason,
                                               "resetsAt": iso(resets_at),
@@ -176,6 +218,16 @@ def _log_resume(session_id: str, resumed: tuple, trigger: str) -> dict[str, Any]
 
 
 def _log_line(session_id: str, answer: dict[str, Any], trigger: str) -> None:
+    """After a pause ended (committed): the log line, and the state file no longer
+    saying paused (one read of the session, only when a pause ended)."""
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT s.project_id, s.task_id, d.compaction_count "
+                       f"FROM {sessions_table()} s JOIN {DETAIL_TABLE} d "
+                       "ON d.session_id = s.session_id WHERE s.session_id = %s", [session_id])
+        row = cursor.fetchone()
+    if row is not None:
+        markers.write_state_file(row[0], session_id, "resume", task_id=row[1],
+                                 compaction_count=row[2])
     logger.info("session resumed", extra={"sessionId": session_id,
                                           "resumeCount": answer["resumeCount"],
                                           "pausedSeconds": answer["pausedSeconds"],
@@ -193,3 +245,46 @@ def _tasks_to_revalidate(session_id: str, since: datetime) -> list[str]:
             "AND t.status = 'completed' AND t.updated_at >= %s "
             "ORDER BY t.updated_at DESC LIMIT 100", [session_id, since - window])
         return [r[0] for r in cursor.fetchall()]
+
+
+RESUMED_NOTICE = "SESSION RESUMED - Reset complete"
+
+
+def resume_paused_sessions() -> list[str]:
+    """Seed 004 step 6-7 "Wait until resets_at + 5 minutes, auto-resume": end the pause of
+    every live session whose ``resets_at`` + PAUSE_RESUME_GRACE_MINUTES has passed (a
+    pause without a reset time waits for resume_session or activity). Each is resumed as
+    resume_session does (event ``session_resume`` with trigger ``auto_resume``, a log
+    line) and gets a notice its next hook answer carries to the model. The periodic job
+    (beat, ``manage.py resume_paused_sessions``); one session per transaction, and the
+    row lock of _clear_pause makes two overlapping runs resume each session once."""
+    due = fetch_dicts(
+        f"SELECT d.session_id, s.project_id FROM {DETAIL_TABLE} d "
+        f"JOIN {sessions_table()} s ON s.session_id = d.session_id "
+        "WHERE d.paused_at IS NOT NULL AND d.pause_resets_at IS NOT NULL "
+        "AND d.pause_resets_at + make_interval(secs => %s) <= now() "
+        "AND s.status IN ('active', 'compacted') ORDER BY d.pause_resets_at LIMIT 1000",
+        [grace().total_seconds()])
+    resumed = []
+    for row in due:
+        session_id = row["session_id"]
+        with transaction.atomic():
+            cleared = _clear_pause(session_id)
+            if cleared is None:  # resumed meanwhile (activity, resume_session, another run)
+                continue
+            answer = _log_resume(session_id, cleared, "auto_resume")
+            add_notices([(session_id, row["project_id"], "session_resumed",
+                          _resumed_text(answer, cleared[2]))])
+        _log_line(session_id, answer, "auto_resume")
+        resumed.append(session_id)
+    return resumed
+
+
+def _resumed_text(answer: dict[str, Any], resets_at: datetime | None) -> str:
+    lines = [f"{RESUMED_NOTICE} (paused for {answer['reason'] or 'no reason given'} since "
+             f"{answer['pausedAt']}; the limit reset at {iso(resets_at)}). New work may be "
+             "taken again."]
+    if answer["tasksToRevalidate"]:
+        lines.append("Tasks completed shortly before the pause, to validate before new "
+                     "work: " + ", ".join(answer["tasksToRevalidate"][:20]))
+    return "\n".join(lines)

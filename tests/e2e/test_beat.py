@@ -17,7 +17,8 @@ from tests.waiting import wait_for
 ROOT = Path(__file__).resolve().parents[2]
 JOBS = ("contexts.sync_hot_context", "sessions.detect_crashed_sessions",
         "sessions.clean_stale_sessions", "graph.drain_outbox", "orchestrator.retention",
-        "contexts.check_checkpoints", "conflicts.detect_conflicts",
+        "contexts.check_checkpoints", "sessions.resume_paused_sessions",
+        "contexts.replay_pending_saves", "conflicts.detect_conflicts",
         "graph.sync_graph")
 
 
@@ -26,8 +27,10 @@ def test_schedule_follows_settings(settings):
     settings.ENABLE_NEO4J = False
     settings.HEARTBEAT_INTERVAL_MS = 1500
     jobs = periodic_jobs()
-    assert {j["task"] for j in jobs.values()} == set(JOBS[:6])
+    assert {j["task"] for j in jobs.values()} == set(JOBS[:8])
     assert jobs["detect crashed sessions"]["schedule"] == 1.5
+    assert jobs["resume paused sessions"]["schedule"] == 1.5
+    assert jobs["replay pending saves"]["schedule"] == 1.5
 
 
 EVERY_SECOND = {"HOT_SYNC_INTERVAL_SECONDS": "1", "HEARTBEAT_INTERVAL_MS": "1000",

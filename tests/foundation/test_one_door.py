@@ -18,8 +18,8 @@ from tests import mcp_client
 
 INTERNAL = {"detect_crashed_sessions", "clean_stale_sessions", "mark_session_crashed",
             "release_session_locks", "sync_graph", "drain_graph_outbox",
-            "rollback_global_context", "prune", "check_checkpoints",
-            "archive_checkpoints", "backup"}
+            "rollback_global_context", "prune", "backup", "resume_paused_sessions",
+            "replay_pending_saves", "check_checkpoints", "archive_checkpoints"}
 
 
 def calls(tool: str, transport: str) -> float:

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from django.db import connection, transaction
 
-from orchestrator.config import ConfigError, load_retention_settings
+from orchestrator.config import ConfigError, load_settings
 from orchestrator.core.db import qualified
 from orchestrator.ops.tasks import retention_task
 
@@ -79,10 +79,10 @@ def test_trimming_is_the_operators_choice(tools, settings):
 
 
 def test_defaults_keep_every_version():
-    values = load_retention_settings({})
-    assert values["RETENTION_KEEP_VERSIONS"] == 0  # 0: no trimming
-    assert values["RETENTION_KEEP_DAYS"] == 30.0
-    assert values["RETENTION_TASK_FILE_ACTION"] == "archive"
+    values = load_settings({})
+    assert values.RETENTION_KEEP_VERSIONS == 0  # 0: no trimming
+    assert values.RETENTION_KEEP_DAYS == 30
+    assert values.CHECKPOINT_CHECK_INTERVAL_SECONDS == 86400
 
 
 @pytest.mark.parametrize(("setting", "value"), [
@@ -90,12 +90,12 @@ def test_defaults_keep_every_version():
     ("RETENTION_KEEP_DAYS", "nan"), ("RETENTION_KEEP_DAYS", "-1"),
     ("RETENTION_CHECKPOINTS_PER_TASK", "1.5"), ("RETENTION_PRUNE_LABELLED_CHECKPOINTS", "maybe"),
     ("RETENTION_EVENT_DAYS", "forever"), ("RETENTION_BATCH_SIZE", "0"),
-    ("RETENTION_INTERVAL_SECONDS", "daily"), ("RETENTION_TASK_FILE_DAYS", "inf"),
-    ("RETENTION_TASK_FILE_ACTION", "shred"),
+    ("RETENTION_INTERVAL_SECONDS", "daily"), ("RETENTION_TASK_FILE_ACTION", "shred"),
+    ("CHECKPOINT_CHECK_INTERVAL_SECONDS", "0"),
 ])
 def test_a_bad_retention_value_is_e1690_naming_it(setting, value):
     with pytest.raises(ConfigError) as caught:
-        load_retention_settings({setting: value})
+        load_settings({setting: value})
     assert caught.value.code == "E1690" and caught.value.setting == setting
 
 

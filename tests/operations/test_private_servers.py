@@ -43,6 +43,7 @@ db = urlsplit(os.environ["DATABASE_URL"])
 socket_dir = parse_qs(db.query)["host"][0]
 # the right password works (and a marker table survives restarts)
 with psycopg.connect(os.environ["DATABASE_URL"], autocommit=True) as conn:
+    seen["marker_kept"] = conn.execute("SELECT to_regclass('marker') IS NOT NULL").fetchone()[0]
     conn.execute("CREATE TABLE IF NOT EXISTS marker (n int)")
     seen["pg_ok"] = conn.execute("SELECT current_user").fetchone()[0]
 # the same socket without the password, and with a wrong one
@@ -75,12 +76,17 @@ seen["secret_in_environ_of_servers"] = [p.name() for p in ours if p.name() != "p
 if os.environ.get("NEO4J_URI"):
     from neo4j import GraphDatabase
     from neo4j.exceptions import AuthError
-    try:
-        with GraphDatabase.driver(os.environ["NEO4J_URI"], auth=("root", "wrong")) as d:
-            d.verify_connectivity()
-        seen["bolt_wrong_password"] = "connected"
-    except AuthError:
-        seen["bolt_wrong_password"] = "refused"
+    # LEAKED: a password the previous version showed on java's command line
+    for label, password in (("bolt_wrong_password", "wrong"),
+                            ("bolt_leaked_password", os.environ.get("LEAKED"))):
+        if password is None:
+            continue
+        try:
+            with GraphDatabase.driver(os.environ["NEO4J_URI"], auth=("root", password)) as d:
+                d.verify_connectivity()
+            seen[label] = "connected"
+        except AuthError:
+            seen[label] = "refused"
 seen["modes"] = {str(p.relative_to(root)): oct(stat.S_IMODE(p.stat().st_mode))
                  for p in [root, root / "secrets", *sorted((root / "secrets").iterdir()),
                            root / "servers.env", root / "redis", root / "redis" / "valkey.conf",
@@ -99,8 +105,8 @@ def data_dir():
     shutil.rmtree(folder, ignore_errors=True)
 
 
-def launch(data_dir: Path, *, graph: bool = False) -> tuple[dict, str]:
-    env = {k: v for k, v in os.environ.items() if k not in CONFIGURED}
+def launch(data_dir: Path, *, graph: bool = False, **extra: str) -> tuple[dict, str]:
+    env = {k: v for k, v in os.environ.items() if k not in CONFIGURED} | extra
     if not graph:
         env["ENABLE_NEO4J"] = "false"
     done = subprocess.run([sys.executable, "-m", "orchestrator.ops.launcher", "--data-dir",
@@ -149,7 +155,11 @@ def test_make_run_servers_refuse_other_local_users(data_dir):
 
 
 def test_a_data_dir_of_the_passwordless_version_is_closed_on_its_next_start(data_dir):
-    launch(data_dir)  # makes the cluster and the marker table
+    launch(data_dir, graph=True)  # makes the cluster, the marker table, the graph's root
+    # ArcadeDB's password where that version kept it (and showed it on java's command line)
+    leaked = (data_dir / "secrets" / "arcadedb-password").read_text()
+    (data_dir / "arcadedb" / "root-password").write_text(leaked)
+    (data_dir / "arcadedb" / "root-password").chmod(0o644)
     # Make it what the passwordless version left: trust on 127.0.0.1, a superuser without
     # a password, no secrets, files anyone may read.
     hba = data_dir / "postgres" / "pg_hba.conf"
@@ -169,9 +179,15 @@ def test_a_data_dir_of_the_passwordless_version_is_closed_on_its_next_start(data
                           text=True, **run_as)
     assert done.returncode == 0, done.stderr
 
-    seen, output = launch(data_dir)
+    seen, output = launch(data_dir, graph=True, LEAKED=leaked)
     assert_closed(seen, output, data_dir)
+    assert seen["marker_kept"] is True  # the data stays
     assert mode(data_dir / "postgres" / "pg_hba.conf") == 0o600
+    # the graph's root password was replaced (the new one works: the launcher and the
+    # probe used it), the leaked one no longer opens Bolt
+    assert not (data_dir / "arcadedb" / "root-password").exists()
+    assert (data_dir / "secrets" / "arcadedb-password").read_text() != leaked
+    assert seen["bolt_leaked_password"] == "refused"
     assert "trust" not in (data_dir / "postgres" / "pg_hba.conf").read_text()
 
 

@@ -109,6 +109,17 @@ def validate_input(tool: Tool, arguments: Any) -> dict[str, Any]:
     return arguments
 
 
+NETWORK_TRANSPORTS = frozenset({"rest", "mcp"})
+
+
+def unreachable(exc: BaseException) -> bool:
+    """The server could not be reached or the connection broke, as opposed to a query
+    cut off by statement_timeout or aborted to break a deadlock (the server answered)."""
+    return not isinstance(exc.__cause__, psycopg.errors.QueryCanceled
+                          | psycopg.errors.DeadlockDetected
+                          | psycopg.errors.SerializationFailure)
+
+
 def unavailable_message(exc: BaseException) -> str:
     """E1654's message: a query cut off by statement_timeout, or aborted to break a
     deadlock, is not an unreachable server."""
@@ -136,6 +147,22 @@ def database_failure(tool: Tool, exc: BaseException, code: str,
                              {"reason": reason, "cause": code}, http_status=status)
 
 
+def _held(tool: Tool, args: dict[str, Any] | None, context: ToolContext,
+          exc: BaseException) -> dict[str, Any] | None:
+    """The tool's answer while Postgres is unreachable (``Tool.when_database_down``), for a
+    valid call of a network client; None: fail as usual. Not for in-process callers (the
+    replay of held calls itself among them: it must see the failure and stop)."""
+    if (tool.when_database_down is None or args is None
+            or context.transport not in NETWORK_TRANSPORTS or not unreachable(exc)):
+        return None
+    try:
+        return tool.when_database_down(args, context)
+    except Exception:  # the fallback failing must not hide the outage's own answer
+        logger.exception("tool %s: holding the call while the database is down failed",
+                         tool.name)
+        return None
+
+
 def call_tool(name: str, arguments: Any, context: ToolContext) -> dict[str, Any]:
     """Validate, run and return the tool's output; raise ``OrchestratorError`` on failure."""
     tool = get_tool(name, context)
@@ -157,6 +184,7 @@ def _run_tool(tool: Tool, arguments: Any, context: ToolContext, span: Any) -> di
     name = tool.name
     started = time.perf_counter()
     outcome: dict[str, Any]
+    args: dict[str, Any] | None = None
     try:
         with tracing.span("validate_input"):
             args = validate_input(tool, arguments)
@@ -169,6 +197,10 @@ def _run_tool(tool: Tool, arguments: Any, context: ToolContext, span: Any) -> di
         raise
     except (OperationalError, InterfaceError) as exc:
         logger.error("tool %s: database unavailable: %s", name, exc)
+        held = _held(tool, args, context, exc)
+        if held is not None:
+            outcome = held
+            return held
         error = database_failure(tool, exc, "E1654", unavailable_message(exc))
         outcome = error.to_dict()
         raise error from exc
