@@ -178,3 +178,35 @@ class CriticalKeys(models.Model):
 
     def __str__(self) -> str:
         return f"{self.task_id}: {', '.join(self.keys or [])}"
+
+
+class CheckpointDetails(models.Model):
+    """What the server knows about a checkpoint beside its row (seed 003 checkpoint
+    metadata): its tags, the agent that made it and its status, ``active``, ``archived``
+    (kept, set aside by an operator) or ``corrupt`` (its snapshot no longer matches its
+    checksum: the periodic check, contexts.services.checkpoint_check, says so).
+
+    Beside checkpoints, not columns of it: the spec's table has fixed columns that other
+    programs read, and the status is the server's verdict on the row, not its content. A
+    checkpoint without a row here (made before this table) is active, untagged. No foreign
+    key (other programs may truncate the spec's table): the checkpoint check removes the
+    rows of checkpoints that are gone, and every reader joins from the checkpoint."""
+
+    ACTIVE, ARCHIVED, CORRUPT = "active", "archived", "corrupt"
+    STATUSES = (ACTIVE, ARCHIVED, CORRUPT)
+
+    checkpoint_id = models.CharField(max_length=255, primary_key=True)
+    project_id = models.CharField(max_length=255)
+    tags = models.JSONField(default=list)
+    agent_id = models.CharField(max_length=255, null=True, blank=True)
+    status = models.CharField(max_length=20, default=ACTIVE,
+                              choices=[(s, s) for s in STATUSES])
+    status_reason = models.TextField(null=True, blank=True)
+    checked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        db_table = f'{internal_schema(settings.MCP_SCHEMA)}"."checkpoint_details'
+        verbose_name_plural = "checkpoint details"
+
+    def __str__(self) -> str:
+        return f"{self.checkpoint_id}: {self.status}"

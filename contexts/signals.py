@@ -9,9 +9,14 @@
   that the session now works on the new task). A receiver may refuse the switch by
   raising ``OrchestratorError``: the switch rolls back (sessions: a paused session takes
   no new task, E1633).
+- ``agent_of_session``: see below.
 """
 
 from django.dispatch import Signal
 
 task_changed = Signal()
 task_switched = Signal()
+# ``agent_of_session(sender, session_id: str)``: sent when a checkpoint is made in a
+# session without an agent named; a receiver answers the agent id the session runs as (the
+# sessions app knows it), or None.
+agent_of_session = Signal()

@@ -1,8 +1,7 @@
-"""Periodic sync of the Redis cache and file backups from Postgres (spec 4.1.10): the
-sync_hot_context tool through the registry.
-
-Repairs whatever a Redis or file failure on the write path left behind. And the replay
-of the saves held while Postgres was unreachable (contexts/services/pending.py).
+"""Periodic jobs of contexts, tools through the registry: the sync of the Redis cache and
+file backups from Postgres (spec 4.1.10), which repairs whatever a Redis or file failure
+on the write path left behind; the replay of the saves held while Postgres was
+unreachable (contexts/services/pending.py); and the checkpoint check (seed 003 §3.2).
 """
 
 from __future__ import annotations
@@ -34,3 +33,17 @@ def replay_pending_saves_task(transport: str = "task") -> dict[str, Any]:
                    summarize=lambda r: (f"{len(r['applied'])} held save(s) applied, "
                                         f"{len(r['rejected'])} refused, "
                                         f"{r['remaining']} still held"))
+
+
+def summarize_check(result: dict[str, Any]) -> str:
+    if result.get("success") is False:
+        return result.get("error", {}).get("message", "")
+    return (f"{result['checked']} checkpoint(s) checked, {len(result['corrupt'])} corrupt "
+            f"({len(result['newlyCorrupt'])} new), {len(result['repaired'])} verified again")
+
+
+@shared_task(name="contexts.check_checkpoints")
+def check_checkpoints_task(transport: str = "task") -> dict[str, Any]:
+    """The periodic checkpoint check (contexts.services.checkpoint_check)."""
+    return run_job("checkpoint check", "check_checkpoints", transport=transport,
+                   summarize=summarize_check)

@@ -8,6 +8,8 @@ from __future__ import annotations
 from typing import Any
 
 from contexts.services import (
+    checkpoint_check,
+    checkpoint_list,
     checkpoints,
     critical,
     global_context,
@@ -226,7 +228,8 @@ def _checkpoint(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
         project_id=args.get("projectId") or ctx.default_project(),
         description=args.get("description"),
         checkpoint_type=args.get("checkpointType", "manual"),
-        session_id=args.get("sessionId"), actor=_actor(ctx), force=args.get("force", False))
+        session_id=args.get("sessionId"), actor=_actor(ctx), force=args.get("force", False),
+        tags=args.get("tags"), agent_id=args.get("agentId"))
 
 
 register(Tool(
@@ -251,6 +254,10 @@ register(Tool(
         "sessionId": SESSION_ID,
         "force": boolean("Store even if identical to this label's latest checkpoint",
                          default=False),
+        "tags": array(string(min_length=1, max_length=100), max_items=20,
+                      description="Tags to find the checkpoint by (seed 003)"),
+        "agentId": string("The agent making it (default: the session's agent)",
+                          min_length=1, max_length=255),
     }, ["label"]),
     output_schema=obj({"success": boolean(), "checkpointId": string(), "projectId": string(),
                        "label": string(),
@@ -274,7 +281,16 @@ LISTED_CHECKPOINT = obj({
     "size": integer("Bytes stored (the snapshot as JSON text; counts against the "
                     "project's storage quota)", minimum=0, maximum=2 ** 53),
     "originalSize": {"type": ["integer", "null"],
-                     "description": "Bytes of the content before compression"},
+                     "description": "Bytes of the content's canonical JSON"},
+    "storedBytes": integer("Bytes Postgres stores for the snapshot (after its own "
+                           "compression)", minimum=0, maximum=2 ** 53),
+    "hash": string("The snapshot's checksum (sha256:...), verified on every restore and "
+                   "by the periodic check", nullable=True),
+    "status": string("active; archived (set aside by an operator); corrupt (its snapshot "
+                     "no longer matches its hash: rollback_to refuses it, E1624)",
+                     enum=("active", "archived", "corrupt")),
+    "tags": string_list(),
+    "agentId": string("The agent that made it", nullable=True),
 }, ["checkpointId", "label", "scope", "includedTasks", "createdAt", "size"],
     description="A checkpoint, without its snapshot")
 
@@ -286,9 +302,9 @@ def _list_checkpoints(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
     projects = ([args["projectId"]] if args.get("projectId") else
                 (None if ctx.projects is None else sorted(ctx.projects)) if named else
                 ctx.visible_projects())
-    return checkpoints.list_checkpoints(
+    return checkpoint_list.list_checkpoints(
         task_id=args.get("taskId"), session_id=args.get("sessionId"), label=args.get("label"),
-        limit=args.get("limit", checkpoints.LIST_LIMIT_DEFAULT),
+        limit=args.get("limit", checkpoint_list.LIST_LIMIT_DEFAULT),
         offset=args.get("offset", 0), project_ids=projects)
 
 
@@ -299,8 +315,9 @@ register(Tool(
         "task (taskId: its own and those including it), made in a session (sessionId), "
         "with a label (exact), in a project (projectId; default: the caller's projects). "
         "latest is the newest match whatever the page: with sessionId, the session's last "
-        "checkpoint, the checkpointId rollback_to needs after a crash. size is the bytes a "
-        "checkpoint stores. E1610 unknown task, E1600 unknown session."
+        "checkpoint, the checkpointId rollback_to needs after a crash. Each has its size, "
+        "hash, status (active, archived, corrupt: a corrupt one cannot be restored), tags "
+        "and agent. E1610 unknown task, E1600 unknown session."
     ),
     input_schema=obj({
         "taskId": safe_id("Only checkpoints of this task"),
@@ -308,8 +325,8 @@ register(Tool(
         "label": string("Only checkpoints with exactly this label", min_length=1,
                         max_length=500),
         "projectId": project_id("Only this project's checkpoints"),
-        "limit": integer("Page size", minimum=1, maximum=checkpoints.LIST_LIMIT_MAX,
-                         default=checkpoints.LIST_LIMIT_DEFAULT),
+        "limit": integer("Page size", minimum=1, maximum=checkpoint_list.LIST_LIMIT_MAX,
+                         default=checkpoint_list.LIST_LIMIT_DEFAULT),
         "offset": integer("Checkpoints to skip", minimum=0, default=0),
     }),
     output_schema=obj({
@@ -571,4 +588,49 @@ register(Tool(
                       ["success", "taskId", "criticalKeys", "timestamp"]),
     handler=lambda args, ctx: critical.mark_critical(
         args["taskId"], args["keys"], critical=args.get("critical", True), actor=_actor(ctx)),
+))
+
+
+register(Tool(
+    name="check_checkpoints",
+    description=(
+        "Verify every checkpoint's snapshot against its hash (seed 003 §3.2): one that no "
+        "longer matches is marked corrupt (shown on the console, refused by rollback_to), "
+        "one that verifies again goes back to active. Beat runs it every "
+        "CHECKPOINT_CHECK_INTERVAL_SECONDS; manage.py check_checkpoints runs it once."
+    ),
+    input_schema=obj({}),
+    output_schema=obj({
+        "success": boolean(), "checked": integer(minimum=0),
+        "corrupt": string_list("Every corrupt checkpoint", max_items=10 ** 9),
+        "newlyCorrupt": string_list("Those found corrupt in this run", max_items=10 ** 9),
+        "repaired": string_list("Corrupt ones that verified again", max_items=10 ** 9),
+        "timestamp": TIMESTAMP,
+    }, ["success", "checked", "corrupt", "newlyCorrupt", "repaired", "timestamp"]),
+    handler=lambda args, ctx: checkpoint_check.check_checkpoints(),
+    internal=True,
+))
+
+
+register(Tool(
+    name="archive_checkpoints",
+    description=(
+        "Set checkpoints aside (archived: true; still listed and restorable, status "
+        "archived) or make them active again (archived: false); the console's actions. A "
+        "corrupt checkpoint stays corrupt. E1622 unknown checkpoint (nothing changes)."
+    ),
+    input_schema=obj({
+        "checkpointIds": {**array(string(min_length=1, max_length=255), max_items=1000),
+                          "minItems": 1},
+        "archived": boolean(default=True),
+    }, ["checkpointIds"]),
+    output_schema=obj({
+        "success": boolean(),
+        "statuses": {"type": "object", "additionalProperties": string(
+            enum=("active", "archived", "corrupt"))},
+        "timestamp": TIMESTAMP,
+    }, ["success", "statuses", "timestamp"]),
+    handler=lambda args, ctx: checkpoint_check.archive_checkpoints(
+        args["checkpointIds"], args.get("archived", True)),
+    internal=True,
 ))

@@ -33,6 +33,8 @@ def periodic_jobs() -> dict[str, dict]:
         "clean stale sessions": ("sessions.clean_stale_sessions",
                                  settings.STALE_SESSION_SWEEP_INTERVAL_SECONDS),
         "retention": ("orchestrator.retention", settings.RETENTION_INTERVAL_SECONDS),
+        "check checkpoints": ("contexts.check_checkpoints",
+                              settings.CHECKPOINT_CHECK_INTERVAL_SECONDS),
         # Seed 004's auto-resume at resets_at + PAUSE_RESUME_GRACE_MINUTES: a minute late
         # at most, as the crash sweep.
         "resume paused sessions": ("sessions.resume_paused_sessions",

@@ -154,7 +154,10 @@ class Settings(BaseModel):
     BACKUP_INTERVAL_SECONDS: Positive = 86400
     BACKUP_KEEP: Positive = 7
     PG_BIN_DIR: str = ""
-    RETENTION_KEEP_VERSIONS: Count = 100
+    # 0: every context version is kept (the spec's audit trail, 000 §8.3.3, is the full
+    # history; STORAGE_QUOTA_BYTES bounds storage). N >= 1 is an operator's choice to trim:
+    # a task then keeps its newest N versions and every one younger than RETENTION_KEEP_DAYS.
+    RETENTION_KEEP_VERSIONS: Count = 0
     RETENTION_KEEP_DAYS: Span = 30
     RETENTION_CHECKPOINTS_PER_TASK: Count = 100
     RETENTION_PRUNE_LABELLED_CHECKPOINTS: bool = False
@@ -163,6 +166,9 @@ class Settings(BaseModel):
     RETENTION_INTERVAL_SECONDS: Positive = 86400
     RETENTION_TASK_FILE_DAYS: Span = 30
     RETENTION_TASK_FILE_ACTION: Literal["archive", "delete"] = "archive"
+    # The checkpoint check (contexts/services/checkpoint_check.py) verifies every snapshot
+    # against its hash this often.
+    CHECKPOINT_CHECK_INTERVAL_SECONDS: Positive = 86400
     # Admin logins (django-axes) and the per-token API rate limit (settings.py says how).
     AXES_ENABLED: bool = True
     AXES_FAILURE_LIMIT: Positive = 5

@@ -319,9 +319,10 @@ BACKUP_KEEP = ORCH.BACKUP_KEEP
 PG_BIN_DIR = ORCH.PG_BIN_DIR
 
 # --- Retention (orchestrator/ops/retention.py: beat job "retention", manage.py prune) --------
-# Context versions: a task keeps its newest RETENTION_KEEP_VERSIONS and every version
-# younger than RETENTION_KEEP_DAYS; versions a checkpoint needs, and all versions of a
-# task with an open conflict, are always kept.
+# Context versions: all kept unless the operator sets RETENTION_KEEP_VERSIONS (>= 1; 0, the
+# default: keep every version, the spec's audit trail). When set, a task keeps its newest
+# RETENTION_KEEP_VERSIONS and every version younger than RETENTION_KEEP_DAYS; versions a
+# checkpoint needs, and all versions of a task with an open conflict, are always kept.
 RETENTION_KEEP_VERSIONS = ORCH.RETENTION_KEEP_VERSIONS
 RETENTION_KEEP_DAYS = ORCH.RETENTION_KEEP_DAYS
 # Checkpoints per task beyond the quota go, oldest automatic ones first; checkpoints a
@@ -338,6 +339,9 @@ RETENTION_INTERVAL_SECONDS = ORCH.RETENTION_INTERVAL_SECONDS
 # archive, the default) or deleted (=delete); a later save writes its live file again.
 RETENTION_TASK_FILE_DAYS = ORCH.RETENTION_TASK_FILE_DAYS
 RETENTION_TASK_FILE_ACTION = ORCH.RETENTION_TASK_FILE_ACTION
+# The checkpoint check (contexts/services/checkpoint_check.py, beat job "checkpoint check",
+# manage.py check_checkpoints) reads every snapshot back against its hash this often.
+CHECKPOINT_CHECK_INTERVAL_SECONDS = ORCH.CHECKPOINT_CHECK_INTERVAL_SECONDS
 
 # --- The web server's processes (orchestrator/asgi.py, orchestrator/web/fastlane.py) -------
 # Threads per web worker: Django's pages (WEB_THREADS) and tool calls (TOOL_THREADS), each

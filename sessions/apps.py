@@ -14,7 +14,8 @@ class AgentSessionsConfig(AppConfig):
 
         add_after_call_hook(record_tool_call)
 
-        from contexts.signals import task_switched
-        from sessions.services.work import record_switch
+        from contexts.signals import agent_of_session, task_switched
+        from sessions.services.work import agent_of, record_switch
 
         task_switched.connect(record_switch, dispatch_uid="sessions.record_switch")
+        agent_of_session.connect(agent_of, dispatch_uid="sessions.agent_of")

@@ -11,7 +11,20 @@ import json
 from typing import Any
 
 from django.contrib import admin, messages
-from django.db.models import BooleanField, Case, Exists, OuterRef, Value, When
+from django.db.models import (
+    BooleanField,
+    Case,
+    Exists,
+    Func,
+    IntegerField,
+    OuterRef,
+    Subquery,
+    TextField,
+    Value,
+    When,
+)
+from django.db.models.fields.json import KeyTextTransform
+from django.db.models.functions import Cast, Coalesce
 from django.http import HttpRequest, HttpResponse, HttpResponseForbidden, HttpResponseRedirect
 from django.template import TemplateDoesNotExist
 from django.template.loader import get_template
@@ -32,7 +45,13 @@ from console.admin.base import (
 from console.admin.orphans import OrphanedFilter, orphaned_task_ids
 from console.admin.task_locks import can_release, task_lock
 from console.projects import selected_project_ids
-from contexts.models import Checkpoint, ContextVersion, GlobalContext, TaskContext
+from contexts.models import (
+    Checkpoint,
+    CheckpointDetails,
+    ContextVersion,
+    GlobalContext,
+    TaskContext,
+)
 from contexts.services import rollback
 from contexts.services.checkpoints import snapshot_for_display
 from orchestrator.core.errors import OrchestratorError
@@ -131,7 +150,10 @@ class TaskContextAdmin(ProjectScopedAdmin, ReadOnlyAdmin):
             "versions": ContextVersion.objects.filter(task_id=task.task_id)
                                               .order_by("-version")[:100],
             "task_checkpoints": Checkpoint.objects.filter(
-                included_tasks__contains=[task.task_id]).order_by("-created_at")[:50],
+                included_tasks__contains=[task.task_id]).annotate(
+                console_status=Coalesce(Subquery(CheckpointDetails.objects.filter(
+                    checkpoint_id=OuterRef("checkpoint_id")).values("status")[:1]),
+                    Value(CheckpointDetails.ACTIVE))).order_by("-created_at")[:50],
             "task_conflicts": selectors.conflicts_for_task(task.task_id),
             "task_lock": task_lock(task),
             "conflict_history_template": _conflict_history_template(),
@@ -200,15 +222,105 @@ class ContextVersionAdmin(ProjectScopedAdmin, ReadOnlyAdmin):
     search_fields = ("task_id", "session_id")
 
 
+class CheckpointStatusFilter(admin.SimpleListFilter):
+    """By status (seed 003 §3.2): active, archived, corrupt (the checkpoint check's)."""
+
+    title = "status"
+    parameter_name = "status"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        return [(s, s) for s in CheckpointDetails.STATUSES]
+
+    def queryset(self, request: HttpRequest, queryset: Any) -> Any:
+        value = self.value()
+        return queryset.filter(console_status=value) if value else queryset
+
+
 @admin.register(Checkpoint)
 class CheckpointAdmin(ProjectScopedAdmin, ReadOnlyAdmin):
-    list_display = ("checkpoint_id", "project", "label", "scope", "checkpoint_type",
-                    "task_id", "included", "created_at")
-    list_filter = (ProjectFilter, "scope", "checkpoint_type")
+    """Checkpoints with what an operator needs to trust one: status (a corrupt one stands
+    out in red, with the reason on its page), size, hash, tags and agent. Status and
+    details come from checkpoint_details in the list's own query (subqueries)."""
+
+    list_display = ("checkpoint_id", "project", "label", "status_flag", "scope",
+                    "checkpoint_type", "task_id", "included", "size", "short_hash",
+                    "tag_list", "agent", "created_at")
+    list_filter = (ProjectFilter, CheckpointStatusFilter, "scope", "checkpoint_type")
     search_fields = ("checkpoint_id", "label", "task_id")
-    fields = ("checkpoint_id", "project", "label", "description", "checkpoint_type", "scope",
-              "task_id", "included", "created_by", "session_id", "created_at", "snapshot_pretty")
+    fields = ("checkpoint_id", "project", "label", "status_flag", "status_detail",
+              "description", "checkpoint_type", "scope", "task_id", "included", "tag_list",
+              "agent", "created_by", "session_id", "created_at", "size", "full_hash",
+              "snapshot_pretty")
     readonly_fields = fields
+    actions = ("archive", "make_active")
+
+    def _set_archived(self, request: HttpRequest, queryset: Any, archived: bool) -> None:
+        ids = list(queryset.values_list("checkpoint_id", flat=True))
+        try:
+            result = run_tool(request, "archive_checkpoints",
+                              {"checkpointIds": ids, "archived": archived})
+        except OrchestratorError as exc:
+            self.message_user(request, f"{exc.code}: {exc.message}", messages.ERROR)
+            return
+        kept = [i for i, status in result["statuses"].items() if status == "corrupt"]
+        self.message_user(request, f"{len(ids) - len(kept)} checkpoint(s) "
+                          f"{'archived' if archived else 'active again'}"
+                          + (f"; {len(kept)} corrupt one(s) stay corrupt" if kept else ""))
+
+    @admin.action(description="Archive (set aside, still restorable)")
+    def archive(self, request: HttpRequest, queryset: Any) -> None:
+        self._set_archived(request, queryset, True)
+
+    @admin.action(description="Make active again")
+    def make_active(self, request: HttpRequest, queryset: Any) -> None:
+        self._set_archived(request, queryset, False)
+
+    def get_queryset(self, request: HttpRequest) -> Any:
+        details = CheckpointDetails.objects.filter(checkpoint_id=OuterRef("checkpoint_id"))
+        return super().get_queryset(request).annotate(
+            console_status=Coalesce(Subquery(details.values("status")[:1]),
+                                    Value(CheckpointDetails.ACTIVE)),
+            console_reason=Subquery(details.values("status_reason")[:1]),
+            console_checked_at=Subquery(details.values("checked_at")[:1]),
+            console_tags=Subquery(details.values("tags")[:1]),
+            console_agent=Subquery(details.values("agent_id")[:1]),
+            console_size=Func(Cast("snapshot", TextField()), function="octet_length",
+                              output_field=IntegerField()),
+            console_hash=KeyTextTransform("checksum", "snapshot"))
+
+    @admin.display(description="status", ordering="console_status")
+    def status_flag(self, obj: Checkpoint) -> str:
+        if obj.console_status == CheckpointDetails.CORRUPT:
+            return format_html('<strong style="color:#ba2121" title="{}">corrupt</strong>',
+                               obj.console_reason or "")
+        return obj.console_status
+
+    @admin.display(description="last check")
+    def status_detail(self, obj: Checkpoint) -> str:
+        if obj.console_checked_at is None:
+            return "not checked yet"
+        reason = f": {obj.console_reason}" if obj.console_reason else ""
+        return f"{obj.console_checked_at:%Y-%m-%d %H:%M:%S} UTC{reason}"
+
+    @admin.display(description="size (bytes)", ordering="console_size")
+    def size(self, obj: Checkpoint) -> int:
+        return obj.console_size
+
+    @admin.display(description="hash")
+    def short_hash(self, obj: Checkpoint) -> str:
+        return (obj.console_hash or "—").removeprefix("sha256:")[:12]
+
+    @admin.display(description="hash")
+    def full_hash(self, obj: Checkpoint) -> str:
+        return obj.console_hash or "—"
+
+    @admin.display(description="tags")
+    def tag_list(self, obj: Checkpoint) -> str:
+        return ", ".join(obj.console_tags or []) or "—"
+
+    @admin.display(description="agent")
+    def agent(self, obj: Checkpoint) -> str:
+        return obj.console_agent or "—"
 
     @admin.display(description="included tasks")
     def included(self, obj: Checkpoint) -> str:

@@ -2,13 +2,19 @@
 
 A snapshot's content is ``{"global": row, "tasks": {taskId: row}}`` where rows are
 ``to_jsonb`` of the table rows (the same snake_case shape as context_versions.snapshot, so
-one restore serves both targets). It is stored compressed (seed 003) in the spec's
-``snapshot`` jsonb column as ``{"encoding": "zlib+base64", "data": ..., "checksum":
-"sha256:...", "contentDigest": "sha256:...", "taskVersions": {taskId: version},
-"originalSize": n, "compressedSize": m}``; rows written before compression (global and
-tasks in clear) are still read. ``taskVersions`` stays in clear so that retention can
-see which context versions a checkpoint needs without unpacking it.
-``checksum`` covers global + tasks and is verified before any restore (E1624);
+one restore serves both targets). It is stored as plain JSON in the spec's ``snapshot``
+jsonb column (CONTRACT.md: other programs read it with ``->>``); Postgres compresses large
+values itself (TOAST, lz4 where the server has it: contexts migration 0007). Beside the
+content the snapshot holds ``checksum`` ("sha256:..." over global + tasks),
+``contentDigest``, ``taskVersions`` ({taskId: version}, what retention reads),
+``originalSize`` (bytes of the content's canonical JSON) and, for a checkpoint of a task,
+that task's ``taskId`` and ``currentPhase`` at the top level (``snapshot->>'currentPhase'``).
+
+The checksum lives inside the snapshot rather than in a column: the spec's table keeps its
+columns (other programs read them), and a copied or dumped snapshot carries the proof of
+its own content. It is verified before any restore (E1624) and by the periodic check
+(``checkpoint_check``). Rows written by older servers (``{"encoding": "zlib+base64",
+"data": ...}``, migration 0002) are still read until migration 0007 converted them.
 ``contentDigest`` covers only content columns and drives deduplication: a checkpoint whose
 label and content equal the latest one with that label for the same task(s) is not stored
 again unless forced (a retried call). A new label is always a new checkpoint: labels are
@@ -27,11 +33,9 @@ import zlib
 from typing import Any
 
 from django.db import DatabaseError, connection, transaction
-from django.db.models import Func, IntegerField, Q, TextField
-from django.db.models.fields.json import KeyTextTransform
-from django.db.models.functions import Cast
 
-from contexts.models import Checkpoint, TaskContext
+from contexts.models import Checkpoint, CheckpointDetails, TaskContext
+from contexts.signals import agent_of_session
 from orchestrator.backends.files import check_safe_id
 from orchestrator.core.db import qualified
 from orchestrator.core.errors import (
@@ -39,26 +43,28 @@ from orchestrator.core.errors import (
     checkpoint_not_found,
     failure_reason,
     projects_differ,
-    session_not_found,
     storage_quota_exceeded,
     task_not_found,
 )
 from orchestrator.core.projects import default_project, require_project
-from orchestrator.core.stamps import iso, now_iso
+from orchestrator.core.stamps import iso
 from orchestrator.observability import metrics
 
 logger = logging.getLogger("orchestrator.contexts")
 
-SNAPSHOT_ENCODING = "zlib+base64"
-COMPRESSION_LEVEL = 6
+# The compressed form written before contexts migration 0007; read, never written.
+LEGACY_ENCODING = "zlib+base64"
 # Bookkeeping columns: updated_at, last_session_at, version and created_at change without the
 # content changing (the versioning triggers ignore them too); id is the row's identity.
 VOLATILE_KEYS = ("updated_at", "last_session_at", "version", "created_at", "id")
 
 
+def canonical_json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
+
+
 def canonical_sha256(value: Any) -> str:
-    text = json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
-    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
+    return "sha256:" + hashlib.sha256(canonical_json(value).encode()).hexdigest()
 
 
 def _content(row: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -75,27 +81,33 @@ def content_digest(global_row: dict[str, Any] | None, tasks: dict[str, Any]) -> 
 
 
 def pack_snapshot(global_row: dict[str, Any] | None, tasks: dict[str, Any],
-                  digest: str) -> dict[str, Any]:
-    """The stored (compressed) form of a checkpoint's content."""
-    content = {"global": global_row, "tasks": tasks}
-    text = json.dumps(content, sort_keys=True, separators=(",", ":"), default=str).encode()
-    packed = base64.b64encode(zlib.compress(text, COMPRESSION_LEVEL)).decode("ascii")
-    return {"encoding": SNAPSHOT_ENCODING, "data": packed, "checksum": checksum_of(content),
-            "contentDigest": digest,
-            "taskVersions": {t: row.get("version") for t, row in tasks.items()},
-            "originalSize": len(text), "compressedSize": len(packed)}
+                  digest: str, task_id: str | None = None) -> dict[str, Any]:
+    """The stored (plain JSON) form of a checkpoint's content; ``task_id``: the task the
+    checkpoint is of, whose phase is repeated at the top level for SQL readers."""
+    text = canonical_json({"global": global_row, "tasks": tasks})
+    snapshot: dict[str, Any] = {
+        "global": global_row, "tasks": tasks,
+        "checksum": "sha256:" + hashlib.sha256(text.encode()).hexdigest(),
+        "contentDigest": digest,
+        "taskVersions": {t: row.get("version") for t, row in tasks.items()},
+        "originalSize": len(text.encode())}
+    if task_id and isinstance(tasks.get(task_id), dict):
+        snapshot["taskId"] = task_id
+        snapshot["currentPhase"] = tasks[task_id].get("current_phase")
+    return snapshot
 
 
 def unpack_snapshot(stored: Any) -> dict[str, Any]:
-    """``{"global", "tasks", "checksum", "contentDigest"}`` from either stored form.
+    """``{"global", "tasks", "checksum", "contentDigest", ...}`` from the plain form, or
+    from the compressed form older servers wrote (until migration 0007 converted it).
 
     Raises ValueError when the stored data cannot be decoded (a corrupt checkpoint).
     """
     if not isinstance(stored, dict):
         raise ValueError("snapshot is not an object")
-    if stored.get("encoding") is None:  # written before snapshots were compressed
+    if stored.get("encoding") is None:  # plain JSON
         return stored
-    if stored["encoding"] != SNAPSHOT_ENCODING:
+    if stored["encoding"] != LEGACY_ENCODING:
         raise ValueError(f"unknown snapshot encoding {stored['encoding']!r}")
     try:
         content = json.loads(zlib.decompress(base64.b64decode(stored["data"], validate=True)))
@@ -105,6 +117,20 @@ def unpack_snapshot(stored: Any) -> dict[str, Any]:
         raise ValueError("snapshot content is not an object")
     return {"global": content.get("global"), "tasks": content.get("tasks"),
             "checksum": stored.get("checksum"), "contentDigest": stored.get("contentDigest")}
+
+
+def integrity_problem(stored: Any) -> str | None:
+    """Why a stored snapshot cannot be trusted (undecodable, or its content no longer
+    matches its checksum); None when it holds."""
+    try:
+        snapshot = unpack_snapshot(stored)
+    except ValueError as exc:
+        return str(exc)
+    if not snapshot.get("checksum"):
+        return "snapshot has no checksum"
+    if snapshot["checksum"] != checksum_of(snapshot):
+        return "snapshot content does not match its checksum"
+    return None
 
 
 def snapshot_for_display(checkpoint: Checkpoint) -> dict[str, Any]:
@@ -174,10 +200,12 @@ def create_checkpoint(label: str, *, task_id: str | None = None,
                       include_tasks: list[str] | None = None, project_id: str | None = None,
                       description: str | None = None, checkpoint_type: str = "manual",
                       session_id: str | None = None, actor: str | None = None,
-                      force: bool = False) -> dict[str, Any]:
+                      force: bool = False, tags: list[str] | None = None,
+                      agent_id: str | None = None) -> dict[str, Any]:
     """Store a snapshot of a project's global context and the included tasks: the tasks'
-    project, else ``project_id`` (default: the default project). E1610, E1607 (tasks of
-    two projects), E1620."""
+    project, else ``project_id`` (default: the default project), with its ``tags`` and
+    agent (``agent_id``, else the agent the session runs as). E1610, E1607 (tasks of two
+    projects), E1620."""
     task_ids = list(dict.fromkeys(([task_id] if task_id else []) + list(include_tasks or [])))
     for tid in task_ids:
         check_safe_id(tid)
@@ -193,7 +221,8 @@ def create_checkpoint(label: str, *, task_id: str | None = None,
             existing = None if force else _duplicate_of(project_id, label, scope, task_ids,
                                                         digest)
             if existing is None:
-                snapshot = pack_snapshot(global_row, tasks, digest)
+                snapshot = pack_snapshot(global_row, tasks, digest,
+                                         task_ids[0] if task_ids else None)
                 checkpoint = Checkpoint.objects.create(
                     checkpoint_id=new_checkpoint_id(), project_id=project_id, label=label,
                     description=description,
@@ -201,6 +230,10 @@ def create_checkpoint(label: str, *, task_id: str | None = None,
                     scope=scope, included_tasks=task_ids, snapshot=snapshot,
                     created_by=actor or session_id, session_id=session_id)
                 checkpoint.refresh_from_db(fields=["created_at"])
+                CheckpointDetails.objects.create(
+                    checkpoint_id=checkpoint.checkpoint_id, project_id=project_id,
+                    tags=list(dict.fromkeys(tags or [])),
+                    agent_id=agent_id or _agent_of(session_id))
     except DatabaseError as exc:
         quota = storage_quota_exceeded(exc)
         if quota is not None:
@@ -229,6 +262,16 @@ def create_checkpoint(label: str, *, task_id: str | None = None,
     }
 
 
+def _agent_of(session_id: str | None) -> str | None:
+    """The agent a session runs as, from whichever app knows (contexts.signals)."""
+    if not session_id:
+        return None
+    for _, agent in agent_of_session.send(sender=Checkpoint, session_id=session_id):
+        if agent:
+            return agent
+    return None
+
+
 def get_checkpoint(checkpoint_id: str) -> Checkpoint:
     try:
         return Checkpoint.objects.get(checkpoint_id=checkpoint_id)
@@ -237,92 +280,25 @@ def get_checkpoint(checkpoint_id: str) -> Checkpoint:
 
 
 def verified_task_row(checkpoint: Checkpoint, task_id: str) -> dict[str, Any]:
-    """The task's row from a checkpoint whose checksum holds; E1624 otherwise."""
+    """The task's row from a checkpoint that is not marked corrupt and whose checksum holds
+    now; E1624 (409) otherwise, with ``details.status`` "corrupt" and the reason."""
     details = {"checkpointId": checkpoint.checkpoint_id, "taskId": task_id}
-    try:
-        snapshot = unpack_snapshot(checkpoint.snapshot)
-    except ValueError:
-        snapshot = None
-    if snapshot is None or snapshot.get("checksum") != checksum_of(snapshot):
-        logger.error("checkpoint %s failed its checksum; refusing to restore",
-                     checkpoint.checkpoint_id)
+    marked = (CheckpointDetails.objects.filter(checkpoint_id=checkpoint.checkpoint_id,
+                                               status=CheckpointDetails.CORRUPT)
+              .values_list("status_reason", flat=True).first())
+    problem = integrity_problem(checkpoint.snapshot)
+    if marked is not None and problem is None:
+        problem = (f"marked corrupt by the checkpoint check ({marked}); "
+                   "run manage.py check_checkpoints to verify it again")
+    if problem is not None:
+        logger.error("checkpoint %s is corrupt (%s); refusing to restore",
+                     checkpoint.checkpoint_id, problem)
         raise OrchestratorError("E1624", f"Checkpoint {checkpoint.checkpoint_id} is corrupt: "
-                                "its snapshot does not match its checksum", details)
-    row = (snapshot.get("tasks") or {}).get(task_id)
+                                f"{problem}. It cannot be restored.",
+                                {**details, "status": CheckpointDetails.CORRUPT,
+                                 "reason": problem})
+    row = (unpack_snapshot(checkpoint.snapshot).get("tasks") or {}).get(task_id)
     if not isinstance(row, dict):
         raise OrchestratorError("E1624", f"Checkpoint {checkpoint.checkpoint_id} does not "
                                 f"include task {task_id!r}", details)
     return row
-
-
-# -- list_checkpoints (seed 003: checkpoint listing with pagination) -----------------------
-
-LIST_LIMIT_DEFAULT = 20
-LIST_LIMIT_MAX = 100
-_LISTED_COLUMNS = ("checkpoint_id", "project_id", "label", "description", "checkpoint_type",
-                   "task_id", "scope", "included_tasks", "created_by", "session_id",
-                   "created_at", "size", "original_size")
-
-
-def _listed(row: dict[str, Any]) -> dict[str, Any]:
-    """One checkpoint as list_checkpoints shows it: the REST browsing shape (no snapshot)
-    with ``size``, the bytes it stores (its snapshot's JSON text: what counts against the
-    storage quota), and ``originalSize``, its content's size before compression (None for
-    a checkpoint stored before compression)."""
-    original = row["original_size"]
-    return {"checkpointId": row["checkpoint_id"], "projectId": row["project_id"],
-            "label": row["label"], "description": row["description"],
-            "checkpointType": row["checkpoint_type"], "taskId": row["task_id"],
-            "scope": row["scope"], "includedTasks": list(row["included_tasks"] or []),
-            "createdBy": row["created_by"], "sessionId": row["session_id"],
-            "createdAt": iso(row["created_at"]), "size": row["size"],
-            "originalSize": int(original) if original and original.isdigit() else None}
-
-
-def _session_exists(session_id: str) -> bool:
-    with connection.cursor() as cursor:
-        cursor.execute(f"SELECT 1 FROM {qualified('active_sessions')} WHERE session_id = %s",
-                       [session_id])
-        return cursor.fetchone() is not None
-
-
-def list_checkpoints(*, task_id: str | None = None, session_id: str | None = None,
-                     label: str | None = None, limit: int = LIST_LIMIT_DEFAULT,
-                     offset: int = 0, project_ids: list[str] | None = None
-                     ) -> dict[str, Any]:
-    """Checkpoints newest first and how many match, filtered by task (its own checkpoints
-    and those that include it), session (made in it), label (exact) and ``project_ids``
-    (None: every project). ``latest`` is the newest match whatever the page: with
-    ``session_id``, the session's last checkpoint (what to roll back to after a crash).
-
-    E1610 for an unknown task; E1600 for a session that neither exists nor made a
-    checkpoint (checkpoints outlive their session)."""
-    limit = max(1, min(LIST_LIMIT_MAX, limit))
-    offset = max(0, offset)
-    found = Checkpoint.objects.all()
-    if project_ids is not None:
-        found = found.filter(project_id__in=project_ids)
-    if task_id:
-        check_safe_id(task_id)
-        if not TaskContext.objects.filter(task_id=task_id).exists():
-            raise task_not_found(task_id)
-        found = found.filter(Q(task_id=task_id) | Q(included_tasks__contains=[task_id]))
-    if session_id:
-        found = found.filter(session_id=session_id)
-    if label is not None:
-        found = found.filter(label=label)
-    rows = found.annotate(
-        size=Func(Cast("snapshot", TextField()), function="octet_length",
-                  output_field=IntegerField()),
-        original_size=KeyTextTransform("originalSize", "snapshot"),
-    ).order_by("-created_at", "-checkpoint_id").values(*_LISTED_COLUMNS)
-    page = list(rows[offset:offset + limit])
-    # A short page that starts within the results ends them: no count needed.
-    total = offset + len(page) if len(page) < limit and (page or not offset) else found.count()
-    if session_id and not total and not _session_exists(session_id):
-        raise session_not_found(session_id)
-    latest = page[0] if page and not offset else rows.first() if total else None
-    return {"checkpoints": [_listed(row) for row in page], "total": total,
-            "limit": limit, "offset": offset,
-            "latest": None if latest is None else _listed(latest),
-            "timestamp": now_iso()}

@@ -39,6 +39,7 @@ KNOWN_JOBS: dict[str, str] = {
     "graph sync": "graph.sync_graph",
     "stale-session cleanup": "sessions.clean_stale_sessions",
     "retention": "orchestrator.retention",
+    "checkpoint check": "contexts.check_checkpoints",
     "pause auto-resume": "sessions.resume_paused_sessions",
     "pending-save replay": "contexts.replay_pending_saves",
 }

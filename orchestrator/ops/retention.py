@@ -4,8 +4,10 @@ per-task quota and the event logs of sessions long ended.
 Run by the Celery beat job ``retention`` and by ``manage.py prune [--dry-run]``; the
 policy comes from the RETENTION_* settings. What is kept, always:
 
-- per task, the newest RETENTION_KEEP_VERSIONS versions and every version younger than
-  RETENTION_KEEP_DAYS;
+- every context version, unless the operator chose to trim (RETENTION_KEEP_VERSIONS >= 1):
+  the spec's audit trail (000 §8.3.3) is the full history, and STORAGE_QUOTA_BYTES already
+  bounds storage. When trimming, per task the newest RETENTION_KEEP_VERSIONS versions and
+  every version younger than RETENTION_KEEP_DAYS;
 - every version a checkpoint needs (its snapshot's ``taskVersions``, or the versions of
   the rows of a snapshot stored in clear), so rolling back to it stays explainable;
 - every version of a task with an open conflict (unresolved, investigating, escalated):
@@ -69,7 +71,7 @@ FILE_AGED_STATUSES = ("completed",)
 
 @dataclass(frozen=True)
 class RetentionPolicy:
-    keep_versions: int
+    keep_versions: int | None  # None: keep every version (the default)
     keep_days: float
     checkpoints_per_task: int
     prune_labelled_checkpoints: bool
@@ -80,7 +82,7 @@ class RetentionPolicy:
 
     @classmethod
     def from_settings(cls) -> RetentionPolicy:
-        return cls(keep_versions=max(1, settings.RETENTION_KEEP_VERSIONS),
+        return cls(keep_versions=settings.RETENTION_KEEP_VERSIONS or None,
                    keep_days=settings.RETENTION_KEEP_DAYS,
                    checkpoints_per_task=max(0, settings.RETENTION_CHECKPOINTS_PER_TASK),
                    prune_labelled_checkpoints=settings.RETENTION_PRUNE_LABELLED_CHECKPOINTS,
@@ -274,17 +276,19 @@ def prune(policy: RetentionPolicy | None = None, *, dry_run: bool = False) -> Pr
             with transaction.atomic(), connection.cursor() as cursor:
                 cursor.execute(f"DELETE FROM {qualified('checkpoints')} "
                                "WHERE checkpoint_id = ANY(%s)", [batch])
-    version_params = [policy.keep_versions, policy.keep_days * 86400]
+    # Versions only when the operator chose to trim them: by default history is whole.
+    if policy.keep_versions is not None:
+        version_params = [policy.keep_versions, policy.keep_days * 86400]
+        report.versions_by_task = Counter(
+            task for _, task in _select(_prunable_versions_sql(), version_params)
+        ) if dry_run else _delete_grouped(qualified("context_versions"),
+                                          _prunable_versions_sql(), version_params,
+                                          policy.batch_size)
     event_params = [policy.event_days * 86400] * 2
     if dry_run:
-        report.versions_by_task = Counter(
-            task for _, task in _select(_prunable_versions_sql(), version_params))
         report.events_by_session = Counter(
             session for _, session in _select(_prunable_events_sql(), event_params))
     else:
-        report.versions_by_task = _delete_grouped(
-            qualified("context_versions"), _prunable_versions_sql(), version_params,
-            policy.batch_size)
         report.events_by_session = _delete_grouped(
             _events_table(), _prunable_events_sql(), event_params, policy.batch_size)
         report.session_owners = _forget_owners_of_removed_sessions()

@@ -56,6 +56,15 @@ def record_switch(sender: Any, *, session_id: str | None, to_task_id: str,
         record_work(session_id, to_task_id)
 
 
+def agent_of(sender: Any, *, session_id: str, **kwargs: Any) -> str | None:
+    """Receiver of contexts' ``agent_of_session``: the agent a session runs as."""
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT agent_id FROM {DETAIL_TABLE} WHERE session_id = %s",
+                       [session_id])
+        row = cursor.fetchone()
+    return row[0] if row else None
+
+
 def forget_sessions(session_ids: list[str]) -> set[str]:
     """Delete the work records of removed sessions; the tasks they were on."""
     with connection.cursor() as cursor:

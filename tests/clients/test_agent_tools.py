@@ -204,8 +204,8 @@ def test_mcp_agent_refuses_a_missing_or_wrong_token(live_api, header, path):
 TIMESTAMP = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}")
 VOLATILE = frozenset({"timestamp", "loadedAt", "checkpointId", "backupCheckpointId",
                       "conflictId", "id", "durationMs",
-                      # bytes of a compressed snapshot holding times and generated ids
-                      "size", "originalSize"})
+                      # bytes and hash of a snapshot holding times and generated ids
+                      "size", "originalSize", "storedBytes", "hash"})
 
 
 def _normal(value: Any, prefix: str) -> Any:

@@ -4,10 +4,15 @@ client as a logged-in staff user."""
 
 from __future__ import annotations
 
+import io
+
 import pytest
+from django.core.management import call_command
+from django.db import connection
 from django.urls import reverse
 
 from contexts.models import Checkpoint, ContextVersion, TaskContext
+from orchestrator.core.db import qualified
 
 pytestmark = pytest.mark.django_db
 
@@ -71,6 +76,47 @@ def test_checkpoint_rollback_and_checkpoint_pages(admin_client, tools, make_task
     assert checkpoint["checkpointId"] in listing.content.decode()
     detail = admin_client.get(reverse("admin:contexts_checkpoint_change", args=[stored.pk]))
     assert detail.status_code == 200 and "sha256:" in detail.content.decode()
+
+
+def test_a_corrupt_checkpoint_stands_out_on_the_console(admin_client, tools, make_task):
+    """Seed 003 §3.2: the checkpoint check's verdict on the list, the detail page and the
+    task page (where a corrupt checkpoint offers no rollback)."""
+    make_task("adm-cc", currentPhase="saved")
+    good = tools.ok("create_checkpoint", {"label": "good", "taskId": "adm-cc",
+                                          "tags": ["release"]})["checkpointId"]
+    bad = tools.ok("create_checkpoint", {"label": "bad", "taskId": "adm-cc"})["checkpointId"]
+    with connection.cursor() as cursor:
+        cursor.execute(f"UPDATE {qualified('checkpoints')} SET snapshot = jsonb_set(snapshot, "
+                       "'{tasks,adm-cc,current_phase}', '\"forged\"') "
+                       "WHERE checkpoint_id = %s", [bad])
+    call_command("check_checkpoints", stdout=io.StringIO())
+    listing = admin_client.get(reverse("admin:contexts_checkpoint_changelist")).content.decode()
+    assert listing.count(">corrupt</strong>") == 1 and "release" in listing
+    only_corrupt = admin_client.get(reverse("admin:contexts_checkpoint_changelist"),
+                                    {"status": "corrupt"}).content.decode()
+    assert bad in only_corrupt and good not in only_corrupt
+    stored = Checkpoint.objects.get(checkpoint_id=bad)
+    detail = admin_client.get(reverse("admin:contexts_checkpoint_change", args=[stored.pk]))
+    assert "does not match its checksum" in detail.content.decode()
+    task = TaskContext.objects.get(task_id="adm-cc")
+    page = admin_client.get(reverse("admin:contexts_taskcontext_change",
+                                    args=[task.pk])).content.decode()
+    assert page.count("cannot be restored") == 1 and f"checkpoint={good}" in page
+    assert f"checkpoint={bad}" not in page
+    # Archiving sets a checkpoint aside (still restorable); a corrupt one stays corrupt.
+    changelist = reverse("admin:contexts_checkpoint_changelist")
+    chosen = [Checkpoint.objects.get(checkpoint_id=c).pk for c in (good, bad)]
+    done = admin_client.post(changelist, {"action": "archive", "_selected_action": chosen},
+                             follow=True).content.decode()
+    assert "1 checkpoint(s) archived; 1 corrupt one(s) stay corrupt" in done
+    statuses = {c["checkpointId"]: c["status"] for c in tools.ok(
+        "list_checkpoints", {"taskId": "adm-cc"})["checkpoints"]}
+    assert statuses == {good: "archived", bad: "corrupt"}
+    tools.ok("rollback_to", {"taskId": "adm-cc", "target": {"type": "checkpoint",
+                                                            "checkpointId": good}})
+    admin_client.post(changelist, {"action": "make_active", "_selected_action": chosen[:1]})
+    assert tools.ok("list_checkpoints", {"label": "good"})["checkpoints"][0]["status"] == \
+        "active"
 
 
 def test_bad_rollback_target_shows_an_error_not_a_500(admin_client, make_task):

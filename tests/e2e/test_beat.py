@@ -17,8 +17,8 @@ from tests.waiting import wait_for
 ROOT = Path(__file__).resolve().parents[2]
 JOBS = ("contexts.sync_hot_context", "sessions.detect_crashed_sessions",
         "sessions.clean_stale_sessions", "graph.drain_outbox", "orchestrator.retention",
-        "sessions.resume_paused_sessions", "contexts.replay_pending_saves",
-        "conflicts.detect_conflicts",
+        "contexts.check_checkpoints", "sessions.resume_paused_sessions",
+        "contexts.replay_pending_saves", "conflicts.detect_conflicts",
         "graph.sync_graph")
 
 
@@ -27,7 +27,7 @@ def test_schedule_follows_settings(settings):
     settings.ENABLE_NEO4J = False
     settings.HEARTBEAT_INTERVAL_MS = 1500
     jobs = periodic_jobs()
-    assert {j["task"] for j in jobs.values()} == set(JOBS[:7])
+    assert {j["task"] for j in jobs.values()} == set(JOBS[:8])
     assert jobs["detect crashed sessions"]["schedule"] == 1.5
     assert jobs["resume paused sessions"]["schedule"] == 1.5
     assert jobs["replay pending saves"]["schedule"] == 1.5
@@ -36,6 +36,7 @@ def test_schedule_follows_settings(settings):
 EVERY_SECOND = {"HOT_SYNC_INTERVAL_SECONDS": "1", "HEARTBEAT_INTERVAL_MS": "1000",
                 "STALE_SESSION_SWEEP_INTERVAL_SECONDS": "1",
                 "CONFLICT_DETECTION_INTERVAL_SECONDS": "1", "RETENTION_INTERVAL_SECONDS": "1",
+                "CHECKPOINT_CHECK_INTERVAL_SECONDS": "1",
                 "GRAPH_SYNC_INTERVAL_SECONDS": "1", "GRAPH_OUTBOX_INTERVAL_SECONDS": "1",
                 "ENABLE_NEO4J": "true", "ENABLE_CONFLICT_DETECTION": "true"}
 

@@ -19,7 +19,7 @@ from tests import mcp_client
 INTERNAL = {"detect_crashed_sessions", "clean_stale_sessions", "mark_session_crashed",
             "release_session_locks", "sync_graph", "drain_graph_outbox",
             "rollback_global_context", "prune", "backup", "resume_paused_sessions",
-            "replay_pending_saves"}
+            "replay_pending_saves", "check_checkpoints", "archive_checkpoints"}
 
 
 def calls(tool: str, transport: str) -> float:
@@ -53,6 +53,7 @@ def test_internal_operations_are_not_offered_to_network_clients(live_api):
     ("drain_graph_outbox", {}),
     ("sync_graph", {}),
     ("prune", {"dryRun": True}),
+    ("check_checkpoints", {}),
 ])
 def test_internal_answers_conform_to_their_schemas(name, arguments):
     answer = call_tool(name, arguments, ToolContext("command", actor="test"))
