@@ -17,6 +17,8 @@ Two corrections of drf-spectacular's mapping:
 - a browsing filter's empty value is as if absent (``?status=`` lists everything, as
   django-filter reads it): its parameter also admits ``""``, else a client generating
   from the document would take ``?createdAfter=`` for an error;
+- a tool's body is required when its input schema requires a property (no body is
+  ``{}``, refused then); drf-spectacular never requires a body given as a JSON Schema;
 - a nullable JSON field is any JSON value: drf-spectacular writes
   ``oneOf: [{}, {type: null}]``, which ``null`` matches twice and so never validates.
 """
@@ -65,6 +67,12 @@ class OrchestratorSchema(AutoSchema):
             if parameter.get("in") == "query" and schema and not admits_empty(schema):
                 parameter["schema"] = {"anyOf": [schema, {"const": ""}]}
         return parameters
+
+    def _get_request_for_media_type(self, serializer, direction="request"):
+        schema, required = super()._get_request_for_media_type(serializer, direction)
+        if isinstance(serializer, dict) and serializer.get("required"):
+            required = True
+        return schema, required
 
     def _get_serializer_field_meta(self, field, direction) -> dict[str, Any]:
         meta = super()._get_serializer_field_meta(field, direction)
