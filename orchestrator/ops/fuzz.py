@@ -15,11 +15,11 @@ content type, headers and body schema; documented-invalid input is refused
 (negative_data_rejection). Left out: positive_data_acceptance (a valid-by-schema request
 can still be refused by a business rule: unknown session, wrong owner, missing task),
 missing_required_header/unsupported_method/allow_header_conformance (Django answers 405
-without documenting it per operation, which is not a client contract), ignored_auth (runs
-anonymous requests; every URL's 401 is covered by tests/foundation/test_tokens.py), and
-the stateful checks (use_after_free, ensure_resource_availability,
-object_level_authorization need links between operations the document does not declare).
-Reports (JUnit, NDJSON) go to --report-dir. Exit code: schemathesis'.
+without documenting it per operation, which is not a client contract), ignored_auth
+(tests/foundation/test_tokens.py checks the 401s), and the stateful checks
+(use_after_free, ensure_resource_availability, object_level_authorization need links
+between operations the document does not declare).
+Reports (JUnit, NDJSON) and the server's log go to --report-dir. Exit code: schemathesis'.
 """
 
 from __future__ import annotations
