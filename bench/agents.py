@@ -4,6 +4,10 @@
     .venv/bin/python -m bench.agents --agents 50,200 --seconds 30 --servers 1
     .venv/bin/python -m bench.agents --url http://127.0.0.1:8000 --token TOKEN
 
+(one token for every simulated agent: a server of your own runs with a per-token rate
+limit no run reaches, ``API_RATE_LIMIT=100000000/minute``; the stacks started here get it
+from bench.common)
+
 N simulated Claude Code sessions, all in this one asyncio process, against the production
 stack. Without ``--url`` it starts that stack the way ``make run`` does on a fresh clone:
 ``orchestrator.ops.launcher -- orchestrator.ops.serve`` (its own embedded Postgres, Redis

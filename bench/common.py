@@ -11,6 +11,13 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
+# One token stands for every simulated client here (bench.agents: thousands of agents), so
+# the servers the benches start, and Django in this process, take a per-token rate limit
+# no bench reaches: the limiter still runs (its Redis round trip is in every measured
+# call) but never refuses. A server of your own (--url) needs the same: API_RATE_LIMIT.
+BENCH_RATE_LIMIT = "100000000/minute"
+os.environ.setdefault("API_RATE_LIMIT", BENCH_RATE_LIMIT)
+
 
 def setup_django() -> None:
     if not os.environ.get("DATABASE_URL"):

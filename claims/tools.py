@@ -9,7 +9,6 @@ from typing import Any
 
 from claims import services
 from orchestrator.core.tools import Tool, ToolContext, register
-from orchestrator.core.tools.access import session_argument
 from orchestrator.core.tools.schema import (
     TIMESTAMP,
     array,
@@ -81,7 +80,6 @@ register(Tool(
         ["success", "sessionId", "taskId", "projectId", "policy", "blocked", "claimed",
          "ignored", "holders", "warnings", "conflicts", "notices", "message", "timestamp"]),
     handler=_claim,
-    writes_session=session_argument,
 ))
 
 
@@ -96,7 +94,6 @@ register(Tool(
                        "released": string_list(), "timestamp": TIMESTAMP},
                       ["success", "sessionId", "released", "timestamp"]),
     handler=lambda args, ctx: services.release(args["sessionId"], args.get("paths")),
-    writes_session=session_argument,
 ))
 
 

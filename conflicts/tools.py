@@ -13,7 +13,6 @@ from orchestrator.backends import redis_store
 from orchestrator.core.errors import OrchestratorError
 from orchestrator.core.stamps import now_iso
 from orchestrator.core.tools import Tool, ToolContext, register
-from orchestrator.core.tools.access import session_argument
 from orchestrator.core.tools.schema import (
     CONFLICT_TYPES,
     RESOLUTION_STATUSES,
@@ -139,7 +138,6 @@ register(Tool(
                        "tookOverExpired": boolean(), "timestamp": TIMESTAMP},
                       ["success", "lock", "acquired", "timestamp"]),
     handler=_acquire,
-    writes_session=session_argument,
 ))
 
 register(Tool(
@@ -152,7 +150,6 @@ register(Tool(
     output_schema=obj({"success": boolean(), "lock": TASK_LOCK, "timestamp": TIMESTAMP},
                       ["success", "lock", "timestamp"]),
     handler=_renew,
-    writes_session=session_argument,
 ))
 
 register(Tool(
@@ -166,7 +163,6 @@ register(Tool(
     output_schema=obj({"success": boolean(), "released": boolean(), "timestamp": TIMESTAMP},
                       ["success", "released", "timestamp"]),
     handler=_release,
-    writes_session=session_argument,
 ))
 
 
@@ -307,6 +303,5 @@ register(Tool(
                        "timestamp": TIMESTAMP},
                       ["success", "sessionId", "released", "timestamp"]),
     handler=_release_session_locks,
-    writes_session=session_argument,
     internal=True,
 ))

@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 
 from django.conf import settings
 
+from orchestrator.core.errors import failure_reason
 from orchestrator.observability import tracing
 
 logger = logging.getLogger("orchestrator.graph")
@@ -199,6 +200,7 @@ def health() -> str:
     try:
         cypher("RETURN 1")
     except Exception as exc:
-        return f"error: {str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__}"
+        logger.warning("health check: graph: %s", exc)
+        return f"error: {failure_reason(exc)}"
     reset()
     return "ok"

@@ -60,11 +60,18 @@ def beat_leadership() -> dict[str, Any]:
 
     # A Redis that accepts and never answers must not hold beat past its lock period.
     timeout = min(5.0, settings.BEAT_LOCK_TIMEOUT_SECONDS / 3)
-    return {"redbeat_redis_url": settings.CELERY_BROKER_URL,
+    return {"redbeat_redis_url": redis_py_url(settings.CELERY_BROKER_URL),
             "redbeat_key_prefix": BEAT_KEY_PREFIX,
             "redbeat_lock_timeout": settings.BEAT_LOCK_TIMEOUT_SECONDS,
             "redbeat_redis_options": {"socket_connect_timeout": timeout,
                                       "socket_timeout": timeout}}
+
+
+def redis_py_url(broker_url: str) -> str:
+    """The broker's Redis as redis-py (redbeat's client) spells it: kombu's Unix socket URL
+    ``redis+socket://`` (what `make run`'s Redis gives Celery) is redis-py's ``unix://``."""
+    prefix = "redis+socket://"
+    return "unix://" + broker_url[len(prefix):] if broker_url.startswith(prefix) else broker_url
 
 
 @app.on_after_configure.connect

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from orchestrator.config import ConfigError, load_settings
+from orchestrator.core import private_files
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -23,18 +24,13 @@ except ConfigError as exc:
 def _secret_key() -> str:
     if os.environ.get("DJANGO_SECRET_KEY"):
         return os.environ["DJANGO_SECRET_KEY"]
-    # Development default: a random key persisted under .data/ so sessions survive restarts.
-    key_file = BASE_DIR / ".data" / "secret_key"
+    # Development default: a random key persisted under .data/ so sessions survive restarts,
+    # created 0600 in a 0700 directory (a key left 0644 by an older version is narrowed):
+    # whoever reads it can forge console sessions.
     try:
-        return key_file.read_text().strip()
-    except OSError:
-        key = secrets.token_urlsafe(50)
-        try:
-            key_file.parent.mkdir(parents=True, exist_ok=True)
-            key_file.write_text(key)
-        except OSError:
-            pass
-        return key
+        return private_files.secret(BASE_DIR / ".data" / "secret_key", nbytes=50)
+    except OSError:  # a read-only checkout: a key for this process only
+        return secrets.token_urlsafe(50)
 
 
 SECRET_KEY = _secret_key()
@@ -368,3 +364,72 @@ LOGGING = {
         "mcp": {"level": "WARNING"},
     },
 }
+
+# --- Login throttling and the API rate limit (README "Running it for a team") ------------
+# Self-contained: every value from the environment, with a safe default; a bad one stops
+# start-up with E1690 naming it.
+def _throttle_settings(env=os.environ) -> dict:
+    from datetime import timedelta
+
+    from limits import parse
+
+    def number(name: str, default: str, low: float) -> float:
+        raw = env.get(name, default).strip()
+        try:
+            value = float(raw)
+        except ValueError:
+            value = low - 1
+        if value < low:
+            raise ConfigError("E1690", name, f"must be a number >= {low:g}, got {raw!r}")
+        return value
+
+    # Admin logins (django-axes): after AXES_FAILURE_LIMIT failures the same username from
+    # the same address is refused for AXES_COOLOFF_MINUTES (0: until an operator resets it:
+    # `manage.py axes_reset_username NAME`, or the console's Axes pages). The pair, not the
+    # address alone, so one guesser cannot lock everyone out; the attempts live in
+    # Postgres (the database handler): they survive restarts, every worker sees them and
+    # the console lists them. The address is REMOTE_ADDR, which uvicorn takes from
+    # X-Forwarded-For only when the peer is in FORWARDED_ALLOW_IPS (default 127.0.0.1:
+    # a reverse proxy on the same host).
+    parameters = [[p.strip() for p in group.split("+") if p.strip()] for group in
+                  env.get("AXES_LOCKOUT_PARAMETERS", "username+ip_address").split(",")]
+    known = {"username", "ip_address", "user_agent"}
+    if not all(group and set(group) <= known for group in parameters):
+        raise ConfigError("E1690", "AXES_LOCKOUT_PARAMETERS",
+                          "comma-separated groups of username, ip_address, user_agent "
+                          "joined by '+'")
+    cooloff = number("AXES_COOLOFF_MINUTES", "15", 0)
+    # REST tools, MCP and browsing: one budget per token (orchestrator.web.ratelimit), e.g.
+    # "1200/minute" or "50 per 10 seconds"; "off" turns it off.
+    rate = env.get("API_RATE_LIMIT", "1200/minute").strip()
+    if rate.lower() not in {"", "0", "off", "false", "no", "none"}:
+        try:
+            parse(rate)
+        except ValueError:
+            raise ConfigError("E1690", "API_RATE_LIMIT",
+                              f"not a rate like '1200/minute', got {rate!r}") from None
+    return {
+        "AXES_ENABLED": env.get("AXES_ENABLED", "true").strip().lower() not in
+        {"0", "false", "no", "off"},
+        "AXES_FAILURE_LIMIT": int(number("AXES_FAILURE_LIMIT", "5", 1)),
+        "AXES_COOLOFF_TIME": timedelta(minutes=cooloff) if cooloff else None,
+        "AXES_LOCKOUT_PARAMETERS": [g[0] if len(g) == 1 else g for g in parameters],
+        "AXES_RESET_ON_SUCCESS": True,
+        "AXES_HANDLER": "axes.handlers.database.AxesDatabaseHandler",
+        "AXES_LOCKOUT_TEMPLATE": "admin/locked_out.html",
+        "API_RATE_LIMIT": rate,
+    }
+
+
+try:
+    globals().update(_throttle_settings())
+except ConfigError as exc:
+    print(str(exc), file=sys.stderr)
+    raise SystemExit(2) from None
+INSTALLED_APPS.append("axes")
+# Axes checks a login's address and username before the password (its backend first)
+# and answers a locked-out login with AXES_LOCKOUT_TEMPLATE (its middleware, last).
+AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend",
+                           "django.contrib.auth.backends.ModelBackend"]
+MIDDLEWARE.append("axes.middleware.AxesMiddleware")
+REST_FRAMEWORK["DEFAULT_THROTTLE_CLASSES"] = ["orchestrator.web.api.TokenRateThrottle"]

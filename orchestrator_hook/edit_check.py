@@ -63,7 +63,9 @@ def check_edit(payload: dict[str, object]) -> dict[str, object] | None:
         answer = client.call("claim_files", {"sessionId": session_id, "paths": paths},
                              CALL_SECONDS)
     except ServiceUnavailable as exc:
-        lite.mark_down(root)
+        # Over the rate limit too: the edit goes ahead unchecked, and the checks stay off
+        # the network for the Retry-After the service asked for.
+        lite.mark_down(root, max(lite.DOWN_SECONDS, exc.retry_after or 0))
         lite.log(root, f"PreEdit edit check skipped: service unavailable: {exc}")
         return None
     except ToolRefused as exc:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import time
 
+from orchestrator_hook import lite
 from orchestrator_hook.config import Config
 from orchestrator_hook.state import ProjectState, locked, read_json
 from orchestrator_hook.transport import Client, ServiceUnavailable, ToolRefused
@@ -41,8 +42,13 @@ class Service:
         try:
             return self.client.call(tool, arguments, self.remaining())
         except ServiceUnavailable as exc:
-            self.state.mark_down()
-            self.state.log(f"{tool}: service unavailable: {exc}")
+            # A service that named its wait (429 over the token's rate limit: Retry-After)
+            # is left alone that long: the calls meanwhile wait in the spool, in order, and
+            # the first hook after it replays them. Never less than the outage pause.
+            self.state.mark_down(max(lite.DOWN_SECONDS, exc.retry_after or 0))
+            self.state.log(f"{tool}: service unavailable: {exc}"
+                           + (f" (retry after {exc.retry_after:g} s)" if exc.retry_after
+                              else ""))
             raise
 
     def send(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any] | None:

@@ -19,7 +19,13 @@ if TYPE_CHECKING:
 
 
 class ServiceUnavailable(Exception):
-    """The service could not be reached or did not answer in time: spool and retry later."""
+    """The service could not be reached or did not answer in time: spool and retry later.
+    ``retry_after``: the seconds the service asked to be left alone (a 429 or 503 with
+    ``Retry-After``), else None."""
+
+    def __init__(self, message: str, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
 
 
 class ToolRefused(Exception):
@@ -32,6 +38,9 @@ class ToolRefused(Exception):
 
 # Statuses that say "try again later" rather than "this call is wrong".
 RETRYABLE_STATUSES = frozenset({408, 425, 429})
+# A Retry-After beyond this is not believed (a misconfigured proxy must not silence the
+# hooks for a day): the calls wait in the spool at most this long before the next try.
+MAX_RETRY_AFTER_SECONDS = 600.0
 
 
 class Client:
@@ -70,7 +79,7 @@ class Client:
                 f"Content-Length: {len(body)}\r\n"
                 "User-Agent: orchestrator-hook\r\nConnection: close\r\n\r\n")
         try:
-            status, payload = self._exchange(head.encode() + body, timeout)
+            status, headers, payload = self._exchange(head.encode() + body, timeout)
         except (OSError, ValueError) as exc:
             raise ServiceUnavailable(f"{type(exc).__name__}: {exc}") from None
         try:
@@ -80,12 +89,15 @@ class Client:
         if 200 <= status < 300 and isinstance(answer, dict):
             return answer
         if status >= 500 or status in RETRYABLE_STATUSES or not isinstance(answer, dict):
-            raise ServiceUnavailable(f"HTTP {status}")
+            # Over the token's rate limit (429) the service says when to come back: the
+            # call goes to the spool like any other it cannot take now.
+            raise ServiceUnavailable(f"HTTP {status}", retry_after(headers))
         error = answer.get("error") if isinstance(answer.get("error"), dict) else {}
         code = str(error.get("code") or f"HTTP{status}")
         raise ToolRefused(status, code, str(error.get("message") or answer.get("detail") or ""))
 
-    def _exchange(self, request: bytes, timeout: float) -> tuple[int, bytes]:
+    def _exchange(self, request: bytes, timeout: float
+                  ) -> tuple[int, dict[bytes, bytes], bytes]:
         # ``timeout`` bounds the whole exchange, not each read: a server trickling bytes
         # must not hold a hook past its budget.
         deadline = time.monotonic() + timeout
@@ -111,11 +123,22 @@ class Client:
                 chunks.append(chunk)
         finally:
             sock.close()
-        return parse_response(b"".join(chunks))
+        return parse_message(b"".join(chunks))
 
 
-def parse_response(raw: bytes) -> tuple[int, bytes]:
-    """Status and body of a complete HTTP/1.1 response (Content-Length or chunked)."""
+def retry_after(headers: dict[bytes, bytes]) -> float | None:
+    """A ``Retry-After`` in seconds (the delay form; an HTTP date is not worth the import),
+    at most MAX_RETRY_AFTER_SECONDS; None when absent or unreadable."""
+    try:
+        seconds = float(headers[b"retry-after"])
+    except (KeyError, ValueError):
+        return None
+    return min(seconds, MAX_RETRY_AFTER_SECONDS) if seconds >= 0 else None
+
+
+def parse_message(raw: bytes) -> tuple[int, dict[bytes, bytes], bytes]:
+    """Status, headers (lower-case names and values) and body of a complete HTTP/1.1
+    response (Content-Length or chunked)."""
     head, separator, body = raw.partition(b"\r\n\r\n")
     if not separator:
         raise ValueError("incomplete HTTP response")
@@ -140,4 +163,4 @@ def parse_response(raw: bytes) -> tuple[int, bytes]:
         if len(body) < length:
             raise ValueError("truncated HTTP response")
         body = body[:length]
-    return status, body
+    return status, headers, body

@@ -24,6 +24,8 @@ import time
 POLL_SECONDS = 2.0
 # A SessionEnd hook that is finishing as the process exits removes the conf meanwhile.
 GRACE_SECONDS = 1.0
+# The most one heartbeat may take, connect to last byte (plain or TLS).
+REQUEST_SECONDS = 10.0
 GONE_CODES = (b'"E1600"', b'"E1602"', b'"E1603"')
 WATCHDOGS = "watchdogs"
 
@@ -166,20 +168,33 @@ def heartbeat(conf: dict[str, str]) -> bytes:
             + (f"X-Orchestrator-Project: {project}\r\n" if project else "")
             + f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n"
             "User-Agent: orchestrator-watchdog\r\nConnection: close\r\n\r\n")
+    # One deadline for the whole exchange (connect, TLS handshake, every read): a server
+    # that accepts and never answers, or trickles, must not keep the watchdog from the
+    # crash report it exists to send.
+    deadline = time.monotonic() + REQUEST_SECONDS
     try:
         sock = _socket.socket(_socket.AF_INET, _socket.SOCK_STREAM)
-        sock.settimeout(10)
+        sock.settimeout(REQUEST_SECONDS)
         # The hook resolved the host: a lookup here loads the resolver's libraries, which
         # would cost this process more memory than everything else it does.
         sock.connect((conf.get("address") or _socket.gethostbyname(host), port_number))
         if scheme == "https":  # rare: loads ssl (and its memory) only then
+            import socket
             import ssl
 
-            sock = ssl.create_default_context().wrap_socket(
-                __import__("socket").socket(fileno=sock.detach()), server_hostname=host)
+            # A socket made from a bare fd blocks forever until told otherwise: the
+            # timeout is set again before the handshake (wrap_socket keeps it).
+            plain = socket.socket(fileno=sock.detach())
+            plain.settimeout(max(0.001, deadline - time.monotonic()))
+            sock = ssl.create_default_context().wrap_socket(plain, server_hostname=host)
+        sock.settimeout(max(0.001, deadline - time.monotonic()))
         sock.sendall(head.encode() + body)
         chunks = []
         while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError("no complete answer in time")
+            sock.settimeout(left)
             chunk = sock.recv(65536)
             if not chunk:
                 break

@@ -7,15 +7,12 @@ from datetime import UTC, datetime
 from typing import Any
 
 from django.utils import timezone
-from django.utils.dateparse import parse_datetime
 
 from contexts.services import bundle
-from orchestrator.core.errors import OrchestratorError
 from orchestrator.core.stamps import now_iso
 from orchestrator.core.tools import Tool, ToolContext, register
 from orchestrator.core.tools.access import (
     remember_session_owner,
-    session_argument,
     session_owner,
 )
 from orchestrator.core.tools.schema import (
@@ -223,7 +220,6 @@ register(Tool(
                                          "heartbeat leaves the pause as it is")},
                       ["success", "sessionId", "lastHeartbeat"]),
     handler=_heartbeat,
-    writes_session=session_argument,
 ))
 
 
@@ -248,7 +244,6 @@ register(Tool(
                        "handoff": HANDOFF, "notificationStatus": NOTIFICATION_STATUS},
                       ["success", "sessionId", "status", "endedAt", "notificationStatus"]),
     handler=_end,
-    writes_session=session_argument,
 ))
 
 
@@ -318,7 +313,6 @@ register(Tool(
                       ["success", "sessionId", "compactionNumber", "fullReloadDue",
                        "resumePrompt"]),
     handler=_report_compaction,
-    writes_session=session_argument,
 ))
 
 
@@ -357,22 +351,17 @@ register(Tool(
                       ["success", "sessionId", "status", "compactionNumber", "fullReload",
                        "alreadyCompleted"]),
     handler=_complete_compaction,
-    writes_session=session_argument,
     validation_code="E1612",
 ))
 
 
 def _resets_at(value: str | None) -> datetime | None:
+    """resetsAt as an aware datetime (UTC without an offset); the input check let through
+    only a date-time in range (orchestrator.core.tools.input_checks.check_date_time)."""
     if value is None:
         return None
-    try:
-        stamp = parse_datetime(value)
-    except ValueError:
-        stamp = None
-    if stamp is None:
-        raise OrchestratorError("E1612", "resetsAt is not an ISO 8601 date-time",
-                                {"field": "resetsAt", "value": value[:100]})
-    return stamp if timezone.is_aware(stamp) else timezone.make_aware(stamp, UTC)
+    stamp = datetime.fromisoformat(value)
+    return stamp if timezone.is_aware(stamp) else stamp.replace(tzinfo=UTC)
 
 
 def _pause(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
@@ -409,7 +398,6 @@ register(Tool(
                       ["success", "sessionId", "paused", "alreadyPaused", "reason",
                        "pausedAt", "resetsAt"]),
     handler=_pause,
-    writes_session=session_argument,
     validation_code="E1612",
 ))
 
@@ -436,7 +424,6 @@ register(Tool(
                                                         "to validate before new work")},
                       ["success", "sessionId", "paused", "wasPaused", "resumeCount"]),
     handler=_resume,
-    writes_session=session_argument,
     validation_code="E1612",
 ))
 
@@ -465,7 +452,6 @@ register(Tool(
                        "sequence": integer(), "type": string(), "role": string(),
                        "createdAt": TIMESTAMP}, ["success", "sessionId", "sequence"]),
     handler=_append,
-    writes_session=session_argument,
 ))
 
 
@@ -524,7 +510,6 @@ register(Tool(
                      ["sessionId", "patch"]),
     output_schema=SCRATCHPAD,
     handler=_update_scratchpad,
-    writes_session=session_argument,
 ))
 
 
@@ -574,7 +559,6 @@ register(Tool(
                       ["success", "sessionId", "taskId", "recorded", "keyFilesAdded",
                        "lastHeartbeat"]),
     handler=_record_activity,
-    writes_session=session_argument,
 ))
 
 
@@ -664,6 +648,5 @@ register(Tool(
                        "status": {"const": "crashed"}, "timestamp": TIMESTAMP},
                       ["success", "sessionId", "status", "timestamp"]),
     handler=_mark_crashed,
-    writes_session=session_argument,
     internal=True,
 ))

@@ -5,6 +5,7 @@ A missing server fails the run; nothing here skips."""
 from __future__ import annotations
 
 import json
+import os
 import socket
 import threading
 import time
@@ -18,6 +19,14 @@ from django.test import Client
 
 from orchestrator.backends import redis_store
 from orchestrator.core.tools.access import forget_entity_projects, forget_session_owners
+
+# The suite drives thousands of calls a minute through one token (tests/fuzz, the load
+# tests), as the bench does: every call still goes through the per-token rate limit
+# (orchestrator.web.ratelimit: its Redis round trip), under a limit no test reaches unless
+# it sets a lower one (tests/foundation/test_rate_limit.py). The environment is for the
+# servers tests start as processes.
+SUITE_RATE_LIMIT = "10000000/minute"
+os.environ.setdefault("API_RATE_LIMIT", SUITE_RATE_LIMIT)
 
 
 def free_port() -> int:
@@ -40,6 +49,7 @@ def isolated_backends(settings, tmp_path, request):
     settings.GRAPH_OUTBOX_DELAY_MS = 0
     # ... and record a claim's file conflict in the claiming call (claims.services).
     settings.FILE_CLAIM_OVERLAP_DELAY_MS = 0
+    settings.API_RATE_LIMIT = SUITE_RATE_LIMIT
     redis_store.breaker.reset()
     redis_store.run(lambda r: r.flushdb())
     forget_session_owners()

@@ -28,6 +28,7 @@ tasks and projects are looked at; reported conflicts (agent, manual) are left al
 from __future__ import annotations
 
 import json
+import logging
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -47,10 +48,11 @@ from contexts.services.edit_policy import policies_of
 from locks import services as locks
 from orchestrator.backends import files, redis_store
 from orchestrator.core.db import qualified
-from orchestrator.core.errors import OrchestratorError
+from orchestrator.core.errors import OrchestratorError, failure_reason
 from orchestrator.core.stamps import now_iso
 from orchestrator.core.tools.schema import CONFLICT_TYPES
 
+logger = logging.getLogger("orchestrator.conflicts")
 ACTIVE_STATUSES = ("pending", "in_progress", "blocked")
 DETECTABLE_TYPES = ("file_conflict", "lock_collision", "state_mismatch", "version_divergence",
                     "data_inconsistency")
@@ -349,8 +351,9 @@ def detect_conflicts(task_ids: list[str] | None = None, conflict_types: list[str
                              every_task=scope.task_ids is None)
         existing = _existing(scope, types, exclude=[c.pk for c in created])
     except DatabaseError as exc:
+        logger.exception("conflict detection failed")
         raise OrchestratorError("E1640", "Conflict detection query failed",
-                                {"reason": str(exc)[:300]}) from exc
+                                {"reason": failure_reason(exc)}) from exc
     detected = [representation.detected_item(c) for c in created]
     known = [representation.existing_item(c) for c in existing]
     listed = [*detected, *known]

@@ -37,6 +37,7 @@ from orchestrator.core.db import qualified
 from orchestrator.core.errors import (
     OrchestratorError,
     checkpoint_not_found,
+    failure_reason,
     projects_differ,
     session_not_found,
     storage_quota_exceeded,
@@ -204,8 +205,9 @@ def create_checkpoint(label: str, *, task_id: str | None = None,
         quota = storage_quota_exceeded(exc)
         if quota is not None:
             raise quota from None  # a refusal, not a database fault (no DatabaseError cause)
+        logger.exception("checkpoint of %s not stored", task_ids or "global context")
         raise OrchestratorError("E1620", "Could not store the checkpoint",
-                                {"reason": str(exc)[:200]}) from exc
+                                {"reason": failure_reason(exc)}) from exc
     deduplicated = existing is not None
     if deduplicated:
         checkpoint = existing

@@ -19,7 +19,12 @@ from contexts.models import GlobalContext, TaskContext
 from contexts.services import backends, relationships, representation
 from contexts.services.write import TaskChanges, notify_changed, write_task
 from orchestrator.backends.files import check_safe_id
-from orchestrator.core.errors import OrchestratorError, projects_differ, task_not_found
+from orchestrator.core.errors import (
+    OrchestratorError,
+    failure_reason,
+    projects_differ,
+    task_not_found,
+)
 from orchestrator.core.stamps import now_iso
 from orchestrator.observability import metrics
 
@@ -90,7 +95,7 @@ def switch_task(to_task_id: str, *, from_task_id: str | None = None,
     except DatabaseError as exc:
         logger.exception("task switch %s -> %s failed", from_task_id, to_task_id)
         raise OrchestratorError("E1662", "The task switch failed; nothing was changed",
-                                {"reason": str(exc)[:200]}) from exc
+                                {"reason": failure_reason(exc)}) from exc
     # After the commit (and after the saved source's caches and file): the new hot
     # context everywhere, and the registry's active task.
     backends.publish_task(target, active=True, registry=True)

@@ -30,6 +30,7 @@ from graph.readers import sortable_stamp
 from graph.services import mirror
 from graph.services.mirror import Statements
 from orchestrator.backends.coalesce import CoalescingWriter
+from orchestrator.core.errors import failure_reason
 from orchestrator.core.stamps import now_iso
 from orchestrator.observability import metrics
 from sessions.models import ActiveSession
@@ -222,8 +223,8 @@ def drain_outbox() -> dict[str, Any]:
             if done < BATCH_SIZE:
                 break
     except Exception as exc:
-        reason = (str(exc).splitlines() or [type(exc).__name__])[0][:200]
-        logger.warning("graph outbox not drained (kept for the next drain): %s", reason)
+        reason = failure_reason(exc)
+        logger.warning("graph outbox not drained (kept for the next drain): %s", exc)
         return {"success": False, "graph": "failed", "applied": applied,
                 "pending": pending_count(), "error": reason, "drainedAt": now_iso()}
     return {"success": True, "graph": "synced", "applied": applied, "drainedAt": now_iso()}

@@ -21,7 +21,7 @@ from graph.readers import GraphReader, Node
 from graph.readers.cypher import CypherReader
 from graph.readers.postgres import POSTGRES_READER
 from graph.services import outbox
-from orchestrator.core.errors import OrchestratorError, task_not_found
+from orchestrator.core.errors import OrchestratorError, failure_reason, task_not_found
 from orchestrator.core.stamps import now_iso
 from sessions.services.work import orphaned_task_ids
 
@@ -49,13 +49,14 @@ def answer(question: Callable[[GraphReader], T],
         try:
             return question(CYPHER), {"source": "neo4j", "fallback": False}
         except Exception as exc:
-            failure = (str(exc).splitlines() or [type(exc).__name__])[0][:200]
-            logger.warning("graph query failed, answering from Postgres: %s", failure)
+            failure = failure_reason(exc)
+            logger.warning("graph query failed, answering from Postgres: %s", exc)
     try:
         result = question(POSTGRES)
     except DatabaseError as exc:
+        logger.exception("graph query's Postgres fallback failed")
         raise OrchestratorError("E1652", "Graph query failed and the Postgres fallback failed",
-                                {"graph": failure, "postgres": str(exc)[:200]}) from exc
+                                {"graph": failure, "postgres": failure_reason(exc)}) from exc
     return result, {"source": "postgres", "fallback": True, "reason": failure}
 
 

@@ -29,6 +29,7 @@ from graph.readers import sortable_stamp
 from graph.services import mirror, outbox
 from graph.services.mirror import Statements, chunks, edge_props, task_props
 from graph.types import GRAPH_LABELS, LABEL_TYPES
+from orchestrator.core.errors import failure_reason
 from orchestrator.core.models import JobRun
 from orchestrator.core.stamps import now_iso
 from sessions.models import ActiveSession, SessionWork
@@ -231,8 +232,8 @@ def check_graph() -> dict[str, Any]:
     try:
         found = counts()
     except Exception as exc:
-        reason = (str(exc).splitlines() or [type(exc).__name__])[0][:200]
-        logger.error("graph check failed: %s", reason)
+        reason = failure_reason(exc)
+        logger.error("graph check failed: %s", exc)
         return {"success": False, "graph": "failed", "error": reason, "syncedAt": now_iso()}
     in_flight = found["inFlight"]["postgres"]
     differing = sorted(kind for kind, pair in found.items()
@@ -266,8 +267,8 @@ def sync_graph() -> dict[str, Any]:
         # What was queued meanwhile, the orphan pruning above included.
         report["queued"] = outbox.drain_outbox().get("applied", 0)
     except Exception as exc:
-        reason = (str(exc).splitlines() or [type(exc).__name__])[0][:200]
-        logger.error("sync_graph failed: %s", reason)
+        reason = failure_reason(exc)
+        logger.error("sync_graph failed: %s", exc)
         return {"success": False, "graph": "failed", "error": reason, "syncedAt": now_iso()}
     backend.reset()
     logger.info("sync_graph done", extra={"report": report})

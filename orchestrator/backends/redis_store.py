@@ -20,6 +20,7 @@ from django.conf import settings
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
+from orchestrator.core.errors import failure_reason
 from orchestrator.observability import tracing
 
 logger = logging.getLogger("orchestrator.redis")
@@ -83,10 +84,12 @@ def run(operation: Callable[[redis.Redis], T]) -> T:
     except (redis.ConnectionError, redis.TimeoutError, OSError) as exc:
         breaker.trip()
         logger.warning("redis unavailable: %s", exc)
-        raise RedisUnavailable(str(exc)) from exc
+        raise RedisUnavailable(failure_reason(exc)) from exc
     except redis.RedisError as exc:
+        # Answers quote a RedisUnavailable (details.reason): its kind only, the server's
+        # words (addresses, keys, scripts) stay in this log line.
         logger.warning("redis error: %s", exc)
-        raise RedisUnavailable(str(exc)) from exc
+        raise RedisUnavailable(failure_reason(exc)) from exc
 
 
 def key(*parts: str) -> str:

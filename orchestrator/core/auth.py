@@ -25,6 +25,8 @@ class TokenPrincipal:
     projects: frozenset[str] | None = None
     is_authenticated: bool = True
     is_staff: bool = False
+    # The token's row id: what its rate limit budget is kept under (orchestrator.web.ratelimit).
+    token_id: int | None = None
 
     def __str__(self) -> str:
         return f"token:{self.name}"
@@ -70,7 +72,8 @@ def authenticate_header(value: str | None) -> TokenPrincipal | None:
     if token.last_used_at is None or now - token.last_used_at > timedelta(minutes=1):
         ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
     principal = TokenPrincipal(name=token.name, scope=token.scope,
-                               projects=frozenset(token.projects) if token.projects else None)
+                               projects=frozenset(token.projects) if token.projects else None,
+                               token_id=token.pk)
     with _token_cache_lock:
         _token_cache[token_hash] = (time.monotonic(), principal)
     return principal

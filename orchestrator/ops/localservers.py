@@ -16,8 +16,8 @@ from pathlib import Path
 
 # Written by `make run` (orchestrator.ops.serve) while it serves: {"url", "pid"}.
 SERVICE_FILE = "service.json"
-SERVER_VARIABLES = ("DATABASE_URL", "REDIS_URL", "NEO4J_URI", "NEO4J_USER", "NEO4J_PASSWORD",
-                    "NEOMODEL_DATABASE_URL")
+SERVER_VARIABLES = ("DATABASE_URL", "REDIS_URL", "CELERY_BROKER_URL", "NEO4J_URI", "NEO4J_USER",
+                    "NEO4J_PASSWORD", "NEOMODEL_DATABASE_URL")
 
 
 def _launcher_alive(data_dir: Path) -> bool:

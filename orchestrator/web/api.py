@@ -4,18 +4,20 @@ and the exception handler that gives every API failure the spec's error format."
 from __future__ import annotations
 
 import logging
+import math
 
 from django.core.exceptions import RequestDataTooBig
 from django.db import InterfaceError, OperationalError
 from django.http import Http404, JsonResponse
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
-from rest_framework import authentication, exceptions, filters, parsers, status
+from rest_framework import authentication, exceptions, filters, parsers, status, throttling
 from rest_framework.response import Response
 
 from console.views import not_found as console_not_found
-from orchestrator.core.auth import authenticate_header
+from orchestrator.core.auth import TokenPrincipal, authenticate_header
 from orchestrator.core.errors import OrchestratorError, error_body
 from orchestrator.core.projects import scoped
+from orchestrator.web import ratelimit
 
 logger = logging.getLogger("orchestrator.api")
 
@@ -45,6 +47,10 @@ def exception_handler(exc, context):
         body = error_body("E1609", str(exc.detail))
         return Response(body, status=status.HTTP_401_UNAUTHORIZED,
                         headers={"WWW-Authenticate": 'Bearer realm="orchestrator"'})
+    if isinstance(exc, exceptions.Throttled):
+        # TokenRateThrottle: the same 429 as the REST tool lane and MCP give.
+        status_code, body, headers = ratelimit.refusal(math.ceil(exc.wait or 1))
+        return Response(body, status=status_code, headers=headers)
     if isinstance(exc, RequestDataTooBig):
         # The fast lane answers the same for a body over the same limit.
         return Response(error_body("E1612", str(exc)), status=413)
@@ -73,6 +79,21 @@ class BearerTokenAuthentication(authentication.BaseAuthentication):
 
     def authenticate_header(self, request) -> str:
         return 'Bearer realm="orchestrator"'
+
+
+class TokenRateThrottle(throttling.BaseThrottle):
+    """Browsing counts against the token's one rate limit budget (orchestrator.web.ratelimit),
+    shared with its REST tool calls and MCP. A console user browsing /api/docs/ with the
+    admin's session is not a token and is not counted."""
+
+    def allow_request(self, request, view) -> bool:
+        user = request.user
+        self.wait_seconds = ratelimit.retry_after(user.token_id) \
+            if isinstance(user, TokenPrincipal) else None
+        return self.wait_seconds is None
+
+    def wait(self) -> float | None:
+        return self.wait_seconds
 
 
 class BearerTokenScheme(OpenApiAuthenticationExtension):

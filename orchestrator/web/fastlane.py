@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import functools
 import json
 import os
 import re
@@ -25,6 +26,7 @@ from orchestrator.core.auth import TokenPrincipal, authenticate_header
 from orchestrator.core.errors import OrchestratorError, error_body
 from orchestrator.core.tools import ToolContext, registry
 from orchestrator.observability import tracing
+from orchestrator.web import ratelimit
 
 TOOL_PATH = re.compile(r"^/api/v1/tools/([A-Za-z0-9_]{1,100})/?$")
 # Django's own default for a request body read into memory (DATA_UPLOAD_MAX_MEMORY_SIZE).
@@ -77,6 +79,21 @@ def authenticate(authorization: str | None) -> tuple[TokenPrincipal | None, Answ
     return principal, None
 
 
+def admit(authorization: str | None, *, mcp: bool = False
+          ) -> tuple[TokenPrincipal | None, Answer | None]:
+    """``authenticate``, then count the call against the token's rate limit: (principal,
+    None), or (None, the 401 / 503 / 429 answer; ``mcp``: the 429 as MCP gives it). The
+    REST tool lane and MCP admit every request here; DRF browsing counts against the same
+    budget (web.api.TokenRateThrottle)."""
+    principal, refusal = authenticate(authorization)
+    if refusal is not None:
+        return None, refusal
+    wait = ratelimit.retry_after(principal.token_id)
+    if wait is not None:
+        return None, ratelimit.mcp_refusal(wait) if mcp else ratelimit.refusal(wait)
+    return principal, None
+
+
 def answer(name: str, authorization: str | None, body: bytes | None,
            project: str | None = None) -> Answer:
     """One REST tool call: (HTTP status, JSON body, extra headers). ``project``: the
@@ -85,7 +102,7 @@ def answer(name: str, authorization: str | None, body: bytes | None,
     The one implementation of ``POST /api/v1/tools/<name>/``: this lane serves it in
     production, the DRF view (orchestrator.web.rest) answers with it under WSGI, and the
     suite's tool client calls it directly."""
-    principal, refusal = authenticate(authorization)
+    principal, refusal = admit(authorization)
     if refusal is not None:
         return refusal
     if body is None:
@@ -115,8 +132,9 @@ def in_fresh_connection(function: Callable[..., T], *args: Any) -> T:
 
 
 def check_token(authorization: str | None) -> tuple[TokenPrincipal | None, Answer | None]:
-    """``authenticate`` in a tool thread (the MCP endpoint's check)."""
-    return in_fresh_connection(authenticate, authorization)
+    """``admit`` in a tool thread (the MCP endpoint's check, before the MCP layer: a call
+    over the limit is an HTTP 429 with Retry-After, as on REST)."""
+    return in_fresh_connection(functools.partial(admit, mcp=True), authorization)
 
 
 def handle(name: str, authorization: str | None, body: bytes | None,

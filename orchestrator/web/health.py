@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import logging
+
 from django.conf import settings
 from django.db import connection
 from django.http import JsonResponse
 
 from orchestrator.backends import files, redis_store
+from orchestrator.core.errors import failure_reason
+
+logger = logging.getLogger("orchestrator.health")
 
 
 def check_postgres() -> str:
@@ -15,7 +20,8 @@ def check_postgres() -> str:
             cursor.execute("SELECT 1")
         return "ok"
     except Exception as exc:
-        return f"error: {str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__}"
+        logger.warning("health check: PostgreSQL: %s", exc)
+        return f"error: {failure_reason(exc)}"
 
 
 def check_redis() -> str:

@@ -18,7 +18,6 @@ cost few round trips:
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any
 
 from django.db import connection
@@ -74,15 +73,6 @@ FROM session, commit_mode
 """
 
 
-def _check_stamp(value: str, index: int) -> None:
-    try:
-        datetime.fromisoformat(value)
-    except ValueError:
-        raise OrchestratorError("E1612", f"toolUses[{index}].timestamp is not an ISO 8601 "
-                                "timestamp", {"field": f"toolUses.{index}.timestamp",
-                                              "value": value[:100]}) from None
-
-
 def _edited_paths(tool_uses: list[dict[str, Any]]) -> list[str]:
     return [path for use in tool_uses if use["tool"] in EDIT_TOOLS
             for path in use.get("filePaths") or [] if path.strip()]
@@ -135,9 +125,9 @@ def record_activity(session_id: str, *, task_id: str | None = None,
                     heartbeat: bool = True, notices: bool = False) -> dict[str, Any]:
     """Heartbeat + tool history + keyFiles for one batch of hook events; with ``notices``,
     the session's pending notices too (a hook that can show them to the model asks)."""
+    # Each timestamp is a date-time Postgres stores, checked with the input
+    # (orchestrator.core.tools.input_checks.check_date_time).
     tool_uses = tool_uses or []
-    for index, use in enumerate(tool_uses):  # before anything is written
-        _check_stamp(use["timestamp"], index)
     notices_waiting = True
     if heartbeat:
         beat, notices_waiting = lifecycle.beat(session_id, task_id=task_id,

@@ -23,6 +23,7 @@ from orchestrator.core.db import qualified
 from orchestrator.core.errors import OrchestratorError, session_not_found
 from orchestrator.core.models import Project
 from orchestrator.core.stamps import iso, now_iso
+from orchestrator.core.tools.input_checks import EARLIEST_INSTANT
 from sessions import signals
 from sessions.models import ActiveSession, SessionDetail, SessionEvent
 from sessions.services import history, markers, pause
@@ -462,14 +463,19 @@ def _overdue_pauses(project_ids: list[str] | None, project_dir: str | None,
                     exclude_session: str | None) -> list[tuple[ActiveSession, dict[str, Any]]]:
     """Live sessions still paused PAUSE_RESUME_GRACE_MINUTES after their resetsAt (seed
     004: the wait is over and nothing resumed them), newest reset first."""
+    # Only the caller's sessions are read (a row of another project, whatever it holds,
+    # can never fail this call), and only resets in the range input is held to: a row
+    # stored before that check cannot be read into Python (before year 1).
+    live = _scoped(ActiveSession.objects.filter(status__in=LIVE_STATUSES),
+                   project_ids, project_dir, exclude_session)
     details = {d.session_id: d for d in SessionDetail.objects.filter(
-        paused_at__isnull=False, pause_resets_at__lt=timezone.now() - pause.grace())
+        session_id__in=live.values("session_id"), paused_at__isnull=False,
+        pause_resets_at__gte=EARLIEST_INSTANT,
+        pause_resets_at__lt=timezone.now() - pause.grace())
         .order_by("-pause_resets_at")[:100]}
     if not details:
         return []
-    rows = _scoped(ActiveSession.objects.filter(session_id__in=list(details),
-                                                status__in=LIVE_STATUSES),
-                   project_ids, project_dir, exclude_session)
+    rows = live.filter(session_id__in=list(details))
     found = []
     for row in rows:
         d = details[row.session_id]

@@ -17,26 +17,18 @@ import sys
 import threading
 import time
 from pathlib import Path
-from urllib.parse import quote
 
 import pytest
-from django.db import connection
 
 from contexts.models import ContextVersion, TaskContext
 from contexts.services.tasks import create_task
 from orchestrator.core.models import ApiToken
 from tests.conftest import free_port
+from tests.processes import database_url
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 ROOT = Path(__file__).resolve().parents[2]
 CLIENTS = 4
-
-
-def database_url() -> str:
-    db = connection.settings_dict
-    password = f":{quote(db['PASSWORD'])}" if db.get("PASSWORD") else ""
-    return (f"postgresql://{quote(db['USER'])}{password}@{db['HOST'] or '127.0.0.1'}:"
-            f"{db['PORT'] or 5432}/{db['NAME']}")
 
 
 def wait_for(port: int, server: subprocess.Popen) -> None:

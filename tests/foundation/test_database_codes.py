@@ -2,19 +2,24 @@
 rollback_to is E1624 (ROLLBACK_FAILED), check_recovery E1630 (RECOVERY_CHECK_FAILED);
 while Postgres is unreachable they answer 503 like E1654 (details.cause says so), and
 every other tool still answers E1654. No mocks: the database settings point at a real
-port where nothing listens, as a stopped server."""
+port where nothing listens, as a stopped server. An answer never carries Postgres's
+message (issue 34): a real error raised by a trigger shows only its kind and SQLSTATE."""
 
 from __future__ import annotations
 
+import json
 import socket
 from collections.abc import Iterator
 
+import httpx
 import pytest
 from django.db import OperationalError, connection, connections, transaction
 
 from orchestrator.core.errors import OrchestratorError
 from orchestrator.core.tools import registry
 from orchestrator.core.tools.definition import ToolContext
+from sessions.models import SessionEvent
+from tests import mcp_client
 
 
 def _closed_port() -> int:
@@ -88,3 +93,61 @@ def test_a_deadlock_that_ran_out_of_retries_is_not_called_unreachable():
     message = registry.unavailable_message(caught.value)
     assert message.startswith("PostgreSQL aborted this call's transaction to break a "
                               "deadlock"), message
+
+
+# -- no database text in an answer (issue 34) -------------------------------------------------
+SECRET = "SELECT secret_column FROM private_table WHERE owner = 'someone else'"
+
+
+@pytest.fixture
+def failing_event_insert(live_api) -> Iterator[None]:
+    """Postgres refuses every new session event, with a message quoting SQL: a real
+    database error on a tool's write path, as a constraint or a bad value would raise."""
+    table = SessionEvent._meta.db_table
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "CREATE FUNCTION test_refuse_event() RETURNS trigger LANGUAGE plpgsql AS "
+            "$$ BEGIN RAISE EXCEPTION USING ERRCODE = '22008', MESSAGE = %s; END $$", [SECRET])
+        cursor.execute(f"CREATE TRIGGER test_refuse_event BEFORE INSERT ON {table} "
+                       "FOR EACH ROW EXECUTE FUNCTION test_refuse_event()")
+    try:
+        yield
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute(f"DROP TRIGGER test_refuse_event ON {table}")
+            cursor.execute("DROP FUNCTION test_refuse_event()")
+
+
+def test_a_database_error_answers_without_its_message(live_api, failing_event_insert):
+    url, token = live_api
+    headers = {"Authorization": f"Bearer {token}"}
+    session = httpx.post(f"{url}/api/v1/tools/start_session/", json={}, headers=headers,
+                         timeout=30).json()["sessionId"]
+    arguments = {"sessionId": session, "type": "user_message", "role": "user",
+                 "content": "hello"}
+    answer = httpx.post(f"{url}/api/v1/tools/append_session_event/", json=arguments,
+                        headers=headers, timeout=30)
+    assert (answer.status_code, answer.json()["error"]["code"]) == (500, "E1699"), answer.text
+    assert answer.json()["error"]["details"] == {
+        "reason": "DatetimeFieldOverflow (SQLSTATE 22008)"}
+    over_mcp = mcp_client.call_tool(url, token, "append_session_event", arguments)
+    assert over_mcp.is_error
+    assert over_mcp.structured_content["error"] == answer.json()["error"]
+    for text in (answer.text, json.dumps(over_mcp.structured_content),
+                 over_mcp.content[0].text):
+        assert "secret_column" not in text and "SELECT" not in text and "INSERT" not in text
+
+
+@pytest.mark.django_db
+def test_a_redis_failure_answers_without_its_message(tools, settings):
+    """Redis's words (here: the address it could not reach) stay in the log too."""
+    from tests.conftest import free_port
+
+    tools.ok("create_task", {"taskId": "t-redis", "name": "Redis down"})
+    session = tools.ok("start_session", {"taskId": "t-redis"})["sessionId"]
+    port = free_port()
+    settings.REDIS_URL = f"redis://127.0.0.1:{port}/0"
+    answer = tools.call("acquire_task_lock", {"taskId": "t-redis", "sessionId": session})
+    assert answer.error_code == "E1650", answer.body
+    assert answer.body["error"]["details"]["reason"] == "ConnectionError"
+    assert str(port) not in json.dumps(answer.body)

@@ -4,15 +4,17 @@ the read scope is checked too). Token scopes and revoked tokens: test_tokens.py.
 
 from __future__ import annotations
 
+import time
+
 import httpx
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from contexts.models import TaskContext
+from contexts.models import Checkpoint, ContextVersion, GlobalContextVersion, TaskContext
 from orchestrator.core.models import ApiToken, SessionOwner, TokenScope
 from orchestrator.core.tools import ToolContext, call_tool
-from sessions.models import SessionDetail, SessionEvent, ToolInvocation
+from sessions.models import ActiveSession, SessionDetail, SessionEvent, ToolInvocation
 from tests import mcp_client
 from tests.foundation.conftest import client_with
 
@@ -108,3 +110,88 @@ def test_mcp_enforces_the_same(live_api):
     via_rest = httpx.post(f"{url}/api/v1/tools/heartbeat/", json={"sessionId": session},
                           headers={"Authorization": f"Bearer {other}"}, timeout=30)
     assert via_rest.status_code == 403 and via_rest.json()["error"]["code"] == "E1604"
+
+
+# -- writes that name a session as their author (issue 34) ------------------------------------
+# A save, checkpoint, rollback, switch, resolution or global-context update names the
+# session it was made in: in the version history, the checkpoint, the conflict. Naming
+# another token's session would forge that trail, so it is E1604 as for the session tools.
+def _other_task(client) -> str:
+    if not TaskContext.objects.filter(task_id="other-task").exists():
+        client.ok("create_task", {"taskId": "other-task", "name": "Other"})
+    return "other-task"
+
+
+def _report_conflict(client) -> str:
+    """A new conflict (one per pair of tasks: a second report is the same conflict)."""
+    task = f"conflicting-{time.monotonic_ns()}"
+    client.ok("create_task", {"taskId": task, "name": "Conflicting"})
+    return client.ok("report_conflict", {
+        "taskAId": "own-task", "taskBId": task, "severity": "low",
+        "description": "they disagree"})["conflict"]["id"]
+
+
+AUTHORED_WRITES = [
+    ("save_context_snapshot", lambda s, c: {"taskId": "own-task", "sessionId": s,
+                                            "updates": {"currentPhase": "forged"}}),
+    ("create_checkpoint", lambda s, c: {"label": "forged", "taskId": "own-task",
+                                        "sessionId": s}),
+    ("rollback_to", lambda s, c: {"taskId": "own-task", "sessionId": s,
+                                  "target": {"type": "version", "version": 1}}),
+    ("switch_task", lambda s, c: {"fromTaskId": "own-task", "toTaskId": _other_task(c),
+                                  "sessionId": s}),
+    ("update_global_context", lambda s, c: {"hardRules": ["forged"], "sessionId": s}),
+    ("resolve_conflict", lambda s, c: {"conflictId": _report_conflict(c), "sessionId": s,
+                                       "resolution": {"action": "ignore"}}),
+]
+
+
+def _trail(session: str) -> dict[str, int]:
+    """What names the session as the author of a write."""
+    return {"versions": ContextVersion.objects.filter(session_id=session).count(),
+            "checkpoints": Checkpoint.objects.filter(session_id=session).count(),
+            "globals": GlobalContextVersion.objects.filter(session_id=session).count()}
+
+
+@pytest.mark.parametrize(("tool", "payload"), AUTHORED_WRITES,
+                         ids=[t for t, _ in AUTHORED_WRITES])
+def test_a_write_cannot_name_another_tokens_session(session, tool, payload):
+    other = client_with(TokenScope.WRITE)
+    arguments = payload(session, other)
+    before = _trail(session)
+    response = other.call(tool, arguments)
+    assert (response.status, response.error_code) == (403, "E1604"), response.body
+    assert response.body["error"]["details"] == {"sessionId": session, "tool": tool}
+    assert _trail(session) == before
+    assert TaskContext.objects.get(task_id="own-task").current_phase != "forged"
+
+
+@pytest.mark.parametrize(("tool", "payload"), AUTHORED_WRITES,
+                         ids=[t for t, _ in AUTHORED_WRITES])
+def test_the_owner_and_an_admin_name_it(owner, session, tool, payload):
+    owner.ok(tool, payload(session, owner))
+    admin = client_with(TokenScope.ADMIN)
+    arguments = payload(session, admin)
+    if tool == "switch_task":  # back again
+        arguments = {**arguments, "fromTaskId": "other-task", "toTaskId": "own-task"}
+    admin.ok(tool, arguments)
+
+
+def test_every_write_tool_naming_a_session_checks_its_owner():
+    """No write tool takes a sessionId it does not create without the owner rule."""
+    from orchestrator.core.tools import registry
+
+    unchecked = [t.name for t in registry.tools() + registry.internal_tools()
+                 if not t.read_only and "sessionId" in t.input_schema["properties"]
+                 and "sessionId" not in t.creates and t.writes_session is None]
+    assert unchecked == []
+
+
+def test_crashed_session_ids_of_another_token_are_left_alone(session):
+    other = client_with(TokenScope.WRITE)
+    other.ok("start_session", {"crashedSessionIds": [session]})
+    other.ok("check_recovery", {"crashedSessionIds": [session]})
+    assert ActiveSession.objects.get(session_id=session).status == "active"
+    admin = client_with(TokenScope.ADMIN)
+    admin.ok("check_recovery", {"crashedSessionIds": [session]})
+    assert ActiveSession.objects.get(session_id=session).status == "crashed"

@@ -19,6 +19,7 @@ from django.db import connection, connections
 from django.test import Client
 
 from graph import backend
+from tests.processes import database_url
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -124,13 +125,9 @@ def test_statement_timeout_cuts_a_query_stuck_behind_a_lock(tools):
 
 
 def show_statement_timeout(env_extra: dict[str, str]) -> str:
-    from django.conf import settings
-
-    db = settings.DATABASES["default"]
-    auth = db["USER"] + (f":{db['PASSWORD']}" if db["PASSWORD"] else "")
     env = {name: value for name, value in os.environ.items()
            if name != "ORCHESTRATOR_SERVES_REQUESTS"}
-    env.update({"DATABASE_URL": f"postgresql://{auth}@{db['HOST']}:{db['PORT']}/{db['NAME']}",
+    env.update({"DATABASE_URL": database_url(),
                 "ENABLE_NEO4J": "false", **env_extra})
     script = ("from django.db import connection\n"
               "with connection.cursor() as c:\n"

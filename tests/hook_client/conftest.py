@@ -16,7 +16,9 @@ import pytest
 
 from orchestrator_hook import install
 
-FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "claude-code" / "fixtures"
+# Claude Code's hook payloads as its real binary sends them (a copy kept in the repository:
+# the suite runs from a clone with nothing beside it).
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "protocol"
 # The console script, still installed for manual use.
 HOOK = str(Path(sys.executable).parent / "orchestrator-hook")
 # What claude_setup installs: this Python, -S, the launcher.

@@ -11,7 +11,7 @@ from orchestrator_hook import lite
 from orchestrator_hook.cli import event_name
 from orchestrator_hook.context import compose
 from orchestrator_hook.transcript import read_tail
-from orchestrator_hook.transport import parse_response
+from orchestrator_hook.transport import parse_message, retry_after
 
 
 def test_event_names_in_any_spelling():
@@ -40,12 +40,23 @@ def test_the_lowest_priority_section_is_cut_first():
     (b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n", (404, b"")),
 ])
 def test_http_responses_are_parsed(raw, expected):
-    assert parse_response(raw) == expected
+    status, _, body = parse_message(raw)
+    assert (status, body) == expected
 
 
 def test_a_truncated_response_is_an_error():
     with pytest.raises(ValueError):
-        parse_response(b"HTTP/1.1 200 OK\r\ncontent-length: 10\r\n\r\n{}")
+        parse_message(b"HTTP/1.1 200 OK\r\ncontent-length: 10\r\n\r\n{}")
+
+
+@pytest.mark.parametrize("value,expected", [
+    (b"7", 7.0), (b"0", 0.0), (b"86400", 600.0), (b"-3", None), (b"nan", None),
+    (b"Wed, 21 Oct 2026 07:28:00 GMT", None), (None, None)])
+def test_retry_after_is_read_in_seconds_and_bounded(value, expected):
+    raw = b"HTTP/1.1 429 Too Many Requests\r\ncontent-length: 2\r\n" \
+        + (b"Retry-After: " + value + b"\r\n" if value is not None else b"") + b"\r\n{}"
+    status, headers, _ = parse_message(raw)
+    assert status == 429 and retry_after(headers) == expected
 
 
 def test_transcript_tail_keeps_prompts_answers_and_tool_actions(tmp_path):

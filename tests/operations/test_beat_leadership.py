@@ -15,7 +15,7 @@ from redbeat.schedulers import acquire_distributed_beat_lock, get_redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from orchestrator.celery import BEAT_KEY_PREFIX, periodic_jobs
+from orchestrator.celery import BEAT_KEY_PREFIX, periodic_jobs, redis_py_url
 from orchestrator.celery import app as celery_app
 from orchestrator.ops.beat import LeaderScheduler
 from tests.conftest import free_port
@@ -187,7 +187,7 @@ def test_settings_give_a_quick_failover(settings):
     assert conf.redbeat_lock_timeout == settings.BEAT_LOCK_TIMEOUT_SECONDS
     # The lock is renewed (and a waiting beat retries) six times per lock period.
     assert conf.beat_max_loop_interval == settings.BEAT_LOCK_TIMEOUT_SECONDS / 6
-    assert conf.redbeat_redis_url == settings.CELERY_BROKER_URL
+    assert conf.redbeat_redis_url == redis_py_url(settings.CELERY_BROKER_URL)
     assert conf.redbeat_key_prefix == BEAT_KEY_PREFIX
 
 

@@ -14,15 +14,14 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from orchestrator.core.models import ApiToken, hash_token
+from tests.processes import database_url
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def _env_for_test_database() -> dict[str, str]:
-    db = settings.DATABASES["default"]
-    auth = db["USER"] + (f":{db['PASSWORD']}" if db["PASSWORD"] else "")
-    url = f"postgresql://{auth}@{db['HOST']}:{db['PORT'] or 5432}/{db['NAME']}"
-    return {**os.environ, "DATABASE_URL": url, "ENABLE_NEO4J": "false",
+    # database_url: a TCP host or make test's Unix socket directory (?host=)
+    return {**os.environ, "DATABASE_URL": database_url(), "ENABLE_NEO4J": "false",
             "CONTEXT_DIR": str(settings.CONTEXT_DIR), "RECOVERY_DIR": str(settings.RECOVERY_DIR)}
 
 

@@ -71,7 +71,7 @@ def run_and_stop(sig: signal.Signals) -> None:
             if line.startswith("CHILD READY"):
                 break
         assert any("postgres ready at postgresql://" in line for line in output)
-        assert any("redis ready at redis://" in line for line in output)
+        assert any("redis ready at unix://" in line for line in output)
         assert any("arcadedb ready at bolt://" in line for line in output)
 
         descendants = psutil.Process(launcher.pid).children(recursive=True)

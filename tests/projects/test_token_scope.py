@@ -137,3 +137,30 @@ def test_the_same_rules_over_mcp(live_api):
     assert placed.structured_content["projectId"] == "app-two"
     refused = mcp_client.call_tool(url, raw, "list_projects", {}, headers=header)
     assert refused.is_error and refused.structured_content["error"]["code"] == "E1608"
+
+
+@pytest.mark.django_db
+def test_a_taken_id_is_refused_alike_wherever_it_is_held(tools):
+    """Issue 34: ids are unique across the server, so creating one another project holds
+    must be refused; the refusal is the one for an id of the token's own project and
+    carries only the id sent: one bit (taken), never where or what (README, "Tokens")."""
+    ids = populate(tools)
+    own_session = tools.ok("start_session", {"taskId": "a1"})["sessionId"]
+    _, client = limited()
+
+    def refusal(tool, arguments):
+        response = client.call(tool, arguments)
+        error = response.body["error"]
+        return response.status, error["code"], error["details"], error["message"]
+
+    foreign_task = refusal("create_task", {"taskId": "b1", "name": "x"})
+    own_task = refusal("create_task", {"taskId": "a1", "name": "x"})
+    assert foreign_task[:2] == own_task[:2] == (409, "E1614")
+    assert foreign_task[2] == {"taskId": "b1"} and own_task[2] == {"taskId": "a1"}
+    assert foreign_task[3] == own_task[3].replace("a1", "b1")
+    foreign_session = refusal("start_session", {"sessionId": ids["session"]})
+    own = refusal("start_session", {"sessionId": own_session})
+    assert foreign_session[:2] == own[:2] == (409, "E1601")
+    assert foreign_session[2] == {"sessionId": ids["session"]}
+    assert foreign_session[3] == own[3].replace(own_session, ids["session"])
+    assert "app-two" not in str(foreign_task) + str(foreign_session)

@@ -5,16 +5,22 @@ once its reset time + PAUSE_RESUME_GRACE_MINUTES has passed."""
 
 from __future__ import annotations
 
-from datetime import timedelta
+import importlib
+import time
+from datetime import UTC, datetime, timedelta
+from types import SimpleNamespace
 
 import pytest
+from django.apps import apps as django_apps
 from django.db import connection
 from django.utils import timezone
 
 from orchestrator.core.errors import OrchestratorError
+from orchestrator.core.models import ApiToken, TokenScope
 from orchestrator.core.stamps import iso
-from sessions.models import SessionDetail
+from sessions.models import SessionDetail, ToolInvocation
 from sessions.services import recovery
+from tests.conftest import ToolClient
 from tests.sessions.helpers import backdate, conforms, status_of
 
 
@@ -151,3 +157,81 @@ def test_a_pause_abandoned_long_after_its_reset_is_closed_out(tools):
     assert status_of("forgotten") == ("ended", True, "timeout")
     assert SessionDetail.objects.get(session_id="forgotten").paused_at is None
     assert status_of("waits") == ("active", False, None)
+
+
+# -- one token cannot break the others (issue 34) ---------------------------------------------
+def _limited(project: str) -> ToolClient:
+    _, raw = ApiToken.issue(f"{project}-{time.monotonic_ns()}", TokenScope.WRITE, [project])
+    return ToolClient(raw)
+
+
+def _two_projects(tools) -> tuple[ToolClient, ToolClient]:
+    for key in ("pause-a", "pause-b"):
+        tools.ok("create_project", {"projectId": key, "name": key})
+    return _limited("pause-a"), _limited("pause-b")
+
+
+def _still_served(client: ToolClient) -> None:
+    """What every session start and recovery asks: answered for this token."""
+    started = client.ok("start_session", {})["sessionId"]
+    assert "sessions" in client.ok("check_recovery", {})
+    assert "sessions" in client.ok("check_recovery", {"includeHistory": True})
+    client.ok("pause_session", {"sessionId": started, "reason": "user_stop"})
+    assert client.ok("resume_session", {"sessionId": started})["wasPaused"] is True
+
+
+@pytest.mark.django_db
+def test_a_pause_before_year_one_is_refused_and_breaks_nobody(tools):
+    """The issue's probe: a project-limited token pausing with a reset before year 1."""
+    one, other = _two_projects(tools)
+    session = one.ok("start_session", {})["sessionId"]
+    refused = one.call("pause_session", {"sessionId": session, "reason": "usage_limit",
+                                         "resetsAt": "0001-01-01T00:00:00+01:00"})
+    assert (refused.status, refused.error_code) == (400, "E1612"), refused.body
+    _still_served(other)
+    _still_served(one)
+    one.ok("end_session", {"sessionId": session})
+    _still_served(tools)
+
+
+def _store_reset(session_id: str, resets_at: str) -> None:
+    """A row as stored before input was bounded (written as the pause service would)."""
+    with connection.cursor() as cursor:
+        cursor.execute(f"UPDATE {SessionDetail._meta.db_table} SET paused_at = now(), "
+                       "pause_reason = 'usage_limit', pause_resets_at = %s::timestamptz "
+                       "WHERE session_id = %s", [resets_at, session_id])
+
+
+@pytest.mark.django_db
+def test_a_reset_stored_before_year_one_does_not_break_check_recovery(tools):
+    one, other = _two_projects(tools)
+    session = one.ok("start_session", {})["sessionId"]
+    _store_reset(session, "0001-01-01T00:00:00+01:00")
+    _still_served(other)
+    _still_served(tools)  # a token reaching every project reads past the row too
+    assert "sessions" in one.ok("check_recovery", {})
+
+
+@pytest.mark.django_db
+def test_the_migration_mends_times_stored_out_of_range(tools):
+    mend = importlib.import_module("sessions.migrations.0011_stored_times_in_range").mend
+    early, late, fine = (tools.ok("start_session", {})["sessionId"] for _ in range(3))
+    _store_reset(early, "0001-01-01T00:00:00+01:00")
+    _store_reset(late, "10000-01-01T00:00:00Z")
+    _store_reset(fine, "2026-11-27T10:00:00Z")
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO {ToolInvocation._meta.db_table} (session_id, tool, success, "
+            "transport, duration_ms, timestamp) VALUES (%s, 'Edit', true, 'hook', 0, "
+            "'0001-01-01T00:00:00+01:00'::timestamptz), (%s, 'Bash', true, 'hook', 0, "
+            "'10000-01-01T00:00:00Z'::timestamptz)", [early, late])
+    mend(django_apps, SimpleNamespace(connection=connection))
+    resets = dict(SessionDetail.objects.filter(session_id__in=[early, late, fine])
+                  .values_list("session_id", "pause_resets_at"))
+    assert resets == {early: None, late: None,
+                      fine: datetime(2026, 11, 27, 10, tzinfo=UTC)}
+    assert SessionDetail.objects.get(session_id=early).paused_at is not None  # still paused
+    stamps = sorted(ToolInvocation.objects.filter(session_id__in=[early, late], transport="hook")
+                    .values_list("timestamp", flat=True))
+    assert stamps == [datetime(1970, 1, 1, tzinfo=UTC),
+                      datetime(9998, 12, 31, 23, 59, 59, tzinfo=UTC)]

@@ -7,6 +7,10 @@ read unless the server spoke unasked, which after ``pg_terminate_backend``, a re
 failover is its FATAL message and the end of the stream. Only then (or for a notice or
 parameter change, which also arrive unasked) is the ``SELECT 1`` run, so the first
 request after Postgres cut its connections reconnects instead of answering 503.
+
+The socket is asked with ``poll()``, not ``select()``: ``select()`` refuses a file
+descriptor of 1024 or more, and a busy worker's connection gets such a number, which made
+every check fail and every request reconnect.
 """
 
 from __future__ import annotations
@@ -22,9 +26,11 @@ class DatabaseWrapper(base.DatabaseWrapper):
         if connection is None or connection.closed:
             return False
         try:
-            readable, _, _ = select.select([connection.fileno()], [], [], 0)
+            poller = select.poll()
+            poller.register(connection.fileno(), select.POLLIN | select.POLLPRI)
+            events = poller.poll(0)
         except (OSError, ValueError):  # the socket is gone already
             return False
-        if not readable:
+        if not events:
             return True
         return super().is_usable()

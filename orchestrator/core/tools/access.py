@@ -2,8 +2,10 @@
 
 A token has a scope (``orchestrator.core.models.TokenScope``): ``read`` calls only tools the
 registry marks read-only (E1608 otherwise); ``write`` calls every tool but writes only
-the sessions it started itself (E1604 for another token's session); ``admin`` writes
-every session. A tool declares which session a call writes with ``Tool.writes_session``.
+the sessions it started itself (E1604 for another token's session, a session a save or
+checkpoint names as its author included; another token's session in a list such as
+``crashedSessionIds`` is dropped); ``admin`` writes every session. A tool declares which
+session a call writes with ``Tool.writes_session`` (by default its ``sessionId``).
 A token made with ``--project`` reaches only its projects, whatever its scope: a task,
 session, conflict or checkpoint of another project answers as if it did not exist, a
 call naming another project (``projectId``) is E1608 (``check_projects``).
@@ -112,6 +114,8 @@ def check_access(tool: Tool, arguments: dict[str, Any], context: ToolContext
         raise OrchestratorError(
             "E1608", f"A read token cannot call {tool.name}: it changes stored data",
             {"tool": tool.name, "scope": context.scope})
+    if not tool.read_only:
+        arguments = _own_sessions_only(arguments, context)
     session_id = tool.writes_session(arguments) if tool.writes_session else None
     if not session_id:
         return arguments
@@ -120,6 +124,22 @@ def check_access(tool: Tool, arguments: dict[str, Any], context: ToolContext
         raise OrchestratorError(
             "E1604", f"Session {session_id!r} was started by another token; only that token "
             "or an admin token may change it", {"sessionId": session_id, "tool": tool.name})
+    return arguments
+
+
+# Lists of sessions a write changes where it may (crashedSessionIds: marked crashed now):
+# another token's session is dropped, as one that is not live is left alone, so that no
+# token ends another's session. Nearly always empty, so the hot path pays nothing.
+SESSION_LISTS = ("crashedSessionIds",)
+
+
+def _own_sessions_only(arguments: dict[str, Any], context: ToolContext) -> dict[str, Any]:
+    for name in SESSION_LISTS:
+        listed = arguments.get(name)
+        if isinstance(listed, list) and listed:
+            mine = [s for s in listed if owner_of(s) in (None, context.actor)]
+            if len(mine) != len(listed):
+                arguments = {**arguments, name: mine}
     return arguments
 
 

@@ -76,6 +76,8 @@ class Tool:
     validation_code: str = "E1612"
     read_only: bool = False
     # The session a call writes (from its arguments), which only its owner token may do.
+    # Unset, a write tool with a ``sessionId`` argument it does not create gets
+    # ``access.session_argument`` at registration: every write names the caller's session.
     writes_session: Callable[[dict[str, Any]], str | None] | None = None
     # An operation for in-process callers only (console actions, periodic jobs, commands):
     # traced, metered and audited like every tool, but not offered over REST or MCP, and

@@ -8,7 +8,10 @@ what would otherwise reach Postgres and fail there as a server fault instead of 
 - a lone surrogate (``\\ud800`` without its pair): not encodable as UTF-8;
 - NaN and Infinity, which Python's json module accepts but JSON (and jsonb) does not;
 - nesting deeper than ``MAX_DEPTH``: Postgres stops parsing at its stack limit, and
-  deep values cost recursion in every layer that walks them.
+  deep values cost recursion in every layer that walks them;
+- a ``date-time`` Postgres or Python cannot hold (``check_date_time``), as the schema's
+  ``date-time`` format; the Rust validator accepts on its own only a stricter subset
+  (``QUICK_DATE_TIME``).
 
 The walk is iterative so that a deeply nested input cannot exhaust Python's stack.
 """
@@ -17,6 +20,7 @@ from __future__ import annotations
 
 import math
 import re
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import jsonschema
@@ -42,11 +46,95 @@ _TYPE_CHECKER = jsonschema.Draft202012Validator.TYPE_CHECKER.redefine("integer",
 ToolInputValidator = jsonschema.validators.extend(jsonschema.Draft202012Validator,
                                                   type_checker=_TYPE_CHECKER)
 
+# A ``date-time`` input is an instant every layer can hold: RFC 3339's shape (a space for
+# the T and a missing offset, meaning UTC, are taken as before), an offset of real time
+# zones (at most 14 hours: Postgres refuses past 15:59, Python past 23:59), and an instant
+# from 1970 up to the end of 9998. Postgres stores years down to 4713 BC, but Python (and
+# so psycopg reading the row back) stops at year 1: a pause reset in year 0 once stored
+# made every check_recovery that read it fail. The year of margin at the top keeps
+# arithmetic such as resetsAt + grace inside Python's year 9999.
+# [0-9], not \d: \d matches every Unicode digit, which no layer reads as one (and costs
+# twice the time on the hook's hot path, where every tool use has a timestamp).
+DATE_TIME = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}[T ][0-9]{2}:[0-9]{2}"
+                       r"(?::[0-9]{2}(?:\.[0-9]{1,9})?)?(?:Z|[+-][0-9]{2}(?::?[0-9]{2})?)?")
+EARLIEST_INSTANT = datetime(1970, 1, 1, tzinfo=UTC)
+END_OF_INSTANTS = datetime(9999, 1, 1, tzinfo=UTC)  # exclusive
+MAX_UTC_OFFSET = timedelta(hours=14)
+DATE_TIME_RANGE = "1970-01-01T00:00:00Z to 9998-12-31T23:59:59Z"
+
+
+def check_date_time(value: Any) -> str | None:
+    """Why ``value`` is no storable ``date-time`` (see ``DATE_TIME``); None when it is, or
+    when it is not a string (its type is the schema's business)."""
+    if not isinstance(value, str):
+        return None
+    if DATE_TIME.fullmatch(value) is None:
+        return "is not an ISO 8601 date-time (YYYY-MM-DDTHH:MM[:SS[.fraction]][Z|+HH:MM])"
+    try:
+        stamp = datetime.fromisoformat(value)
+    except ValueError:
+        return "is not a valid date and time"
+    offset = stamp.utcoffset()
+    if offset is not None and (offset > MAX_UTC_OFFSET or -offset > MAX_UTC_OFFSET):
+        return "has a UTC offset beyond ±14:00"
+    if 1970 < stamp.year < 9998:
+        return None  # within range whatever the offset: no arithmetic (the common case)
+    try:
+        instant = stamp.replace(tzinfo=UTC) - (offset or timedelta(0))
+    except OverflowError:
+        instant = None
+    if instant is None or not EARLIEST_INSTANT <= instant < END_OF_INSTANTS:
+        return f"is outside the range of stored times ({DATE_TIME_RANGE})"
+    return None
+
+
+def _date_time_format(value: Any) -> bool:
+    return check_date_time(value) is None
+
+
+_FORMAT_CHECKER = jsonschema.FormatChecker()
+# jsonschema checks date-time only when rfc3339-validator is installed (it is not): without
+# this, any string passed, and Postgres refused it as a server fault.
+_FORMAT_CHECKER.checks("date-time")(_date_time_format)
+
+# What the Rust validator may accept as a date-time on its own (``quick_validator_for``):
+# its RFC 3339 check (real days of real months) and this pattern: a year from 1971 to
+# 9997, so that no offset moves the instant out of range, an offset within ±14:00,
+# seconds below 60. Each such value passes ``check_date_time``; every other one (a
+# space for the T, no offset, the edge years) is decided by it, on the Python pass.
+# Calling Python from Rust for each timestamp cost the hook's record_activity ~3 µs a
+# tool use; this keeps the common case native.
+QUICK_DATE_TIME = (
+    r"^(?:197[1-9]|19[89][0-9]|[2-8][0-9]{3}|9[0-8][0-9]{2}|99[0-8][0-9]|999[0-7])"
+    r"-[0-9]{2}-[0-9]{2}T(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](?:\.[0-9]{1,9})?"
+    r"(?:Z|[+-](?:0[0-9]|1[0-3]):[0-5][0-9]|[+-]14:00)$")
+
+
+def _quick_schema(schema: Any) -> Any:
+    """``schema`` with QUICK_DATE_TIME beside every ``date-time`` format."""
+    if isinstance(schema, list):
+        return [_quick_schema(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    copied = {key: _quick_schema(value) for key, value in schema.items()}
+    if copied.get("format") == "date-time":
+        pattern = {"pattern": QUICK_DATE_TIME}
+        copied = {"allOf": [copied, pattern]} if "pattern" in copied else \
+            {**copied, **pattern}
+    return copied
+
 
 def validator_for(schema: dict[str, Any]) -> Validator:
     """The validator used for a tool's input schema (strict integers, formats checked)."""
     ToolInputValidator.check_schema(schema)
-    return ToolInputValidator(schema, format_checker=jsonschema.FormatChecker())
+    return ToolInputValidator(schema, format_checker=_FORMAT_CHECKER)
+
+
+def format_problem(error: jsonschema.ValidationError) -> str:
+    """A validation error's problem as told to the client: for a ``date-time``, why."""
+    if error.validator == "format" and error.validator_value == "date-time":
+        return f"{error.instance!r} {check_date_time(error.instance)}"
+    return error.message
 
 
 def quick_validator_for(schema: dict[str, Any]) -> Any:
@@ -56,10 +144,10 @@ def quick_validator_for(schema: dict[str, Any]) -> Any:
     under 1 µs. It only ever says "valid" to skip the Python pass: input it rejects, and
     any input holding a float (it counts 1.0 as an integer, which the tools do not), goes
     through ``validator_for``'s validator, which decides and words the errors. Where the
-    two could disagree it is stricter: its ``date-time`` format and ECMA ``$`` refuse what
-    Python's accepts, so such input is decided by Python, as before.
+    two could disagree it is stricter: ECMA ``$`` refuses what Python's accepts, and a
+    ``date-time`` must also match QUICK_DATE_TIME, so such input is decided by Python.
     """
-    return jsonschema_rs.validator_for(schema, validate_formats=True)
+    return jsonschema_rs.validator_for(_quick_schema(schema), validate_formats=True)
 
 
 def _path(parts: tuple[Any, ...]) -> str:

@@ -18,10 +18,15 @@ from typing import Any
 import psycopg
 from django.db import DatabaseError, InterfaceError, OperationalError
 
-from orchestrator.core.errors import OrchestratorError, storage_quota_exceeded
-from orchestrator.core.tools.access import check_access
+from orchestrator.core.errors import OrchestratorError, failure_reason, storage_quota_exceeded
+from orchestrator.core.tools.access import check_access, session_argument
 from orchestrator.core.tools.definition import Tool, ToolContext
-from orchestrator.core.tools.input_checks import quick_validator_for, scan_input, validator_for
+from orchestrator.core.tools.input_checks import (
+    format_problem,
+    quick_validator_for,
+    scan_input,
+    validator_for,
+)
 from orchestrator.observability import metrics, tracing
 from orchestrator.observability.logformat import call_project
 
@@ -39,8 +44,16 @@ _AFTER_CALL: list[AfterCallHook] = []
 def register(tool: Tool) -> Tool:
     if tool.name in _TOOLS:
         raise ValueError(f"tool {tool.name!r} registered twice")
+    writes_session = tool.writes_session
+    if writes_session is None and not tool.read_only and "sessionId" not in tool.creates \
+            and "sessionId" in tool.input_schema.get("properties", {}):
+        # A write naming a session (the saver of a version, the author of a checkpoint or
+        # resolution) names the caller's own: otherwise a token could record its writes
+        # under another token's session and forge the audit trail (issue 34).
+        writes_session = session_argument
     tool = Tool(**{**tool.__dict__, "validator": validator_for(tool.input_schema),
-                   "quick_validator": quick_validator_for(tool.input_schema)})
+                   "quick_validator": quick_validator_for(tool.input_schema),
+                   "writes_session": writes_session})
     _TOOLS[tool.name] = tool
     return tool
 
@@ -83,7 +96,8 @@ def validate_input(tool: Tool, arguments: Any) -> dict[str, Any]:
     errors = sorted(tool.validator.iter_errors(arguments), key=lambda e: list(e.absolute_path))
     if errors:
         details = [
-            {"field": ".".join(str(p) for p in e.absolute_path) or "(root)", "problem": e.message}
+            {"field": ".".join(str(p) for p in e.absolute_path) or "(root)",
+             "problem": format_problem(e)}
             for e in errors[:20]
         ]
         first = details[0]
@@ -112,8 +126,9 @@ def database_failure(tool: Tool, exc: BaseException, code: str,
                      message: str) -> OrchestratorError:
     """A database failure in ``tool``: ``code`` (E1654 unreachable, E1699 other), or the
     tool's own spec code (``Tool.database_code``) with the status ``code`` has (503 while
-    the database is unreachable) and ``code`` as details.cause."""
-    reason = str(exc)[:200]
+    the database is unreachable) and ``code`` as details.cause. details.reason is the
+    error's kind, never Postgres's message (``failure_reason``): the caller logged that."""
+    reason = failure_reason(exc)
     if tool.database_code is None:
         return OrchestratorError(code, message, {"reason": reason})
     status = OrchestratorError(code).http_status

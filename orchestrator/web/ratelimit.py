@@ -1,0 +1,122 @@
+"""The per-token API rate limit: one budget per bearer token, shared by every door a token
+uses (the REST tool lane, MCP at /mcp and /mcp/agent, DRF browsing), kept in Redis so all
+web workers and stacks count together.
+
+Why ``limits`` (its Redis storage and sliding window counter) rather than DRF throttling:
+the REST tool lane and MCP never reach DRF (orchestrator.web.fastlane), so DRF's throttle
+classes could limit only browsing; ``limits`` is a maintained library any door can call,
+and DRF browsing calls it too (``TokenRateThrottle`` in orchestrator.web.api), so the three
+share one counter. The sliding window counter keeps two integers per token (no list of
+timestamps as a moving window would) and smooths the burst a fixed window allows at its
+edge. One call costs one Redis round trip (an EVALSHA running the library's Lua script,
+on the connection pool of orchestrator.backends.redis_store); only a refused call makes a
+second one, for its Retry-After.
+
+Fail open: the limiter protects the server, it must never be why it fails. With Redis
+down, every call is served unlimited; redis_store's circuit breaker makes that cost
+microseconds per call after the first failure (REDIS_CIRCUIT_OPEN_SECONDS).
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+
+import redis
+from django.conf import settings
+from limits import RateLimitItem, parse
+from limits.storage import RedisStorage
+from limits.strategies import SlidingWindowCounterRateLimiter
+
+from orchestrator.backends import redis_store
+from orchestrator.core.errors import error_body
+
+# Keys: <prefix>:{<limit>/token:<id>} and its previous window (limits' own layout), beside
+# the spec's keys rather than among them.
+KEY_PREFIX = "orchestrator-ratelimit"
+OFF = frozenset({"", "0", "off", "false", "no", "none"})
+
+_lock = threading.Lock()
+_limiter: tuple[redis.Redis, SlidingWindowCounterRateLimiter] | None = None
+_item: tuple[str, RateLimitItem | None] | None = None
+
+
+def limit_item() -> RateLimitItem | None:
+    """API_RATE_LIMIT parsed ("1200/minute", "50 per 10 seconds"), None when off."""
+    global _item
+    text = str(settings.API_RATE_LIMIT or "").strip()
+    cached = _item
+    if cached is None or cached[0] != text:
+        cached = _item = (text, None if text.lower() in OFF else parse(text))
+    return cached[1]
+
+
+def _strategy() -> SlidingWindowCounterRateLimiter:
+    """The limiter on redis_store's client (its pool, timeouts and no retries); rebuilt
+    when that client is (REDIS_URL changed)."""
+    global _limiter
+    client = redis_store.client()
+    cached = _limiter
+    if cached is None or cached[0] is not client:
+        with _lock:
+            storage = RedisStorage("redis://", connection_pool=client.connection_pool,
+                                   key_prefix=KEY_PREFIX)
+            cached = _limiter = (client, SlidingWindowCounterRateLimiter(storage))
+    return cached[1]
+
+
+def retry_after(token_id: int | None) -> int | None:
+    """Count one call against the token's budget: None when it may go ahead, else the
+    whole seconds (>= 1) to wait. None too when the limit is off, for a call without a
+    token row (never over HTTP), and while Redis is unreachable (fail open)."""
+    item = limit_item()
+    if item is None or token_id is None:
+        return None
+    identity = f"token:{token_id}"
+    try:
+        limiter = _strategy()
+        if redis_store.run(lambda _: limiter.hit(item, identity)):
+            return None
+        stats = redis_store.run(lambda _: limiter.get_window_stats(item, identity))
+    except redis_store.RedisUnavailable:
+        return None  # logged by redis_store; its breaker skips Redis for a moment
+    return max(1, math.ceil(stats.reset_time - time.time()))
+
+
+def describe(item: RateLimitItem) -> str:
+    """The limit as people read it: "1200 per minute", "50 per 10 seconds"."""
+    unit = item.GRANULARITY.name
+    return f"{item.amount} per {unit}" if item.multiples == 1 \
+        else f"{item.amount} per {item.multiples} {unit}s"
+
+
+def refusal(seconds: int) -> tuple[int, dict, dict[str, str]]:
+    """The 429 answer (status, spec error body, headers) for a call over the limit."""
+    item = limit_item()
+    limit = describe(item) if item is not None else ""
+    body = error_body("E1618", f"Too many requests for this token (limit {limit}); "
+                               f"retry after {seconds} s",
+                      {"limit": limit, "retryAfterSeconds": seconds})
+    return 429, body, {"Retry-After": str(seconds)}
+
+
+# JSON-RPC's range for implementation-defined server errors.
+JSONRPC_SERVER_ERROR = -32000
+
+
+def mcp_refusal(seconds: int) -> tuple[int, dict, dict[str, str]]:
+    """The 429 answer on /mcp and /mcp/agent: HTTP 429 with Retry-After, given before the
+    MCP layer (so initialize and tools/list count too, and a refused call costs no
+    JSON-RPC parsing), whose body is a JSON-RPC error with the spec's error object as its
+    ``data``. Why that body: the official SDKs surface a JSON-RPC error found in a non-2xx
+    answer (the Python SDK raises it with its message, "E1618: ... retry after N s"; with
+    the spec's object alone it says only "Server returned an error response"), and the
+    TypeScript SDK puts the body's text in its error; the id is null, as for any request
+    refused before its id was read (the clients put their request's id back)."""
+    status, body, headers = refusal(seconds)
+    error = body["error"]
+    return status, {"jsonrpc": "2.0", "id": None,
+                    "error": {"code": JSONRPC_SERVER_ERROR,
+                              "message": f"{error['code']}: {error['message']}",
+                              "data": body}}, headers
