@@ -6,6 +6,7 @@
 # make bench - install the bench extra, run `python -m bench` against fresh embedded servers
 # make promtool - Prometheus's rule checker into .venv/bin (the tests check deploy/ with it)
 # make browser - install Debian's chromium for the browser tests (run by make test)
+# make conformance - the official MCP conformance suite (every server scenario) against a real /mcp
 
 VENV    := .venv
 PY      := $(VENV)/bin/python
@@ -16,7 +17,7 @@ BENCH_ARGS ?=
 FUZZ_SECONDS ?= 300
 FUZZ_ARGS ?=
 
-.PHONY: run test lint install bench promtool browser fuzz
+.PHONY: run test lint install bench promtool browser conformance fuzz
 
 install: $(STAMP)
 
@@ -71,3 +72,10 @@ bench: $(VENV)/.bench-installed
 fuzz: $(STAMP)
 	exec $(PY) -m orchestrator.ops.launcher --temp -- $(PY) -m orchestrator.ops.fuzz \
 		--max-time $(FUZZ_SECONDS) $(FUZZ_ARGS)
+
+# Every server scenario of @modelcontextprotocol/conformance (pinned with Node 22 in
+# tests/clients/mcp-conformance/, npm ci on first use) against a real server's /mcp on fresh
+# embedded servers; fails on a scenario outside expected-failures.yml (README, "MCP conformance").
+conformance: $(STAMP)
+	exec $(PY) -m orchestrator.ops.launcher --temp -- $(PY) -m pytest -s -p no:cacheprovider \
+		tests/clients/test_conformance_suite.py

@@ -73,17 +73,23 @@ def configure() -> None:
     with _lock:
         if _configured_url == url:
             return
+        from neo4j import GraphDatabase
         from neomodel import db, get_config
 
-        config = get_config()
-        config.database_url = url
-        config.connection_timeout = 2.0
-        # Bounds the Bolt handshake too: a server that accepts and stays silent.
-        config.connection_acquisition_timeout = settings.NEO4J_READ_TIMEOUT_SECONDS
-        config.max_transaction_retry_time = 1.0
+        from orchestrator.config import bolt_target
+
+        # Our own driver with an auth pair, not neomodel's URL parsing: that neither decodes
+        # a percent-encoded password nor survives a raw "#" or "/" in one.
+        address, auth, database = bolt_target(url)
+        get_config().database_name = database or None
+        driver = GraphDatabase.driver(
+            address, auth=auth, connection_timeout=2.0,
+            # Bounds the Bolt handshake too: a server that accepts and stays silent.
+            connection_acquisition_timeout=settings.NEO4J_READ_TIMEOUT_SECONDS,
+            max_transaction_retry_time=1.0)
         with contextlib.suppress(Exception):
             db.close_connection()
-        db.set_connection(url=url)
+        db.set_connection(driver=driver)
         _configured_url = url
 
 

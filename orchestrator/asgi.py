@@ -17,14 +17,14 @@ import sys
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "orchestrator.settings")
 
 from a2wsgi import WSGIMiddleware  # noqa: E402
+from django.conf import settings  # noqa: E402
 from django.core.wsgi import get_wsgi_application  # noqa: E402
 
-django_app = WSGIMiddleware(get_wsgi_application(),
-                            workers=int(os.environ.get("WEB_THREADS", "8")))
+django_app = WSGIMiddleware(get_wsgi_application(), workers=settings.WEB_THREADS)
 
 from orchestrator.core.projects import CLIENT_PROJECT_HEADER  # noqa: E402
 from orchestrator.observability import tracing  # noqa: E402
-from orchestrator.web import fastlane  # noqa: E402
+from orchestrator.web import fastlane, hosts  # noqa: E402
 from orchestrator.web.mcp import AGENT_PATH, PATH, build_http_app  # noqa: E402
 
 mcp_app = build_http_app()
@@ -58,6 +58,11 @@ async def route(scope, receive, send):
     if scope["type"] == "lifespan":
         # Django has no lifespan; the MCP session manager needs one to start its task group.
         return await mcp_app(scope, receive, send)
+    if scope["type"] == "http":
+        # Host and Origin first, on every path: the lanes below skip Django's ALLOWED_HOSTS.
+        refusal = hosts.refusal(scope)
+        if refusal is not None:
+            return await fastlane.send_json(send, *refusal)
     path = scope["path"].rstrip("/") if scope["type"] == "http" else None
     if path in MCP_PATHS:
         principal, refusal = await fastlane.in_tool_thread(fastlane.check_token,
@@ -84,7 +89,7 @@ def _tune_for_many_threads() -> None:
     Django and the drivers made at import (75-180 ms pauses, several a second under load).
     So: a shorter switch interval (WEB_GIL_SWITCH_INTERVAL_MS), and what import made is
     frozen out of the collector's scans, with fewer young collections."""
-    sys.setswitchinterval(float(os.environ.get("WEB_GIL_SWITCH_INTERVAL_MS") or 1) / 1000)
+    sys.setswitchinterval(settings.WEB_GIL_SWITCH_INTERVAL_MS / 1000)
     gc.collect()
     gc.freeze()
     gc.set_threshold(20_000, 20, 20)

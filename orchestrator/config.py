@@ -1,9 +1,16 @@
-"""Configuration from the environment (spec section 10, CONTRACT.md) and the optional YAML file.
+"""Configuration: one typed, validated definition of every setting the server reads.
 
 Precedence: environment variable > ORCHESTRATOR_CONFIG file (spec 10.4 format, with
-``${VAR:default}`` interpolation) > built-in default. Anything malformed raises
-``ConfigError`` carrying E1690 (invalid) or E1691 (missing) and the setting's name, so
-start-up can stop with one line that says what to fix.
+``${VAR:default}`` interpolation) > built-in default; an empty value counts as unset.
+``Settings`` (pydantic) declares each variable under its own name with its type and
+bounds; anything malformed raises ``ConfigError`` carrying E1690 (invalid) or E1691
+(missing) and the setting's name, so start-up stops with one line that says what to fix.
+
+Connection URLs: DATABASE_URL is parsed by dj-database-url, and every query option that
+is a libpq connection keyword (sslmode, sslrootcert, target_session_attrs, ...) reaches
+the driver; an unknown one is E1690 here rather than a failed connection later. Bolt
+credentials are kept apart from the address (``bolt_target``) and handed to the driver
+as an auth pair, so a password may hold any character (``@ / # :``).
 """
 
 from __future__ import annotations
@@ -11,12 +18,14 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
-from typing import Any
-from urllib.parse import parse_qs, unquote, urlparse
+from typing import Annotated, Any, Literal
+from urllib.parse import quote, unquote, urlsplit
 
+import dj_database_url
 import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 CONFIG_INVALID = "E1690"
 CONFIG_MISSING = "E1691"
@@ -29,8 +38,6 @@ class ConfigError(Exception):
         super().__init__(f"{code}: {setting}: {message}")
 
 
-_TRUE = {"1", "true", "yes", "on"}
-_FALSE = {"0", "false", "no", "off"}
 _INTERPOLATION = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::([^}]*))?\}")
 
 # Where each flat setting lives in the spec 10.4 YAML file.
@@ -59,6 +66,215 @@ _YAML_PATHS: dict[str, tuple[str, ...]] = {
     "CONTEXT_DIR": ("files", "contextDir"),
     "RECOVERY_DIR": ("files", "recoveryDir"),
 }
+
+# Never echoed in an error line: they hold (or may hold) a password or a token.
+SECRETS = frozenset({
+    "DATABASE_URL", "POSTGRES_PASSWORD", "REDIS_URL", "CELERY_BROKER_URL", "NEO4J_PASSWORD",
+    "NEOMODEL_DATABASE_URL", "DJANGO_SECRET_KEY", "SLACK_WEBHOOK_URL",
+})
+
+Count = Annotated[int, Field(ge=0)]          # 0 allowed: "none" / "by every call"
+Positive = Annotated[int, Field(ge=1)]       # intervals, TTLs, sizes: 0 would spin or expire
+Port = Annotated[int, Field(ge=1, le=65535)]
+Span = Annotated[float, Field(ge=0)]         # days, minutes, seconds: 0 allowed
+Duration = Annotated[float, Field(gt=0)]     # timeouts, thresholds: 0 would mean never/always
+Text = Annotated[str, Field(min_length=1)]
+_BOLT_SCHEMES = ("bolt", "bolt+s", "bolt+ssc", "neo4j", "neo4j+s", "neo4j+ssc")
+# Connection parameters Django or psycopg take besides libpq's own keywords.
+_DRIVER_OPTIONS = frozenset({"assume_role", "server_side_binding"})
+
+
+class Settings(BaseModel):
+    """Every setting, named as its environment variable (README, "Configuration")."""
+
+    model_config = ConfigDict(extra="ignore", allow_inf_nan=False, str_strip_whitespace=True)
+
+    # Postgres: DATABASE_URL wins over the parts.
+    DATABASE_URL: str = ""
+    POSTGRES_HOST: Text = "localhost"
+    POSTGRES_PORT: Port = 5433
+    POSTGRES_DB: Text = "consolidator"
+    POSTGRES_USER: Text = "postgres"
+    POSTGRES_PASSWORD: str = ""
+    MCP_SCHEMA: Annotated[str, Field(pattern=r"^[a-z_][a-z0-9_]{0,62}$")] = "mcp_contexts"
+    TEST_DATABASE_NAME: str = ""
+    DB_CONN_MAX_AGE: Count = 60
+    DB_CONNECT_TIMEOUT: Positive = 5   # 0 would be libpq's "wait forever"
+    REQUEST_STATEMENT_TIMEOUT_MS: Count = 10000
+    ORCHESTRATOR_SERVES_REQUESTS: bool = False
+    STORAGE_QUOTA_BYTES: Count = 1024 ** 3
+    # Redis: REDIS_URL wins over the parts.
+    REDIS_URL: str = ""
+    REDIS_HOST: Text = "localhost"
+    REDIS_PORT: Port = 6379
+    CELERY_BROKER_URL: str = ""
+    REDIS_KEY_PREFIX: Annotated[str, Field(pattern=r"^[A-Za-z0-9_:.\-]{1,64}$")] = "context:"
+    REDIS_HOT_CONTEXT_TTL: Positive = 3600
+    REDIS_TASK_CONTEXT_TTL: Positive = 7200
+    REDIS_LOCK_TTL: Positive = 300
+    REDIS_CIRCUIT_OPEN_SECONDS: Span = 5
+    # Bolt graph: NEOMODEL_DATABASE_URL wins over the parts.
+    NEO4J_URI: Text = "bolt://localhost:7687"
+    NEO4J_USER: str = "neo4j"
+    NEO4J_PASSWORD: str = ""
+    NEOMODEL_DATABASE_URL: str = ""
+    NEO4J_READ_TIMEOUT_SECONDS: Duration = 3
+    ENABLE_NEO4J: bool = True
+    # Spec section 10 behaviour.
+    MCP_PROJECT_ID: Text = "story-portal-app"
+    ENABLE_FILE_SYNC: bool = True
+    ENABLE_AUTO_RECOVERY_CHECK: bool = True
+    ENABLE_CONFLICT_DETECTION: bool = True
+    CONTEXT_DIR: Text = ".claude/contexts"
+    RECOVERY_DIR: Text = ".claude/recovery"
+    CRASH_THRESHOLD_MINUTES: Duration = 5
+    STALE_SESSION_HOURS: Duration = 24
+    HEARTBEAT_INTERVAL_MS: Annotated[int, Field(ge=100)] = 60000
+    MAX_VERSIONS_DEFAULT: Positive = 5
+    MAX_VERSIONS_LIMIT: Positive = 100
+    SLACK_WEBHOOK_URL: str = ""
+    RECENT_COMPLETION_WINDOW: Duration = 24
+    PAUSE_RESUME_GRACE_MINUTES: Span = 5
+    FILE_CLAIM_TTL_SECONDS: Positive = 1800
+    FILE_CLAIM_RECENT_SECONDS: Count = 600
+    FILE_CLAIM_OVERLAP_DELAY_MS: Count = 10
+    INDEX_FILE_DELAY_MS: Count = 250
+    HISTORY_MIRROR_DELAY_MS: Count = 5000
+    GRAPH_OUTBOX_DELAY_MS: Count = 50
+    # Beat periods (seconds) and leadership.
+    HOT_SYNC_INTERVAL_SECONDS: Positive = 300
+    CONFLICT_DETECTION_INTERVAL_SECONDS: Positive = 300
+    GRAPH_SYNC_INTERVAL_SECONDS: Positive = 300
+    GRAPH_FULL_SYNC_INTERVAL_SECONDS: Positive = 3600
+    GRAPH_OUTBOX_INTERVAL_SECONDS: Positive = 10
+    STALE_SESSION_SWEEP_INTERVAL_SECONDS: Positive = 3600
+    BEAT_LOCK_TIMEOUT_SECONDS: Annotated[int, Field(ge=2)] = 30
+    # Backups and retention.
+    BACKUP_DIR: str = ""
+    BACKUP_INTERVAL_SECONDS: Positive = 86400
+    BACKUP_KEEP: Positive = 7
+    PG_BIN_DIR: str = ""
+    RETENTION_KEEP_VERSIONS: Count = 100
+    RETENTION_KEEP_DAYS: Span = 30
+    RETENTION_CHECKPOINTS_PER_TASK: Count = 100
+    RETENTION_PRUNE_LABELLED_CHECKPOINTS: bool = False
+    RETENTION_EVENT_DAYS: Span = 30
+    RETENTION_BATCH_SIZE: Positive = 1000
+    RETENTION_INTERVAL_SECONDS: Positive = 86400
+    RETENTION_TASK_FILE_DAYS: Span = 30
+    RETENTION_TASK_FILE_ACTION: Literal["archive", "delete"] = "archive"
+    # Admin logins (django-axes) and the per-token API rate limit (settings.py says how).
+    AXES_ENABLED: bool = True
+    AXES_FAILURE_LIMIT: Positive = 5
+    AXES_COOLOFF_MINUTES: Span = 15
+    AXES_LOCKOUT_PARAMETERS: str = "username+ip_address"
+    API_RATE_LIMIT: str = "1200/minute"
+    # Django and the web server's processes.
+    DJANGO_SECRET_KEY: str = ""
+    DJANGO_DEBUG: bool = False
+    DJANGO_ALLOWED_HOSTS: str = "127.0.0.1,localhost,testserver"
+    DJANGO_CSRF_TRUSTED_ORIGINS: str = ""
+    LOG_LEVEL: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = "INFO"
+    # PORT and WEB_WORKERS are read by make run's supervisor (orchestrator.ops.serve) before
+    # Django starts; listed here so the migrate it runs first refuses a bad value.
+    PORT: Port = 8000
+    WEB_WORKERS: Positive = 2
+    WEB_THREADS: Positive = 8
+    TOOL_THREADS: Positive = 8
+    WEB_GIL_SWITCH_INTERVAL_MS: Duration = 1
+
+    @field_validator("LOG_LEVEL", mode="before")
+    @classmethod
+    def _upper_case(cls, value: Any) -> Any:
+        return value.upper() if isinstance(value, str) else value
+
+    @field_validator("RETENTION_TASK_FILE_ACTION", mode="before")
+    @classmethod
+    def _lower_case(cls, value: Any) -> Any:
+        return value.lower() if isinstance(value, str) else value
+
+    @field_validator("DJANGO_CSRF_TRUSTED_ORIGINS", "SLACK_WEBHOOK_URL")
+    @classmethod
+    def _http_urls(cls, value: str) -> str:
+        for url in comma_list(value):
+            if urlsplit(url).scheme not in ("http", "https") or not urlsplit(url).netloc:
+                raise ValueError("must be http:// or https:// URLs")
+        return value
+
+    @field_validator("AXES_LOCKOUT_PARAMETERS")
+    @classmethod
+    def _lockout_groups(cls, value: str) -> str:
+        if not all(group and set(group) <= {"username", "ip_address", "user_agent"}
+                   for group in lockout_groups(value)):
+            raise ValueError("comma-separated groups of username, ip_address, user_agent "
+                             "joined by '+'")
+        return value
+
+    @field_validator("API_RATE_LIMIT")
+    @classmethod
+    def _rate(cls, value: str) -> str:
+        if value.lower() not in RATE_LIMIT_OFF:
+            from limits import parse
+
+            try:
+                parse(value)
+            except ValueError:
+                raise ValueError("not a rate like '1200/minute'") from None
+        return value
+
+    # -- derived values, checked by load_settings -------------------------------------------
+
+    @cached_property
+    def database(self) -> dict[str, Any]:
+        """Django's DATABASES entry (without ENGINE): DATABASE_URL or the POSTGRES_* parts."""
+        if not self.DATABASE_URL:
+            return {"NAME": self.POSTGRES_DB, "USER": self.POSTGRES_USER,
+                    "PASSWORD": self.POSTGRES_PASSWORD, "HOST": self.POSTGRES_HOST,
+                    "PORT": str(self.POSTGRES_PORT), "OPTIONS": {}}
+        return parse_database_url(self.DATABASE_URL)
+
+    @cached_property
+    def redis_url(self) -> str:
+        if self.REDIS_URL:
+            return _check_url("REDIS_URL", self.REDIS_URL, ("redis", "rediss", "unix"))
+        return f"redis://{self.REDIS_HOST}:{self.REDIS_PORT}/0"
+
+    @cached_property
+    def celery_broker_url(self) -> str:
+        return self.CELERY_BROKER_URL or self.redis_url
+
+    @cached_property
+    def neomodel_url(self) -> str:
+        """The Bolt server as one URL, credentials percent-encoded (``bolt_target`` reads it)."""
+        if self.NEOMODEL_DATABASE_URL:
+            bolt_target(self.NEOMODEL_DATABASE_URL, "NEOMODEL_DATABASE_URL")  # checks it
+            return self.NEOMODEL_DATABASE_URL
+        uri = _check_url("NEO4J_URI", self.NEO4J_URI, _BOLT_SCHEMES)
+        parts = urlsplit(uri)
+        if parts.username is not None:
+            raise ConfigError(CONFIG_INVALID, "NEO4J_URI",
+                              "must not hold credentials: set NEO4J_USER and NEO4J_PASSWORD")
+        auth = f"{quote(self.NEO4J_USER, safe='')}:{quote(self.NEO4J_PASSWORD, safe='')}@"
+        return f"{parts.scheme}://{auth}{parts.netloc}{parts.path}"
+
+
+RATE_LIMIT_OFF = frozenset({"", "0", "off", "false", "no", "none"})
+
+
+def lockout_groups(value: str) -> list[list[str]]:
+    """AXES_LOCKOUT_PARAMETERS: "username+ip_address,user_agent" -> [[...], [...]]."""
+    return [[part.strip() for part in group.split("+") if part.strip()]
+            for group in value.split(",")]
+
+
+def resolve_dir(base_dir: Path, value: str) -> Path:
+    """CONTEXT_DIR / RECOVERY_DIR: a relative path is below the checkout (``BASE_DIR``)."""
+    path = Path(value).expanduser()
+    return path if path.is_absolute() else (base_dir / path)
+
+
+def comma_list(value: str) -> list[str]:
+    return [item.strip() for item in value.split(",") if item.strip()]
 
 
 def interpolate(value: Any, env: Mapping[str, str]) -> Any:
@@ -96,120 +312,143 @@ def load_yaml_settings(path: str, env: Mapping[str, str]) -> dict[str, str]:
     return flat
 
 
-@dataclass
-class Settings:
-    """Typed view of every setting; built by ``load_settings``."""
-
-    database: dict[str, Any]
-    redis_url: str
-    celery_broker_url: str
-    mcp_schema: str
-    project_id: str
-    redis_key_prefix: str
-    neo4j_uri: str
-    neo4j_user: str
-    neo4j_password: str
-    neomodel_url: str
-    enable_neo4j: bool
-    enable_file_sync: bool
-    enable_auto_recovery_check: bool
-    enable_conflict_detection: bool
-    context_dir: Path
-    recovery_dir: Path
-    crash_threshold_minutes: float
-    stale_session_hours: float
-    heartbeat_interval_ms: int
-    redis_hot_context_ttl: int
-    redis_task_context_ttl: int
-    redis_lock_ttl: int
-    max_versions_default: int
-    max_versions_limit: int
-    hot_sync_interval_seconds: int
-    slack_webhook_url: str
-    beat_lock_timeout_seconds: int
-    extra: dict[str, str] = field(default_factory=dict)
+# pydantic's error types, said as this project's one-line messages.
+_MESSAGES = {
+    "int_parsing": "must be an integer",
+    "int_from_float": "must be an integer",
+    "float_parsing": "must be a number",
+    "finite_number": "must be a finite number",
+    "bool_parsing": "must be true or false",
+    "string_too_short": "must not be empty",
+    "string_pattern_mismatch": "has characters that are not allowed",
+}
 
 
-class _Reader:
-    def __init__(self, env: Mapping[str, str], file_values: Mapping[str, str]):
-        self.env = env
-        self.file_values = file_values
-
-    def raw(self, name: str, default: str | None = None) -> str | None:
-        if name in self.env and self.env[name] != "":
-            return self.env[name]
-        if name in self.file_values and self.file_values[name] != "":
-            return self.file_values[name]
-        return default
-
-    def string(self, name: str, default: str) -> str:
-        return self.raw(name, default) or default
-
-    def integer(self, name: str, default: int, minimum: int = 0) -> int:
-        value = self.raw(name)
-        if value is None:
-            return default
-        try:
-            number = int(value)
-        except ValueError:
-            raise ConfigError(CONFIG_INVALID, name, f"must be an integer, got {value!r}") from None
-        if number < minimum:
-            raise ConfigError(CONFIG_INVALID, name, f"must be >= {minimum}, got {number}")
-        return number
-
-    def number(self, name: str, default: float, minimum: float = 0.0) -> float:
-        value = self.raw(name)
-        if value is None:
-            return default
-        try:
-            number = float(value)
-        except ValueError:
-            raise ConfigError(CONFIG_INVALID, name, f"must be a number, got {value!r}") from None
-        if number <= minimum:
-            raise ConfigError(CONFIG_INVALID, name, f"must be > {minimum}, got {number}")
-        return number
-
-    def boolean(self, name: str, default: bool) -> bool:
-        value = self.raw(name)
-        if value is None:
-            return default
-        if value.lower() in _TRUE:
-            return True
-        if value.lower() in _FALSE:
-            return False
-        raise ConfigError(CONFIG_INVALID, name, f"must be true or false, got {value!r}")
+def _describe(error: Mapping[str, Any]) -> str:
+    ctx = error.get("ctx") or {}
+    kind = error["type"]
+    if kind == "greater_than_equal":
+        return f"must be >= {ctx['ge']}"
+    if kind == "greater_than":
+        return f"must be > {ctx['gt']}"
+    if kind == "less_than_equal":
+        return f"must be <= {ctx['le']}"
+    if kind == "literal_error":
+        return f"must be one of {ctx['expected']}"
+    if kind == "value_error":
+        return str(ctx.get("error", error["msg"]))
+    return _MESSAGES.get(kind, error["msg"][:1].lower() + error["msg"][1:])
 
 
-_SCHEMA_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
-_PREFIX = re.compile(r"^[A-Za-z0-9_:.\-]{1,64}$")
+def load_settings(env: Mapping[str, str] | None = None) -> Settings:
+    """Every setting from ``env`` (default ``os.environ``) over the YAML file, validated."""
+    env = os.environ if env is None else env
+    file_values: dict[str, str] = {}
+    if env.get("ORCHESTRATOR_CONFIG"):
+        file_values = load_yaml_settings(env["ORCHESTRATOR_CONFIG"], env)
+    raw = {}
+    for name in Settings.model_fields:
+        value = env.get(name) or file_values.get(name)
+        if value is not None and value.strip() != "":
+            raw[name] = value
+    try:
+        settings = Settings.model_validate(raw)
+    except ValidationError as exc:
+        error = exc.errors(include_url=False)[0]
+        name = str(error["loc"][0])
+        got = "" if name in SECRETS else f", got {raw.get(name)!r}"
+        raise ConfigError(CONFIG_INVALID, name, f"{_describe(error)}{got}") from None
+    if settings.MAX_VERSIONS_DEFAULT > settings.MAX_VERSIONS_LIMIT:
+        raise ConfigError(CONFIG_INVALID, "MAX_VERSIONS_DEFAULT",
+                          f"({settings.MAX_VERSIONS_DEFAULT}) exceeds MAX_VERSIONS_LIMIT")
+    # The derived connection settings raise ConfigError themselves: computed now, at start-up.
+    settings.database  # noqa: B018
+    settings.redis_url  # noqa: B018
+    settings.neomodel_url  # noqa: B018
+    return settings
 
+
+# -- connection URLs -------------------------------------------------------------------------
 
 def parse_database_url(url: str) -> dict[str, Any]:
-    parsed = urlparse(url)
-    if parsed.scheme not in ("postgres", "postgresql"):
-        raise ConfigError(CONFIG_INVALID, "DATABASE_URL", "must start with postgresql://")
-    query = parse_qs(parsed.query)
-    host = query.get("host", [parsed.hostname or ""])[0]
-    name = unquote(parsed.path.lstrip("/"))
-    if not name:
-        raise ConfigError(CONFIG_MISSING, "DATABASE_URL", "has no database name")
-    if not host:
-        raise ConfigError(CONFIG_MISSING, "DATABASE_URL", "has no host")
+    """DATABASES fields of a ``postgresql://`` URL; its query options go to OPTIONS."""
+    name = "DATABASE_URL"
+    if urlsplit(url).scheme not in ("postgres", "postgresql"):
+        raise ConfigError(CONFIG_INVALID, name, "must start with postgresql://")
     try:
-        port = parsed.port
+        config = dj_database_url.parse(url)
+    except ValueError:  # a bad port, or parts that are not percent-encoded
+        raise ConfigError(CONFIG_INVALID, name,
+                          "is not a valid URL (percent-encode @ / # : in the password)") from None
+    options = {}
+    for key, value in (config.get("OPTIONS") or {}).items():
+        if isinstance(value, list):
+            raise ConfigError(CONFIG_INVALID, name, f"option {key!r} is given twice")
+        # dj-database-url reads "5" as 5 and "true" as True; libpq takes the text as written.
+        options[key] = str(value).lower() if isinstance(value, bool) else str(value)
+    unknown = sorted(set(options) - _libpq_keywords() - _DRIVER_OPTIONS) if options else []
+    if unknown:
+        raise ConfigError(CONFIG_INVALID, name,
+                          f"unknown connection option {unknown[0]!r} (libpq keywords only)")
+    # ?host=/socket/dir and ?port= are the address: kept where Django and backup look.
+    host = options.pop("host", "") or config.get("HOST") or ""
+    port = options.pop("port", "") or str(config.get("PORT") or "")
+    if not config.get("NAME") and not options.get("dbname"):
+        raise ConfigError(CONFIG_MISSING, name, "has no database name")
+    if not host:
+        raise ConfigError(CONFIG_MISSING, name, "has no host")
+    return {"NAME": config.get("NAME") or options.pop("dbname"), "USER": config.get("USER", ""),
+            "PASSWORD": config.get("PASSWORD", ""), "HOST": host, "PORT": port,
+            "OPTIONS": options}
+
+
+def _libpq_keywords() -> set[str]:
+    # Asked of libpq itself, so a keyword of a newer libpq is known the day it ships; psycopg
+    # is imported only for a URL with options (it costs ~0.3 s, paid later anyway by Django).
+    from psycopg import pq
+
+    return {option.keyword.decode() for option in pq.Conninfo.get_defaults()}
+
+
+def libpq_environment(options: Mapping[str, Any]) -> dict[str, str]:
+    """The PG* variables that give a libpq client (pg_dump) the same connection options."""
+    if not options:
+        return {}
+    from psycopg import pq
+
+    names = {o.keyword.decode(): o.envvar.decode() for o in pq.Conninfo.get_defaults()
+             if o.envvar}
+    return {names[key]: str(value) for key, value in options.items()
+            if key in names and key not in ("options", "connect_timeout")}
+
+
+def bolt_target(url: str, setting: str = "NEOMODEL_DATABASE_URL",
+                ) -> tuple[str, tuple[str, str], str]:
+    """``(address, (user, password), database)`` of a Bolt URL with percent-encoded credentials.
+
+    neomodel splits a URL itself and neither decodes ``%40`` nor survives a raw ``#`` or
+    ``/`` in a password, so the graph backend connects with this address and auth pair.
+    """
+    parts = urlsplit(url)
+    if parts.scheme not in _BOLT_SCHEMES:
+        raise ConfigError(CONFIG_INVALID, setting,
+                          f"must start with one of {', '.join(_BOLT_SCHEMES)}")
+    try:
+        parts.port  # noqa: B018 - raises ValueError on a bad port
     except ValueError:
-        raise ConfigError(CONFIG_INVALID, "DATABASE_URL", "port is not a number") from None
-    return {
-        "NAME": name,
-        "USER": unquote(parsed.username or ""),
-        "PASSWORD": unquote(parsed.password or ""),
-        "HOST": host,
-        "PORT": str(port or ""),
-    }
+        raise ConfigError(CONFIG_INVALID, setting,
+                          "is not a valid URL (percent-encode @ / # : in the password)") from None
+    if parts.fragment or parts.query or not parts.hostname:
+        raise ConfigError(CONFIG_INVALID, setting,
+                          "is not a valid URL (percent-encode @ / # : in the password)")
+    if parts.username is None or parts.password is None:
+        raise ConfigError(CONFIG_MISSING, setting, "has no user:password@")
+    address = f"{parts.scheme}://{parts.netloc.rsplit('@', 1)[1]}"
+    return address, (unquote(parts.username), unquote(parts.password)), parts.path.strip("/")
 
 
 def _check_url(name: str, url: str, schemes: tuple[str, ...]) -> str:
-    parsed = urlparse(url)
+    parsed = urlsplit(url)
     if parsed.scheme not in schemes:
         raise ConfigError(CONFIG_INVALID, name, f"must start with one of {', '.join(schemes)}")
     try:
@@ -219,99 +458,3 @@ def _check_url(name: str, url: str, schemes: tuple[str, ...]) -> str:
     if parsed.scheme != "unix" and not parsed.hostname:
         raise ConfigError(CONFIG_MISSING, name, "has no host")
     return url
-
-
-def load_settings(env: Mapping[str, str] | None = None, base_dir: Path | None = None) -> Settings:
-    env = os.environ if env is None else env
-    base_dir = base_dir or Path.cwd()
-    file_values: dict[str, str] = {}
-    if env.get("ORCHESTRATOR_CONFIG"):
-        file_values = load_yaml_settings(env["ORCHESTRATOR_CONFIG"], env)
-    read = _Reader(env, file_values)
-
-    schema = read.string("MCP_SCHEMA", "mcp_contexts")
-    if not _SCHEMA_NAME.match(schema):
-        raise ConfigError(CONFIG_INVALID, "MCP_SCHEMA", f"not a valid schema name: {schema!r}")
-
-    if read.raw("DATABASE_URL"):
-        database = parse_database_url(read.raw("DATABASE_URL") or "")
-    else:
-        database = {
-            "NAME": read.string("POSTGRES_DB", "consolidator"),
-            "USER": read.string("POSTGRES_USER", "postgres"),
-            "PASSWORD": read.string("POSTGRES_PASSWORD", ""),
-            "HOST": read.string("POSTGRES_HOST", "localhost"),
-            "PORT": str(read.integer("POSTGRES_PORT", 5433, minimum=1)),
-        }
-
-    if read.raw("REDIS_URL"):
-        redis_url = _check_url(
-            "REDIS_URL", read.raw("REDIS_URL") or "", ("redis", "rediss", "unix"))
-    else:
-        host = read.string("REDIS_HOST", "localhost")
-        port = read.integer("REDIS_PORT", 6379, minimum=1)
-        redis_url = f"redis://{host}:{port}/0"
-    broker = read.raw("CELERY_BROKER_URL") or redis_url
-
-    prefix = read.string("REDIS_KEY_PREFIX", "context:")
-    if not _PREFIX.match(prefix):
-        raise ConfigError(CONFIG_INVALID, "REDIS_KEY_PREFIX", f"not a valid key prefix: {prefix!r}")
-
-    neo4j_uri = _check_url(
-        "NEO4J_URI",
-        read.string("NEO4J_URI", "bolt://localhost:7687"),
-        ("bolt", "bolt+s", "bolt+ssc", "neo4j", "neo4j+s", "neo4j+ssc"),
-    )
-    neo4j_user = read.string("NEO4J_USER", "neo4j")
-    neo4j_password = read.string("NEO4J_PASSWORD", "")
-    neomodel_url = read.raw("NEOMODEL_DATABASE_URL") or _neomodel_url(
-        neo4j_uri, neo4j_user, neo4j_password
-    )
-
-    max_default = read.integer("MAX_VERSIONS_DEFAULT", 5, minimum=1)
-    max_limit = read.integer("MAX_VERSIONS_LIMIT", 100, minimum=1)
-    if max_default > max_limit:
-        raise ConfigError(
-            CONFIG_INVALID, "MAX_VERSIONS_DEFAULT", f"({max_default}) exceeds MAX_VERSIONS_LIMIT"
-        )
-
-    return Settings(
-        database=database,
-        redis_url=redis_url,
-        celery_broker_url=broker,
-        mcp_schema=schema,
-        project_id=read.string("MCP_PROJECT_ID", "story-portal-app"),
-        redis_key_prefix=prefix,
-        neo4j_uri=neo4j_uri,
-        neo4j_user=neo4j_user,
-        neo4j_password=neo4j_password,
-        neomodel_url=neomodel_url,
-        enable_neo4j=read.boolean("ENABLE_NEO4J", True),
-        enable_file_sync=read.boolean("ENABLE_FILE_SYNC", True),
-        enable_auto_recovery_check=read.boolean("ENABLE_AUTO_RECOVERY_CHECK", True),
-        enable_conflict_detection=read.boolean("ENABLE_CONFLICT_DETECTION", True),
-        context_dir=_resolve(base_dir, read.string("CONTEXT_DIR", ".claude/contexts")),
-        recovery_dir=_resolve(base_dir, read.string("RECOVERY_DIR", ".claude/recovery")),
-        crash_threshold_minutes=read.number("CRASH_THRESHOLD_MINUTES", 5),
-        stale_session_hours=read.number("STALE_SESSION_HOURS", 24),
-        heartbeat_interval_ms=read.integer("HEARTBEAT_INTERVAL_MS", 60000, minimum=100),
-        redis_hot_context_ttl=read.integer("REDIS_HOT_CONTEXT_TTL", 3600, minimum=1),
-        redis_task_context_ttl=read.integer("REDIS_TASK_CONTEXT_TTL", 7200, minimum=1),
-        redis_lock_ttl=read.integer("REDIS_LOCK_TTL", 300, minimum=1),
-        max_versions_default=max_default,
-        max_versions_limit=max_limit,
-        hot_sync_interval_seconds=read.integer("HOT_SYNC_INTERVAL_SECONDS", 300, minimum=1),
-        slack_webhook_url=read.string("SLACK_WEBHOOK_URL", ""),
-        beat_lock_timeout_seconds=read.integer("BEAT_LOCK_TIMEOUT_SECONDS", 30, minimum=2),
-    )
-
-
-def _neomodel_url(uri: str, user: str, password: str) -> str:
-    parsed = urlparse(uri)
-    auth = f"{user}:{password}@" if user else ""
-    return f"{parsed.scheme}://{auth}{parsed.netloc}"
-
-
-def _resolve(base_dir: Path, value: str) -> Path:
-    path = Path(value).expanduser()
-    return path if path.is_absolute() else (base_dir / path)

@@ -1,20 +1,27 @@
-"""Django settings. Every value comes from ``orchestrator.config`` (env + optional YAML)."""
+"""Django settings. Every value comes from ``orchestrator.config`` (env + optional YAML):
+read and checked there, never from the process environment here."""
 
 from __future__ import annotations
 
 import contextlib
-import os
 import secrets
 import sys
+from datetime import timedelta
 from pathlib import Path
 
-from orchestrator.config import ConfigError, load_settings
+from orchestrator.config import (
+    ConfigError,
+    comma_list,
+    load_settings,
+    lockout_groups,
+    resolve_dir,
+)
 from orchestrator.core import private_files
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 try:
-    ORCH = load_settings(base_dir=BASE_DIR)
+    ORCH = load_settings()
 except ConfigError as exc:
     # One line naming the setting, then stop: a half-configured server is worse than none.
     print(str(exc), file=sys.stderr)
@@ -22,8 +29,8 @@ except ConfigError as exc:
 
 
 def _secret_key() -> str:
-    if os.environ.get("DJANGO_SECRET_KEY"):
-        return os.environ["DJANGO_SECRET_KEY"]
+    if ORCH.DJANGO_SECRET_KEY:
+        return ORCH.DJANGO_SECRET_KEY
     # Development default: a random key persisted under .data/ so sessions survive restarts,
     # created 0600 in a 0700 directory (a key left 0644 by an older version is narrowed):
     # whoever reads it can forge console sessions.
@@ -34,14 +41,9 @@ def _secret_key() -> str:
 
 
 SECRET_KEY = _secret_key()
-DEBUG = os.environ.get("DJANGO_DEBUG", "").lower() in ("1", "true", "yes")
-ALLOWED_HOSTS = [
-    h.strip() for h in os.environ.get("DJANGO_ALLOWED_HOSTS", "127.0.0.1,localhost,testserver")
-    .split(",") if h.strip()
-]
-CSRF_TRUSTED_ORIGINS = [
-    o.strip() for o in os.environ.get("DJANGO_CSRF_TRUSTED_ORIGINS", "").split(",") if o.strip()
-]
+DEBUG = ORCH.DJANGO_DEBUG
+ALLOWED_HOSTS = comma_list(ORCH.DJANGO_ALLOWED_HOSTS)
+CSRF_TRUSTED_ORIGINS = comma_list(ORCH.DJANGO_CSRF_TRUSTED_ORIGINS)
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -101,8 +103,8 @@ TEMPLATES = [
 # Request work (the web server's processes: orchestrator.ops.webserver sets
 # ORCHESTRATOR_SERVES_REQUESTS=1) runs with a statement timeout, so a stuck query costs one
 # 503 E1654 instead of a worker; migrate, sync, prune and the Celery jobs run without one.
-REQUEST_STATEMENT_TIMEOUT_MS = int(os.environ.get("REQUEST_STATEMENT_TIMEOUT_MS", "10000"))
-SERVES_REQUESTS = os.environ.get("ORCHESTRATOR_SERVES_REQUESTS") == "1"
+REQUEST_STATEMENT_TIMEOUT_MS = ORCH.REQUEST_STATEMENT_TIMEOUT_MS
+SERVES_REQUESTS = ORCH.ORCHESTRATOR_SERVES_REQUESTS
 # JIT compilation costs hundreds of ms on the few large queries here (conflict detection,
 # crash sweep, registry) and never pays back on OLTP work.
 _POSTGRES_OPTIONS = "-c jit=off"
@@ -119,15 +121,22 @@ if SERVES_REQUESTS and REQUEST_STATEMENT_TIMEOUT_MS > 0:
 # and checkpoints (their snapshots' JSON text); a write that would pass it answers E1617
 # (413) and writes nothing. 0: no limit. Enforced by a trigger (contexts migration 0005)
 # that reads it from the connection's settings: set at connect time, it costs no round trip.
-STORAGE_QUOTA_BYTES = max(0, int(os.environ.get("STORAGE_QUOTA_BYTES", str(1024 ** 3))))
+STORAGE_QUOTA_BYTES = ORCH.STORAGE_QUOTA_BYTES
 _POSTGRES_OPTIONS += f" -c orchestrator.storage_quota_bytes={STORAGE_QUOTA_BYTES}"
+
+# DATABASE_URL's query options (sslmode, sslrootcert, target_session_attrs, ...) are
+# passed to libpq as given; its connect_timeout wins over DB_CONNECT_TIMEOUT, and its
+# "options" (-c settings) are added after ours.
+_URL_OPTIONS = dict(ORCH.database["OPTIONS"])
+if _URL_OPTIONS.get("options"):
+    _POSTGRES_OPTIONS += " " + _URL_OPTIONS.pop("options")
 
 DATABASES = {
     "default": {
         # django-prometheus's backend with a health check that costs no round trip.
         "ENGINE": "orchestrator.backends.postgres",
         **ORCH.database,
-        "CONN_MAX_AGE": int(os.environ.get("DB_CONN_MAX_AGE", "60")),
+        "CONN_MAX_AGE": ORCH.DB_CONN_MAX_AGE,
         # A reused connection is checked before a request's first query, so the first
         # request after Postgres cut its connections (restart, failover,
         # pg_terminate_backend) reconnects instead of answering 503. The check asks the
@@ -137,14 +146,15 @@ DATABASES = {
         "OPTIONS": {
             # Also bounds a server that accepts connections and never answers (libpq's
             # minimum is 2 s).
-            "connect_timeout": int(os.environ.get("DB_CONNECT_TIMEOUT", "5")),
+            "connect_timeout": ORCH.DB_CONNECT_TIMEOUT,
             "options": _POSTGRES_OPTIONS,
             # Django turns psycopg's prepared statements off (None). Its own queries bind
             # on the client and are never prepared either way; this lets the few hot
             # statements of orchestrator.backends.prepared ask for it (prepare=True).
             "prepare_threshold": 5,
+            **_URL_OPTIONS,
         },
-        "TEST": {"NAME": os.environ.get("TEST_DATABASE_NAME") or None},
+        "TEST": {"NAME": ORCH.TEST_DATABASE_NAME or None},
     }
 }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
@@ -237,99 +247,104 @@ SPECTACULAR_SETTINGS = {
 }
 
 # --- Orchestrator settings (spec section 10) -------------------------------------------
-MCP_SCHEMA = ORCH.mcp_schema
-MCP_PROJECT_ID = ORCH.project_id
+MCP_SCHEMA = ORCH.MCP_SCHEMA
+MCP_PROJECT_ID = ORCH.MCP_PROJECT_ID
 REDIS_URL = ORCH.redis_url
-REDIS_KEY_PREFIX = ORCH.redis_key_prefix
-REDIS_HOT_CONTEXT_TTL = ORCH.redis_hot_context_ttl
-REDIS_TASK_CONTEXT_TTL = ORCH.redis_task_context_ttl
-REDIS_LOCK_TTL = ORCH.redis_lock_ttl
+REDIS_KEY_PREFIX = ORCH.REDIS_KEY_PREFIX
+REDIS_HOT_CONTEXT_TTL = ORCH.REDIS_HOT_CONTEXT_TTL
+REDIS_TASK_CONTEXT_TTL = ORCH.REDIS_TASK_CONTEXT_TTL
+REDIS_LOCK_TTL = ORCH.REDIS_LOCK_TTL
 REDIS_HEARTBEAT_TTL = 120
 # After a refused connection, skip Redis for this long so saves stay fast during an outage.
-REDIS_CIRCUIT_OPEN_SECONDS = float(os.environ.get("REDIS_CIRCUIT_OPEN_SECONDS", "5"))
-NEO4J_URI = ORCH.neo4j_uri
-NEO4J_USER = ORCH.neo4j_user
-NEO4J_PASSWORD = ORCH.neo4j_password
+REDIS_CIRCUIT_OPEN_SECONDS = ORCH.REDIS_CIRCUIT_OPEN_SECONDS
+NEO4J_URI = ORCH.NEO4J_URI
+NEO4J_USER = ORCH.NEO4J_USER
+NEO4J_PASSWORD = ORCH.NEO4J_PASSWORD
 NEOMODEL_DATABASE_URL = ORCH.neomodel_url
-ENABLE_NEO4J = ORCH.enable_neo4j
+ENABLE_NEO4J = ORCH.ENABLE_NEO4J
 # A Bolt server that accepts connections but does not answer is given up after this long
 # (handshake and every statement); the graph then falls back to Postgres.
-NEO4J_READ_TIMEOUT_SECONDS = float(os.environ.get("NEO4J_READ_TIMEOUT_SECONDS", "3"))
-ENABLE_FILE_SYNC = ORCH.enable_file_sync
-ENABLE_AUTO_RECOVERY_CHECK = ORCH.enable_auto_recovery_check
-ENABLE_CONFLICT_DETECTION = ORCH.enable_conflict_detection
-CONTEXT_DIR = ORCH.context_dir
-RECOVERY_DIR = ORCH.recovery_dir
-CRASH_THRESHOLD_MINUTES = ORCH.crash_threshold_minutes
-STALE_SESSION_HOURS = ORCH.stale_session_hours
-HEARTBEAT_INTERVAL_MS = ORCH.heartbeat_interval_ms
+NEO4J_READ_TIMEOUT_SECONDS = ORCH.NEO4J_READ_TIMEOUT_SECONDS
+ENABLE_FILE_SYNC = ORCH.ENABLE_FILE_SYNC
+ENABLE_AUTO_RECOVERY_CHECK = ORCH.ENABLE_AUTO_RECOVERY_CHECK
+ENABLE_CONFLICT_DETECTION = ORCH.ENABLE_CONFLICT_DETECTION
+CONTEXT_DIR = resolve_dir(BASE_DIR, ORCH.CONTEXT_DIR)
+RECOVERY_DIR = resolve_dir(BASE_DIR, ORCH.RECOVERY_DIR)
+CRASH_THRESHOLD_MINUTES = ORCH.CRASH_THRESHOLD_MINUTES
+STALE_SESSION_HOURS = ORCH.STALE_SESSION_HOURS
+HEARTBEAT_INTERVAL_MS = ORCH.HEARTBEAT_INTERVAL_MS
 # Seed 004: check_recovery lists the tasks completed within this many hours for a
 # recovering agent to validate (default 24, the same day STALE_SESSION_HOURS gives a
 # silent session before it is closed out).
-RECENT_COMPLETION_WINDOW = float(os.environ.get("RECENT_COMPLETION_WINDOW", "24"))
+RECENT_COMPLETION_WINDOW = ORCH.RECENT_COMPLETION_WINDOW
 # Seed 004: a paused session is listed by check_recovery (with a resume prompt) this many
 # minutes after its resetsAt if nothing resumed it.
-PAUSE_RESUME_GRACE_MINUTES = float(os.environ.get("PAUSE_RESUME_GRACE_MINUTES", "5"))
+PAUSE_RESUME_GRACE_MINUTES = ORCH.PAUSE_RESUME_GRACE_MINUTES
 # File claims (claims/): a claim lapses this long after the session last edited the path,
 # and a lapsed claim of a live session still warns ("recently held") this long after.
-FILE_CLAIM_TTL_SECONDS = int(os.environ.get("FILE_CLAIM_TTL_SECONDS", "1800"))
-FILE_CLAIM_RECENT_SECONDS = int(os.environ.get("FILE_CLAIM_RECENT_SECONDS", "600"))
+FILE_CLAIM_TTL_SECONDS = ORCH.FILE_CLAIM_TTL_SECONDS
+FILE_CLAIM_RECENT_SECONDS = ORCH.FILE_CLAIM_RECENT_SECONDS
 # A claim's overlaps (file conflict, the holder's notice) are recorded off the claim's
 # path this long after it, once per burst and process; 0: by the claiming call itself.
-FILE_CLAIM_OVERLAP_DELAY_MS = int(os.environ.get("FILE_CLAIM_OVERLAP_DELAY_MS", "10"))
-MAX_VERSIONS_DEFAULT = ORCH.max_versions_default
-MAX_VERSIONS_LIMIT = ORCH.max_versions_limit
-HOT_SYNC_INTERVAL_SECONDS = ORCH.hot_sync_interval_seconds
-SLACK_WEBHOOK_URL = ORCH.slack_webhook_url
+FILE_CLAIM_OVERLAP_DELAY_MS = ORCH.FILE_CLAIM_OVERLAP_DELAY_MS
+MAX_VERSIONS_DEFAULT = ORCH.MAX_VERSIONS_DEFAULT
+MAX_VERSIONS_LIMIT = ORCH.MAX_VERSIONS_LIMIT
+HOT_SYNC_INTERVAL_SECONDS = ORCH.HOT_SYNC_INTERVAL_SECONDS
+SLACK_WEBHOOK_URL = ORCH.SLACK_WEBHOOK_URL
 # The index files (_registry.json, .tool-history.json) are rewritten off the request path
 # at most this often per process (orchestrator/backends/coalesce.py); 0: by every call.
-INDEX_FILE_DELAY_MS = int(os.environ.get("INDEX_FILE_DELAY_MS", "250"))
+INDEX_FILE_DELAY_MS = ORCH.INDEX_FILE_DELAY_MS
 # A project's RECOVERY_DIR/.tool-history.json (its last 50 tool uses, for a session the
 # database cannot vouch for) is rewritten at most this often per process and project: a
 # busy repository has several agents flushing a second, and the file is read only after
 # a crash, at a resolution of minutes. 0: by every call.
-HISTORY_MIRROR_DELAY_MS = int(os.environ.get("HISTORY_MIRROR_DELAY_MS", "5000"))
+HISTORY_MIRROR_DELAY_MS = ORCH.HISTORY_MIRROR_DELAY_MS
 # The graph outbox is drained off the request path this long after a change, once per
 # burst and process (graph/services/outbox.py); 0: by the committing call itself.
-GRAPH_OUTBOX_DELAY_MS = int(os.environ.get("GRAPH_OUTBOX_DELAY_MS", "50"))
+GRAPH_OUTBOX_DELAY_MS = ORCH.GRAPH_OUTBOX_DELAY_MS
 # Periods of the Celery beat jobs (seconds); crash detection runs every HEARTBEAT_INTERVAL_MS.
-CONFLICT_DETECTION_INTERVAL_SECONDS = int(
-    os.environ.get("CONFLICT_DETECTION_INTERVAL_SECONDS", "300"))
-GRAPH_SYNC_INTERVAL_SECONDS = int(os.environ.get("GRAPH_SYNC_INTERVAL_SECONDS", "300"))
+CONFLICT_DETECTION_INTERVAL_SECONDS = ORCH.CONFLICT_DETECTION_INTERVAL_SECONDS
+GRAPH_SYNC_INTERVAL_SECONDS = ORCH.GRAPH_SYNC_INTERVAL_SECONDS
 # Beat's graph sync compares counts every GRAPH_SYNC_INTERVAL_SECONDS and makes the full
 # pass (every node and edge read back) when they differ or the last one is this old.
-GRAPH_FULL_SYNC_INTERVAL_SECONDS = int(os.environ.get("GRAPH_FULL_SYNC_INTERVAL_SECONDS",
-                                                      "3600"))
-GRAPH_OUTBOX_INTERVAL_SECONDS = int(os.environ.get("GRAPH_OUTBOX_INTERVAL_SECONDS", "10"))
-STALE_SESSION_SWEEP_INTERVAL_SECONDS = int(
-    os.environ.get("STALE_SESSION_SWEEP_INTERVAL_SECONDS", "3600"))
+GRAPH_FULL_SYNC_INTERVAL_SECONDS = ORCH.GRAPH_FULL_SYNC_INTERVAL_SECONDS
+GRAPH_OUTBOX_INTERVAL_SECONDS = ORCH.GRAPH_OUTBOX_INTERVAL_SECONDS
+STALE_SESSION_SWEEP_INTERVAL_SECONDS = ORCH.STALE_SESSION_SWEEP_INTERVAL_SECONDS
 # Scheduled backups (manage.py backup) into BACKUP_DIR, keeping the newest BACKUP_KEEP;
 # no BACKUP_DIR, no scheduled backup.
-BACKUP_DIR = os.environ.get("BACKUP_DIR", "")
-BACKUP_INTERVAL_SECONDS = int(os.environ.get("BACKUP_INTERVAL_SECONDS", "86400"))
-BACKUP_KEEP = int(os.environ.get("BACKUP_KEEP", "7"))
+BACKUP_DIR = ORCH.BACKUP_DIR
+BACKUP_INTERVAL_SECONDS = ORCH.BACKUP_INTERVAL_SECONDS
+BACKUP_KEEP = ORCH.BACKUP_KEEP
+# Directory of pg_dump/pg_restore for backup/restore; empty: the first one that fits.
+PG_BIN_DIR = ORCH.PG_BIN_DIR
 
 # --- Retention (orchestrator/ops/retention.py: beat job "retention", manage.py prune) --------
 # Context versions: a task keeps its newest RETENTION_KEEP_VERSIONS and every version
 # younger than RETENTION_KEEP_DAYS; versions a checkpoint needs, and all versions of a
 # task with an open conflict, are always kept.
-RETENTION_KEEP_VERSIONS = int(os.environ.get("RETENTION_KEEP_VERSIONS", "100"))
-RETENTION_KEEP_DAYS = float(os.environ.get("RETENTION_KEEP_DAYS", "30"))
+RETENTION_KEEP_VERSIONS = ORCH.RETENTION_KEEP_VERSIONS
+RETENTION_KEEP_DAYS = ORCH.RETENTION_KEEP_DAYS
 # Checkpoints per task beyond the quota go, oldest automatic ones first; checkpoints a
 # caller created (any type but "auto") only when RETENTION_PRUNE_LABELLED_CHECKPOINTS.
-RETENTION_CHECKPOINTS_PER_TASK = int(os.environ.get("RETENTION_CHECKPOINTS_PER_TASK", "100"))
-RETENTION_PRUNE_LABELLED_CHECKPOINTS = os.environ.get(
-    "RETENTION_PRUNE_LABELLED_CHECKPOINTS", "false").strip().lower() in {"1", "true", "yes"}
+RETENTION_CHECKPOINTS_PER_TASK = ORCH.RETENTION_CHECKPOINTS_PER_TASK
+RETENTION_PRUNE_LABELLED_CHECKPOINTS = ORCH.RETENTION_PRUNE_LABELLED_CHECKPOINTS
 # Event logs of ended / recovered sessions (and of sessions already removed).
-RETENTION_EVENT_DAYS = float(os.environ.get("RETENTION_EVENT_DAYS", "30"))
-RETENTION_BATCH_SIZE = int(os.environ.get("RETENTION_BATCH_SIZE", "1000"))
-RETENTION_INTERVAL_SECONDS = int(os.environ.get("RETENTION_INTERVAL_SECONDS", "86400"))
+RETENTION_EVENT_DAYS = ORCH.RETENTION_EVENT_DAYS
+RETENTION_BATCH_SIZE = ORCH.RETENTION_BATCH_SIZE
+RETENTION_INTERVAL_SECONDS = ORCH.RETENTION_INTERVAL_SECONDS
 # Task backup files (CONTEXT_DIR/task-agents/<taskId>.json, per project) of archived tasks,
 # and of completed tasks not updated for RETENTION_TASK_FILE_DAYS, are moved by retention
 # into the project's archive/task-agents-<YYYY-MM>.jsonl.gz (RETENTION_TASK_FILE_ACTION=
 # archive, the default) or deleted (=delete); a later save writes its live file again.
-RETENTION_TASK_FILE_DAYS = float(os.environ.get("RETENTION_TASK_FILE_DAYS", "30"))
-RETENTION_TASK_FILE_ACTION = os.environ.get("RETENTION_TASK_FILE_ACTION", "archive").strip()
+RETENTION_TASK_FILE_DAYS = ORCH.RETENTION_TASK_FILE_DAYS
+RETENTION_TASK_FILE_ACTION = ORCH.RETENTION_TASK_FILE_ACTION
+
+# --- The web server's processes (orchestrator/asgi.py, orchestrator/web/fastlane.py) -------
+# Threads per web worker: Django's pages (WEB_THREADS) and tool calls (TOOL_THREADS), each
+# with its own database connection; the GIL switch interval a worker runs with.
+WEB_THREADS = ORCH.WEB_THREADS
+TOOL_THREADS = ORCH.TOOL_THREADS
+WEB_GIL_SWITCH_INTERVAL_MS = ORCH.WEB_GIL_SWITCH_INTERVAL_MS
 
 # --- Celery ----------------------------------------------------------------------------
 CELERY_BROKER_URL = ORCH.celery_broker_url
@@ -345,7 +360,7 @@ CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 # the periodic jobs, the others wait for it. The holder renews it on every pass of its
 # loop, at least six times per lock period, and a waiting beat tries every loop: a leader
 # killed with -9 is replaced within BEAT_LOCK_TIMEOUT_SECONDS plus one loop.
-BEAT_LOCK_TIMEOUT_SECONDS = ORCH.beat_lock_timeout_seconds
+BEAT_LOCK_TIMEOUT_SECONDS = ORCH.BEAT_LOCK_TIMEOUT_SECONDS
 CELERY_BEAT_SCHEDULER = "orchestrator.ops.beat.LeaderScheduler"
 CELERY_BEAT_MAX_LOOP_INTERVAL = BEAT_LOCK_TIMEOUT_SECONDS / 6
 
@@ -355,7 +370,7 @@ LOGGING = {
     "disable_existing_loggers": False,
     "formatters": {"json": {"()": "orchestrator.observability.logformat.JsonFormatter"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "json"}},
-    "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
+    "root": {"handlers": ["console"], "level": ORCH.LOG_LEVEL},
     "loggers": {
         "django.db.backends": {"level": "WARNING"},
         "neo4j": {"level": "WARNING"},
@@ -366,66 +381,26 @@ LOGGING = {
 }
 
 # --- Login throttling and the API rate limit (README "Running it for a team") ------------
-# Self-contained: every value from the environment, with a safe default; a bad one stops
-# start-up with E1690 naming it.
-def _throttle_settings(env=os.environ) -> dict:
-    from datetime import timedelta
-
-    from limits import parse
-
-    def number(name: str, default: str, low: float) -> float:
-        raw = env.get(name, default).strip()
-        try:
-            value = float(raw)
-        except ValueError:
-            value = low - 1
-        if value < low:
-            raise ConfigError("E1690", name, f"must be a number >= {low:g}, got {raw!r}")
-        return value
-
-    # Admin logins (django-axes): after AXES_FAILURE_LIMIT failures the same username from
-    # the same address is refused for AXES_COOLOFF_MINUTES (0: until an operator resets it:
-    # `manage.py axes_reset_username NAME`, or the console's Axes pages). The pair, not the
-    # address alone, so one guesser cannot lock everyone out; the attempts live in
-    # Postgres (the database handler): they survive restarts, every worker sees them and
-    # the console lists them. The address is REMOTE_ADDR, which uvicorn takes from
-    # X-Forwarded-For only when the peer is in FORWARDED_ALLOW_IPS (default 127.0.0.1:
-    # a reverse proxy on the same host).
-    parameters = [[p.strip() for p in group.split("+") if p.strip()] for group in
-                  env.get("AXES_LOCKOUT_PARAMETERS", "username+ip_address").split(",")]
-    known = {"username", "ip_address", "user_agent"}
-    if not all(group and set(group) <= known for group in parameters):
-        raise ConfigError("E1690", "AXES_LOCKOUT_PARAMETERS",
-                          "comma-separated groups of username, ip_address, user_agent "
-                          "joined by '+'")
-    cooloff = number("AXES_COOLOFF_MINUTES", "15", 0)
-    # REST tools, MCP and browsing: one budget per token (orchestrator.web.ratelimit), e.g.
-    # "1200/minute" or "50 per 10 seconds"; "off" turns it off.
-    rate = env.get("API_RATE_LIMIT", "1200/minute").strip()
-    if rate.lower() not in {"", "0", "off", "false", "no", "none"}:
-        try:
-            parse(rate)
-        except ValueError:
-            raise ConfigError("E1690", "API_RATE_LIMIT",
-                              f"not a rate like '1200/minute', got {rate!r}") from None
-    return {
-        "AXES_ENABLED": env.get("AXES_ENABLED", "true").strip().lower() not in
-        {"0", "false", "no", "off"},
-        "AXES_FAILURE_LIMIT": int(number("AXES_FAILURE_LIMIT", "5", 1)),
-        "AXES_COOLOFF_TIME": timedelta(minutes=cooloff) if cooloff else None,
-        "AXES_LOCKOUT_PARAMETERS": [g[0] if len(g) == 1 else g for g in parameters],
-        "AXES_RESET_ON_SUCCESS": True,
-        "AXES_HANDLER": "axes.handlers.database.AxesDatabaseHandler",
-        "AXES_LOCKOUT_TEMPLATE": "admin/locked_out.html",
-        "API_RATE_LIMIT": rate,
-    }
-
-
-try:
-    globals().update(_throttle_settings())
-except ConfigError as exc:
-    print(str(exc), file=sys.stderr)
-    raise SystemExit(2) from None
+# Admin logins (django-axes): after AXES_FAILURE_LIMIT failures the same username from
+# the same address is refused for AXES_COOLOFF_MINUTES (0: until an operator resets it:
+# `manage.py axes_reset_username NAME`, or the console's Axes pages). The pair, not the
+# address alone, so one guesser cannot lock everyone out; the attempts live in
+# Postgres (the database handler): they survive restarts, every worker sees them and
+# the console lists them. The address is REMOTE_ADDR, which uvicorn takes from
+# X-Forwarded-For only when the peer is in FORWARDED_ALLOW_IPS (default 127.0.0.1:
+# a reverse proxy on the same host).
+AXES_ENABLED = ORCH.AXES_ENABLED
+AXES_FAILURE_LIMIT = ORCH.AXES_FAILURE_LIMIT
+AXES_COOLOFF_TIME = (timedelta(minutes=ORCH.AXES_COOLOFF_MINUTES)
+                     if ORCH.AXES_COOLOFF_MINUTES else None)
+AXES_LOCKOUT_PARAMETERS = [group[0] if len(group) == 1 else group
+                           for group in lockout_groups(ORCH.AXES_LOCKOUT_PARAMETERS)]
+AXES_RESET_ON_SUCCESS = True
+AXES_HANDLER = "axes.handlers.database.AxesDatabaseHandler"
+AXES_LOCKOUT_TEMPLATE = "admin/locked_out.html"
+# REST tools, MCP and browsing: one budget per token (orchestrator.web.ratelimit), e.g.
+# "1200/minute" or "50 per 10 seconds"; "off" turns it off.
+API_RATE_LIMIT = ORCH.API_RATE_LIMIT
 INSTALLED_APPS.append("axes")
 # Axes checks a login's address and username before the password (its backend first)
 # and answers a locked-out login with AXES_LOCKOUT_TEMPLATE (its middleware, last).

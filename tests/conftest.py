@@ -230,6 +230,13 @@ def live_server_url(django_db_setup, django_db_blocker) -> Iterator[str]:
         server.stop()
 
 
+def metrics_token() -> str:
+    """A new token of scope metrics: what a Prometheus scraper reads /metrics with."""
+    from orchestrator.core.models import ApiToken, TokenScope
+
+    return ApiToken.issue(f"metrics-{time.monotonic_ns()}", TokenScope.METRICS)[1]
+
+
 @pytest.fixture
 def live_api(live_server_url, transactional_db):
     """Base URL of the live server, with a token; data must be committed to be seen."""

@@ -6,6 +6,6 @@ and its conflict history), and only the top layer may import them all. Actions c
 tool registry, like every other door.
 """
 
-from console.admin import conflicts, global_context, graph, sessions, tasks, tokens
+from console.admin import conflicts, global_context, graph, logins, sessions, tasks, tokens
 
-__all__ = ["conflicts", "global_context", "graph", "sessions", "tasks", "tokens"]
+__all__ = ["conflicts", "global_context", "graph", "logins", "sessions", "tasks", "tokens"]

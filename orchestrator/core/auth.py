@@ -12,7 +12,8 @@ from django.db.models.signals import post_delete, post_save
 from django.dispatch import receiver
 from django.utils import timezone
 
-from orchestrator.core.models import ApiToken, hash_token
+from orchestrator.core.errors import OrchestratorError
+from orchestrator.core.models import ApiToken, TokenScope, hash_token
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,15 @@ def _forget_changed_token(sender: type[ApiToken], instance: ApiToken, **kwargs) 
     # A revocation or a scope change applies at once in this process (other processes
     # within TOKEN_CACHE_SECONDS).
     forget_token(instance.token_hash)
+
+
+def metrics_only(principal: TokenPrincipal) -> OrchestratorError | None:
+    """E1608 for a metrics token anywhere but /metrics (tools, MCP, browsing): a scraper's
+    token, kept in a file beside Prometheus, must not read or change anyone's data."""
+    if principal.scope != TokenScope.METRICS:
+        return None
+    return OrchestratorError("E1608", "A metrics token reads /metrics only",
+                             {"scope": principal.scope})
 
 
 def authenticate_header(value: str | None) -> TokenPrincipal | None:

@@ -74,6 +74,10 @@ _CODES = [
     ErrorCode("E1660", "SOURCE_TASK_NOT_FOUND", 404, "Source task does not exist"),
     ErrorCode("E1661", "TARGET_TASK_NOT_FOUND", 404, "Target task does not exist"),
     ErrorCode("E1662", "TASK_SWITCH_FAILED", 409, "Switch operation failed"),
+    # Request errors (E1670-E1679): refused before any tool, page or token check
+    # (orchestrator.web.hosts), on every path
+    ErrorCode("E1670", "HOST_NOT_ALLOWED", 400, "Host header not in ALLOWED_HOSTS"),
+    ErrorCode("E1671", "ORIGIN_NOT_ALLOWED", 403, "Browser request from a foreign origin"),
     # Configuration errors (E1690-E1699)
     ErrorCode("E1690", "CONFIG_INVALID", 500, "Invalid configuration"),
     ErrorCode("E1691", "CONFIG_MISSING", 500, "Required config missing"),

@@ -14,11 +14,13 @@ def hash_token(raw: str) -> str:
 
 class TokenScope(models.TextChoices):
     """What a token may do: read calls only read-only tools; write calls every tool on its
-    own sessions; admin also writes other tokens' sessions."""
+    own sessions; admin also writes other tokens' sessions; metrics only reads /metrics (a
+    Prometheus scraper: every project's figures, no tool, no browsing)."""
 
     READ = "read"
     WRITE = "write"
     ADMIN = "admin"
+    METRICS = "metrics"
 
 
 class Project(models.Model):

@@ -35,6 +35,7 @@ from typing import Any
 from django.conf import settings
 from django.db import connection, transaction
 
+from orchestrator.config import libpq_environment
 from orchestrator.core.db import qualified
 from orchestrator.core.errors import OrchestratorError
 
@@ -61,8 +62,8 @@ def server_major() -> int:
 
 
 def _candidate_dirs(major: int) -> Iterator[Path]:
-    if os.environ.get("PG_BIN_DIR"):
-        yield Path(os.environ["PG_BIN_DIR"])
+    if settings.PG_BIN_DIR:
+        yield Path(settings.PG_BIN_DIR)
         return
     import importlib.util
 
@@ -107,10 +108,11 @@ def client_binaries(major: int | None = None) -> Path:
 
 
 def _client_env(database: dict[str, Any]) -> dict[str, str]:
-    """libpq variables for ``database`` (a Django DATABASES entry)."""
+    """libpq variables for ``database`` (a Django DATABASES entry): DATABASE_URL's options
+    (sslmode, sslrootcert, ...) reach pg_dump and pg_restore as they reach the server."""
     env = {**os.environ, "PGDATABASE": database["NAME"], "PGUSER": database.get("USER") or "",
            "PGHOST": database.get("HOST") or "", "PGPORT": str(database.get("PORT") or ""),
-           "PGCONNECT_TIMEOUT": "10"}
+           "PGCONNECT_TIMEOUT": "10", **libpq_environment(database.get("OPTIONS") or {})}
     if database.get("PASSWORD"):
         env["PGPASSWORD"] = database["PASSWORD"]
     return {k: v for k, v in env.items() if v != ""}

@@ -29,6 +29,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from urllib.parse import quote
 
 import psutil
 
@@ -478,7 +479,8 @@ class Bolt(Server):
 
     def env(self) -> dict[str, str]:
         return {"NEO4J_URI": self.url(), "NEO4J_USER": self.user, "NEO4J_PASSWORD": self.password,
-                "NEOMODEL_DATABASE_URL": f"bolt://{self.user}:{self.password}@127.0.0.1:{self.port}"}
+                "NEOMODEL_DATABASE_URL": f"bolt://{quote(self.user, safe='')}:"
+                                         f"{quote(self.password, safe='')}@127.0.0.1:{self.port}"}
 
 
 def java_arg(value: str) -> str:

@@ -14,7 +14,7 @@ from rest_framework import authentication, exceptions, filters, parsers, status,
 from rest_framework.response import Response
 
 from console.views import not_found as console_not_found
-from orchestrator.core.auth import TokenPrincipal, authenticate_header
+from orchestrator.core.auth import TokenPrincipal, authenticate_header, metrics_only
 from orchestrator.core.errors import OrchestratorError, error_body
 from orchestrator.core.projects import scoped
 from orchestrator.web import ratelimit
@@ -75,6 +75,9 @@ class BearerTokenAuthentication(authentication.BaseAuthentication):
         principal = authenticate_header(header)
         if principal is None:
             raise exceptions.AuthenticationFailed("Invalid or revoked bearer token")
+        refused = metrics_only(principal)
+        if refused is not None:
+            raise refused
         return principal, None
 
     def authenticate_header(self, request) -> str:

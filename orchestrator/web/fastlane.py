@@ -14,15 +14,15 @@ import asyncio
 import contextvars
 import functools
 import json
-import os
 import re
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
+from django.conf import settings
 from django.db import InterfaceError, OperationalError, close_old_connections
 
-from orchestrator.core.auth import TokenPrincipal, authenticate_header
+from orchestrator.core.auth import TokenPrincipal, authenticate_header, metrics_only
 from orchestrator.core.errors import OrchestratorError, error_body
 from orchestrator.core.tools import ToolContext, registry
 from orchestrator.observability import tracing
@@ -44,7 +44,7 @@ T = TypeVar("T")
 # Eight, not four: under agent load a hook call spends most of its time waiting on
 # Postgres, and with four threads calls queued behind those waits (bench.agents, 1,000
 # agents: hook-call p50 1.6 s with 4, 10 ms with 8, 25 ms with 12 as the GIL grows busier).
-TOOL_THREADS = ThreadPoolExecutor(int(os.environ.get("TOOL_THREADS") or 8),
+TOOL_THREADS = ThreadPoolExecutor(settings.TOOL_THREADS,
                                   thread_name_prefix="tool")
 
 
@@ -67,7 +67,8 @@ def tool_name(scope: dict[str, Any]) -> str | None:
 
 
 def authenticate(authorization: str | None) -> tuple[TokenPrincipal | None, Answer | None]:
-    """(principal, None), or (None, the 401 / 503 answer)."""
+    """(principal, None), or (None, the 401 / 403 / 503 answer): the REST tool lane's
+    and the MCP endpoints' door."""
     try:
         principal = authenticate_header(authorization)
     except (OperationalError, InterfaceError):
@@ -76,6 +77,9 @@ def authenticate(authorization: str | None) -> tuple[TokenPrincipal | None, Answ
         message = ("Authentication credentials were not provided." if not authorization
                    else "Invalid or revoked bearer token")
         return None, (401, error_body("E1609", message), AUTH_HEADERS)
+    refused = metrics_only(principal)
+    if refused is not None:
+        return None, (refused.http_status, refused.to_dict(), {})
     return principal, None
 
 

@@ -147,7 +147,8 @@ def _streamable_http_app(server: Server, path: str) -> Starlette:
         streamable_http_path=path,
         stateless_http=True,
         json_response=True,
-        # Bearer tokens already guard this endpoint; Host checks are Django's ALLOWED_HOSTS job.
+        # The ASGI router checks Host and Origin for every path first (orchestrator.web.hosts,
+        # ALLOWED_HOSTS and CSRF_TRUSTED_ORIGINS), so the SDK's own check would only repeat it.
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
     )
 

@@ -3,14 +3,19 @@
 The gauges that describe stored state (active sessions, sessions needing recovery,
 unresolved conflicts, versions per task) are computed from Postgres when scraped, so they
 are right whichever worker answers.
+
+Only a token of scope ``metrics`` (``create_api_token prometheus --scope metrics``) or
+``admin``, reaching every project, reads it: the figures name every project and the
+busiest tasks. Every label stays bounded whatever the fleet's size (see the per-task and
+per-project limits below).
 """
 
 from __future__ import annotations
 
 import logging
 
-from django.db import connection
-from django.http import HttpRequest, HttpResponse
+from django.db import InterfaceError, OperationalError, connection
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
     REGISTRY,
@@ -20,8 +25,12 @@ from prometheus_client import (
 )
 from prometheus_client.core import GaugeMetricFamily
 
+from orchestrator.core.auth import authenticate_header
 from orchestrator.core.db import qualified
+from orchestrator.core.errors import error_body
+from orchestrator.core.models import TokenScope
 from orchestrator.observability.metrics import P, multiprocess_dir
+from orchestrator.web.fastlane import AUTH_HEADERS
 
 logger = logging.getLogger("orchestrator.metrics")
 
@@ -63,9 +72,9 @@ class StoredStateCollector:
                 f"SELECT severity, count(*) FROM {qualified('context_conflicts')} "
                 "WHERE resolution_status = 'unresolved' GROUP BY severity"),
             "context_versions_total": (
-                "Stored versions per task (top 100)", ["task_id"],
-                f"SELECT task_id, count(*) FROM {qualified('context_versions')} "
-                "GROUP BY task_id ORDER BY count(*) DESC LIMIT 100"),
+                f"Stored versions per task: the {TASK_SERIES_LIMIT} tasks with the most, "
+                f"the rest added up under task_id=\"{OTHER_TASKS}\"", ["task_id"],
+                _versions_per_task_sql()),
         }
         labelled.update(_per_project())
         for name, (doc, labels, sql) in labelled.items():
@@ -76,6 +85,24 @@ class StoredStateCollector:
             for *label_values, count in rows:
                 family.add_metric([str(v) for v in label_values], count)
             yield family
+
+
+# The spec's context_versions_total{task_id}: one series per task would grow with every
+# task a fleet ever made (thousands), so the TASK_SERIES_LIMIT tasks with the most stored
+# versions keep their own series and all others are summed into one, labelled OTHER_TASKS
+# (not a valid task id, so it never collides with one). The sum over every series stays
+# the number of stored versions.
+TASK_SERIES_LIMIT = 20
+OTHER_TASKS = "(other)"
+
+
+def _versions_per_task_sql() -> str:
+    return (f"WITH counted AS (SELECT task_id, count(*) AS versions, "
+            f"row_number() OVER (ORDER BY count(*) DESC, task_id) AS rank "
+            f"FROM {qualified('context_versions')} GROUP BY task_id) "
+            f"SELECT CASE WHEN rank <= {TASK_SERIES_LIMIT} THEN task_id "
+            f"ELSE '{OTHER_TASKS}' END AS label, sum(versions) "
+            f"FROM counted GROUP BY 1")
 
 
 # Per-project gauges: a project label only here, on gauges of stored state, where the
@@ -125,8 +152,30 @@ STORED_STATE = CollectorRegistry(auto_describe=False)
 STORED_STATE.register(StoredStateCollector())
 
 
+def _refusal(request: HttpRequest) -> JsonResponse | None:
+    """401 without a valid token, 403 for a token that is not a scraper's (metrics or
+    admin scope, every project), 503 while Postgres cannot check it."""
+    header = request.headers.get("Authorization")
+    try:
+        principal = authenticate_header(header)
+    except (OperationalError, InterfaceError):
+        return JsonResponse(error_body("E1654", "PostgreSQL is unreachable"), status=503)
+    if principal is None:
+        message = ("Authentication credentials were not provided." if not header
+                   else "Invalid or revoked bearer token")
+        return JsonResponse(error_body("E1609", message), status=401, headers=AUTH_HEADERS)
+    if principal.scope not in (TokenScope.METRICS, TokenScope.ADMIN) or principal.projects:
+        return JsonResponse(error_body(
+            "E1608", "/metrics needs a metrics or admin token reaching every project",
+            {"scope": principal.scope}), status=403)
+    return None
+
+
 def metrics_view(request: HttpRequest) -> HttpResponse:
     """/metrics: this process's registry, or every process's values in multiprocess mode."""
+    refusal = _refusal(request)
+    if refusal is not None:
+        return refusal
     if multiprocess_dir():
         counted = CollectorRegistry()
         multiprocess.MultiProcessCollector(counted)

@@ -14,6 +14,7 @@ from django.core.management import call_command
 
 from orchestrator_hook.project import identify
 from tests.claude_code.orchestrator_server import OrchestratorServer
+from tests.conftest import metrics_token
 
 
 def call_tool(server: OrchestratorServer, token: str, tool: str, payload: dict[str, Any],
@@ -41,7 +42,9 @@ def register_project(server: OrchestratorServer, token: str, directory: Path) ->
 def tool_calls(server: OrchestratorServer, tool: str) -> float:
     """How many calls of ``tool`` the server process answered (its Prometheus counter;
     the server runs one worker, so this is every call)."""
-    with urllib.request.urlopen(f"{server.url}/metrics", timeout=30) as response:
+    request = urllib.request.Request(f"{server.url}/metrics",
+                                     headers={"Authorization": f"Bearer {metrics_token()}"})
+    with urllib.request.urlopen(request, timeout=30) as response:
         text = response.read().decode()
     prefix = "session_orchestration_tool_calls_total{"
     return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()

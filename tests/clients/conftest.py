@@ -1,6 +1,6 @@
 """Installs the pinned TypeScript MCP clients for the client tests: the SDK 1.x
 (@modelcontextprotocol/sdk, tests/clients/js) and the client v2 (@modelcontextprotocol/client,
-tests/clients/js-v2).
+tests/clients/js-v2); and the conformance suite (tests/clients/mcp-conformance).
 
 ``npm ci`` installs exactly a folder's package-lock.json into its gitignored node_modules; it
 runs once, and again only when the lock file is newer than the last install. No npm or node
@@ -24,7 +24,8 @@ def _installed(directory: Path) -> bool:
     return marker.exists() and marker.stat().st_mtime >= lock.stat().st_mtime
 
 
-def _install(directory: Path) -> Path:
+def install(directory: Path) -> Path:
+    """``npm ci`` in ``directory`` unless its lock file is installed already."""
     npm, node = shutil.which("npm"), shutil.which("node")
     assert npm and node, "node and npm are needed for the TypeScript client tests"
     if not _installed(directory):
@@ -36,10 +37,10 @@ def _install(directory: Path) -> Path:
 @pytest.fixture(scope="session")
 def node_client_dir() -> Path:
     """tests/clients/js: @modelcontextprotocol/sdk 1.x."""
-    return _install(HERE / "js")
+    return install(HERE / "js")
 
 
 @pytest.fixture(scope="session")
 def node_client_v2_dir() -> Path:
     """tests/clients/js-v2: @modelcontextprotocol/client 2.x."""
-    return _install(HERE / "js-v2")
+    return install(HERE / "js-v2")

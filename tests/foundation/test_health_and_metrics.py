@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from django.test import Client
 
-from tests.conftest import free_port
+from tests.conftest import free_port, metrics_token
 
 
 def test_healthz_reports_every_backend(db, client: Client, settings):
@@ -36,7 +36,7 @@ def test_healthz_reports_unwritable_files(db, client: Client, settings, tmp_path
 def test_metrics_expose_spec_names(db, client: Client, tools):
     tools.ok("create_task", {"taskId": "m1", "name": "metrics"})
     tools.call("create_task", {"taskId": "m1", "name": "again"})
-    text = client.get("/metrics").content.decode()
+    text = client.get("/metrics", HTTP_AUTHORIZATION=f"Bearer {metrics_token()}").content.decode()
     for name in ("session_orchestration_context_saves_total",
                  "session_orchestration_sessions_active",
                  "session_orchestration_conflicts_unresolved",

@@ -143,3 +143,14 @@ def test_a_bad_limit_stops_start_up_naming_the_setting():
     assert done.returncode == 2
     assert done.stderr.strip().splitlines()[-1] == \
         "E1690: API_RATE_LIMIT: not a rate like '1200/minute', got 'lots'"
+
+
+def test_the_default_is_1200_a_minute_per_token():
+    env = {k: v for k, v in os.environ.items() if k != "API_RATE_LIMIT"}
+    done = subprocess.run(
+        [sys.executable, "-c", "import django; django.setup(); from django.conf import settings;"
+         " from orchestrator.web.ratelimit import describe, limit_item;"
+         " print(describe(limit_item()))"],
+        cwd=ROOT, env={**env, "DJANGO_SETTINGS_MODULE": "orchestrator.settings"},
+        capture_output=True, text=True, timeout=60)
+    assert done.stdout.strip().splitlines()[-1] == "1200 per minute", done.stderr

@@ -14,6 +14,8 @@ import pytest
 import yaml
 from django.test import Client
 
+from tests.conftest import metrics_token
+
 ROOT = Path(__file__).resolve().parents[2]
 PROMETHEUS = ROOT / "deploy" / "prometheus"
 DASHBOARD = ROOT / "deploy" / "grafana" / "dashboards" / "session-orchestration.json"
@@ -48,9 +50,14 @@ def dashboard_exprs() -> list[str]:
     return [target["expr"] for panel in panels for target in panel["targets"]]
 
 
-def test_rules_and_config_pass_promtool():
+def test_rules_and_config_pass_promtool(tmp_path):
     assert "SUCCESS" in promtool("check", "rules", "alerts.yml")
-    assert "SUCCESS" in promtool("check", "config", "prometheus.yml")
+    # promtool also checks that the scrape token file exists: a copy of deploy/prometheus
+    # with one where the metrics-token service puts it in the compose stack.
+    copy = shutil.copytree(PROMETHEUS, tmp_path / "prometheus")
+    config = yaml.safe_load((PROMETHEUS / "prometheus.yml").read_text())
+    (copy / config["scrape_configs"][0]["authorization"]["credentials_file"]).write_text("x")
+    assert "SUCCESS" in promtool("check", "config", "prometheus.yml", cwd=copy)
 
 
 def test_alert_rules_fire_as_their_unit_tests_say():
@@ -89,7 +96,8 @@ def test_every_metric_in_rules_and_dashboard_is_exported(tools, client: Client):
 
     metrics.mark_job_success("detect_crashed_sessions")
     metrics.backend_failures_total.labels("redis", "cache_task")
-    exported = set(METRIC.findall(client.get("/metrics").content.decode()))
+    exported = set(METRIC.findall(client.get(
+        "/metrics", HTTP_AUTHORIZATION=f"Bearer {metrics_token()}").content.decode()))
     used = set(METRIC.findall(" ".join([r["expr"] for r in alert_rules()] + dashboard_exprs())))
     assert used and used <= exported, used - exported
 
@@ -113,6 +121,17 @@ def test_compose_runs_prometheus_and_grafana_on_the_shipped_files():
     config = yaml.safe_load((PROMETHEUS / "prometheus.yml").read_text())
     [target] = config["scrape_configs"][0]["static_configs"][0]["targets"]
     assert target.split(":")[0] in services["web"]["environment"]["DJANGO_ALLOWED_HOSTS"]
+    # Prometheus scrapes with the token of scope metrics that the metrics-token service
+    # creates into the volume mounted where prometheus.yml's credentials_file points.
+    authorization = config["scrape_configs"][0]["authorization"]
+    assert authorization["type"] == "Bearer"
+    secrets = (Path("/etc/prometheus") / authorization["credentials_file"]).parent
+    assert mounts["prometheus"]["metrics-token"] == str(secrets)
+    token_service = services["metrics-token"]
+    assert "--scope metrics" in " ".join(token_service["command"])
+    assert f"{mounts['metrics-token']['metrics-token']}/metrics_token" in " ".join(
+        token_service["command"])
+    assert "metrics-token" in services["prometheus"]["depends_on"]
     # web, worker and beat share one metrics directory, so /metrics adds them up.
     for name in ("web", "worker", "beat"):
         directory = services[name]["environment"]["PROMETHEUS_MULTIPROC_DIR"]

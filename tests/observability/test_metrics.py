@@ -20,7 +20,7 @@ from orchestrator.core.models import ApiToken
 from sessions.services import recovery
 from sessions.tasks import detect_crashed_sessions_task
 from tests import processes
-from tests.conftest import free_port
+from tests.conftest import free_port, metrics_token
 from tests.sessions.helpers import backdate
 from tests.waiting import wait_for
 
@@ -34,7 +34,8 @@ def parse(text: str) -> Samples:
 
 
 def scrape(client: Client) -> Samples:
-    return parse(client.get("/metrics").content.decode())
+    return parse(client.get("/metrics", HTTP_AUTHORIZATION=f"Bearer {metrics_token()}")
+                 .content.decode())
 
 
 def value(samples: Samples, name: str, **labels: str) -> float:
@@ -147,6 +148,7 @@ def tool_calls_by_process(metrics_dir: Path, tool: str) -> dict[str, float]:
 @pytest.mark.django_db(transaction=True)
 def test_several_web_workers_and_the_celery_worker_add_up_on_metrics(tmp_path):
     _, token = ApiToken.issue("metrics")
+    scraper = metrics_token()
     metrics_dir = tmp_path / "metrics"
     metrics_dir.mkdir()
     port = free_port()
@@ -169,7 +171,8 @@ def test_several_web_workers_and_the_celery_worker_add_up_on_metrics(tmp_path):
         context_tasks.sync_hot_context_task.apply_async()
 
         def scraped() -> Samples:
-            return parse(httpx.get(f"{base}/metrics", timeout=30).text)
+            return parse(httpx.get(f"{base}/metrics", timeout=30,
+                                   headers={"Authorization": f"Bearer {scraper}"}).text)
 
         assert wait_for(lambda: value(scraped(), P + "job_last_success_timestamp_seconds",
                                       job="sync_hot_context") > 0, timeout=30), \

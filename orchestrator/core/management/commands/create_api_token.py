@@ -6,8 +6,9 @@ from orchestrator.core.models import ApiToken, Project, TokenScope
 class Command(BaseCommand):
     help = ("Create an API token for REST and MCP clients; prints the token alone on the last "
             "line. --scope read (read-only tools), write (default: every tool, own sessions) "
-            "or admin (also other tokens' sessions). --project KEY (repeatable) limits it to "
-            "those projects; without it the token reaches every project.")
+            "or admin (also other tokens' sessions); metrics: only GET /metrics, for a "
+            "Prometheus scraper. --project KEY (repeatable) limits it to those projects; "
+            "without it the token reaches every project.")
 
     def add_arguments(self, parser):
         parser.add_argument("name", help="A unique name for the client using this token")
@@ -18,6 +19,9 @@ class Command(BaseCommand):
                                              "default: every project)")
 
     def handle(self, *args, name: str, scope: str, projects: list[str], **options):
+        if scope == TokenScope.METRICS and projects:
+            # /metrics counts every project: a token limited to some would be refused there.
+            raise CommandError("a metrics token reads every project's figures: no --project")
         if ApiToken.objects.filter(name=name).exists():
             raise CommandError(f"a token named {name!r} already exists")
         unknown = sorted(set(projects) - set(Project.objects.filter(pk__in=projects)
