@@ -1,6 +1,8 @@
 # make run   - install if needed, start embedded servers (unless configured), migrate, serve
 # make test  - install if needed, run the test suite against fresh embedded servers
 # make lint  - ruff, and the import contracts of pyproject.toml (lint-imports)
+# make fuzz  - schemathesis over /api/schema/ against a real server on fresh embedded servers
+#              (at most FUZZ_SECONDS of generation, default 300; FUZZ_ARGS for more options)
 # make bench - install the bench extra, run `python -m bench` against fresh embedded servers
 # make promtool - Prometheus's rule checker into .venv/bin (the tests check deploy/ with it)
 # make browser - install Debian's chromium for the browser tests (run by make test)
@@ -12,8 +14,10 @@ STAMP   := $(VENV)/.installed
 PROMTOOL := $(VENV)/bin/promtool
 PYTEST_ARGS ?=
 BENCH_ARGS ?=
+FUZZ_SECONDS ?= 300
+FUZZ_ARGS ?=
 
-.PHONY: run test lint install bench promtool browser conformance
+.PHONY: run test lint install bench promtool browser conformance fuzz
 
 install: $(STAMP)
 
@@ -63,6 +67,11 @@ $(VENV)/.bench-installed: pyproject.toml $(STAMP)
 
 bench: $(VENV)/.bench-installed
 	exec $(PY) -m orchestrator.ops.launcher --temp -- $(PY) -m bench $(BENCH_ARGS)
+
+# Reports and the server's log in schemathesis-report/ (orchestrator/ops/fuzz.py says what runs).
+fuzz: $(STAMP)
+	exec $(PY) -m orchestrator.ops.launcher --temp -- $(PY) -m orchestrator.ops.fuzz \
+		--max-time $(FUZZ_SECONDS) $(FUZZ_ARGS)
 
 # Every server scenario of @modelcontextprotocol/conformance (pinned with Node 22 in
 # tests/clients/mcp-conformance/, npm ci on first use) against a real server's /mcp on fresh

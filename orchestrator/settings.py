@@ -205,7 +205,7 @@ WHITENOISE_USE_FINDERS = True
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["orchestrator.web.api.BearerTokenAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "orchestrator.web.openapi.OrchestratorSchema",
     "DEFAULT_FILTER_BACKENDS": [
         "orchestrator.core.filters.QueryParameterCheck",
         "orchestrator.web.api.ProjectScopeFilter",

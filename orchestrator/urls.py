@@ -25,4 +25,4 @@ urlpatterns = [
     path("metrics", metrics_view, name="prometheus-django-metrics"),
 ]
 
-handler404 = "console.views.not_found"
+handler404 = "orchestrator.web.api.not_found"

@@ -119,6 +119,8 @@ class ClaimListView(APIView):
     """GET /api/v1/claims/: the listing of ``claims.services.file_claims`` (one object,
     not a page of rows: an APIView, so the OpenAPI document describes it as one)."""
 
+    ERROR_STATUSES = (404,)  # an unknown ?task= (or one of a project the token cannot reach)
+
     def get(self, request: Request) -> Response:
         check_query_parameters(request)
         query = ClaimQuerySerializer(data={

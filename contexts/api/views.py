@@ -59,6 +59,8 @@ class TaskSerializer(serializers.Serializer):
 
 
 class VersionSerializer(serializers.Serializer):
+    """A version in a list: without its snapshot (VersionDetailSerializer has it)."""
+
     id = serializers.UUIDField(read_only=True, help_text="Row id: /api/v1/versions/<id>/")
     taskId = serializers.CharField(read_only=True)
     version = serializers.IntegerField(read_only=True)
@@ -67,21 +69,28 @@ class VersionSerializer(serializers.Serializer):
     changeSummary = serializers.CharField(read_only=True, allow_null=True)
     createdBy = serializers.CharField(read_only=True, allow_null=True)
     sessionId = serializers.CharField(read_only=True, allow_null=True)
-    snapshot = serializers.DictField(read_only=True, required=False,
-                                     help_text="Not in the /api/v1/versions/ list")
 
     def to_representation(self, instance: ContextVersion) -> dict:
-        data = {"id": str(instance.id), "taskId": instance.task_id, "version": instance.version,
+        return {"id": str(instance.id), "taskId": instance.task_id, "version": instance.version,
                 "createdAt": iso(instance.created_at),
                 "changeType": instance.change_type, "changeSummary": instance.change_summary,
                 "createdBy": instance.created_by, "sessionId": instance.session_id}
-        if not self.context.get("without_snapshot"):
-            data["snapshot"] = instance.snapshot
-        return data
+
+
+class VersionDetailSerializer(VersionSerializer):
+    """A version with its snapshot: /api/v1/versions/<id>/ and a task's versions."""
+
+    snapshot = serializers.DictField(read_only=True)
+
+    def to_representation(self, instance: ContextVersion) -> dict:
+        return {**super().to_representation(instance), "snapshot": instance.snapshot}
 
 
 class CheckpointSerializer(serializers.Serializer):
+    """A checkpoint in the list: without its snapshot (CheckpointDetailSerializer has it)."""
+
     checkpointId = serializers.CharField(read_only=True)
+    projectId = serializers.CharField(read_only=True)
     label = serializers.CharField(read_only=True)
     description = serializers.CharField(read_only=True, allow_null=True)
     checkpointType = serializers.CharField(read_only=True)
@@ -91,20 +100,23 @@ class CheckpointSerializer(serializers.Serializer):
     createdBy = serializers.CharField(read_only=True, allow_null=True)
     sessionId = serializers.CharField(read_only=True, allow_null=True)
     createdAt = serializers.DateTimeField(read_only=True)
-    snapshot = serializers.DictField(read_only=True, required=False,
-                                     help_text="Only in the detail view")
 
     def to_representation(self, instance: Checkpoint) -> dict:
-        data = {"checkpointId": instance.checkpoint_id, "projectId": instance.project_id,
+        return {"checkpointId": instance.checkpoint_id, "projectId": instance.project_id,
                 "label": instance.label,
                 "description": instance.description, "checkpointType": instance.checkpoint_type,
                 "taskId": instance.task_id, "scope": instance.scope,
                 "includedTasks": list(instance.included_tasks or []),
                 "createdBy": instance.created_by, "sessionId": instance.session_id,
                 "createdAt": iso(instance.created_at)}
-        if self.context.get("detail"):
-            data["snapshot"] = checkpoints.snapshot_for_display(instance)
-        return data
+
+
+class CheckpointDetailSerializer(CheckpointSerializer):
+    snapshot = serializers.DictField(read_only=True)
+
+    def to_representation(self, instance: Checkpoint) -> dict:
+        return {**super().to_representation(instance),
+                "snapshot": checkpoints.snapshot_for_display(instance)}
 
 
 class TaskFilter(django_filters.FilterSet):
@@ -139,7 +151,8 @@ class TaskViewSet(viewsets.ReadOnlyModelViewSet):
             raise task_not_found(task_id)
         return task
 
-    @action(detail=True, methods=["get"], serializer_class=VersionSerializer,
+    @extend_schema(responses=VersionDetailSerializer(many=True))
+    @action(detail=True, methods=["get"], serializer_class=VersionDetailSerializer,
             filterset_class=None, ordering_fields=["version", "created_at"])
     def versions(self, request, task_id: str | None = None):
         """The task's versions, newest first (context_versions)."""
@@ -147,7 +160,7 @@ class TaskViewSet(viewsets.ReadOnlyModelViewSet):
         queryset = self.filter_queryset(
             ContextVersion.objects.filter(task_id=task.task_id).order_by("-version"))
         page = self.paginate_queryset(queryset)
-        return self.get_paginated_response(VersionSerializer(page, many=True).data)
+        return self.get_paginated_response(VersionDetailSerializer(page, many=True).data)
 
 
 class VersionFilter(django_filters.FilterSet):
@@ -184,9 +197,8 @@ class VersionViewSet(viewsets.ReadOnlyModelViewSet):
                                     {"id": version_id})
         return version
 
-    def get_serializer_context(self) -> dict:
-        return {**super().get_serializer_context(),
-                "without_snapshot": self.action == "list"}
+    def get_serializer_class(self):
+        return VersionSerializer if self.action == "list" else VersionDetailSerializer
 
 
 class CheckpointViewSet(viewsets.ReadOnlyModelViewSet):
@@ -207,14 +219,15 @@ class CheckpointViewSet(viewsets.ReadOnlyModelViewSet):
             raise checkpoint_not_found(checkpoint_id)
         return checkpoint
 
-    def get_serializer_context(self) -> dict:
-        return {**super().get_serializer_context(), "detail": self.action == "retrieve"}
+    def get_serializer_class(self):
+        return CheckpointSerializer if self.action == "list" else CheckpointDetailSerializer
 
 
 class GlobalContextViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
     """A project's global context (one object, not a list): ?projectId=, default the
     caller's project."""
 
+    ERROR_STATUSES = (403, 404)  # a project the token cannot reach; an unknown project
     pagination_class = None
     filter_backends: list = []
     serializer_class = None

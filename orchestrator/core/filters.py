@@ -32,6 +32,27 @@ class UtcDateTimeFilter(django_filters.IsoDateTimeFilter):
     field_class = UtcDateTimeField
 
 
+class StrictBooleanField(forms.NullBooleanField):
+    """true or false (also True/False/1/0), empty as absent, anything else invalid (400).
+    Django's NullBooleanField reads every other value as "no filter": ?active=yes would
+    list inactive rows too, silently."""
+
+    widget = forms.TextInput  # NullBooleanSelect maps unknown values to None before us
+
+    def to_python(self, value):
+        if value in (None, ""):
+            return None
+        if value in (True, "True", "true", "1"):
+            return True
+        if value in (False, "False", "false", "0"):
+            return False
+        raise forms.ValidationError("Must be true or false", code="invalid")
+
+
+class StrictBooleanFilter(django_filters.BooleanFilter):
+    field_class = StrictBooleanField
+
+
 def check_query_parameters(request: Any) -> None:
     """E1612 (400) for a query parameter Postgres cannot compare: a NUL character in its
     name or value. Each filter checks its own values (django-filter: a bad choice, date or

@@ -8,11 +8,12 @@ import math
 
 from django.core.exceptions import RequestDataTooBig
 from django.db import InterfaceError, OperationalError
-from django.http import Http404
+from django.http import Http404, JsonResponse
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import authentication, exceptions, filters, parsers, status, throttling
 from rest_framework.response import Response
 
+from console.views import not_found as console_not_found
 from orchestrator.core.auth import TokenPrincipal, authenticate_header, metrics_only
 from orchestrator.core.errors import OrchestratorError, error_body
 from orchestrator.core.projects import scoped
@@ -125,3 +126,12 @@ class ProjectScopeFilter(filters.BaseFilterBackend):
     def get_schema_operation_parameters(self, view):
         return [{"name": "projectId", "required": False, "in": "query",
                  "description": "Only rows of this project", "schema": {"type": "string"}}]
+
+
+def not_found(request, exception):
+    """handler404: an address under /api/ no view matches (a task id out of the id pattern,
+    a mistyped path) is the spec's 404 error object, as the API's own 404s; elsewhere the
+    console's page."""
+    if request.path.startswith("/api/"):
+        return JsonResponse(error_body("E1610", "Not found"), status=404)
+    return console_not_found(request, exception)

@@ -112,7 +112,8 @@ def answer(name: str, authorization: str | None, body: bytes | None,
     if body is None:
         return 413, error_body("E1612", f"Request body over {MAX_BODY_BYTES} bytes"), {}
     try:
-        arguments = json.loads(body) if body.strip() else {}
+        # No body is no arguments; blanks alone are not JSON (a 400 like any malformed body).
+        arguments = json.loads(body) if body else {}
     except (ValueError, RecursionError) as exc:  # RecursionError: nested too deeply
         return 400, error_body("E1612", f"Malformed JSON: {exc}"), {}
     try:

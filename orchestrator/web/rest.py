@@ -15,8 +15,8 @@ from rest_framework.views import APIView
 from orchestrator.core.errors import REGISTRY as ERROR_CODES
 from orchestrator.core.projects import CLIENT_PROJECT_HEADER
 from orchestrator.core.tools import registry
-from orchestrator.core.tools.schema import ERROR_OBJECT
 from orchestrator.web import fastlane
+from orchestrator.web.openapi import TOO_LARGE
 
 
 class ToolView(APIView):
@@ -25,6 +25,10 @@ class ToolView(APIView):
     function, so there is one implementation of a REST tool call."""
 
     tool_name: str = ""
+    # Every status an error can have (the E16xx registry's, and 413 for an oversized body):
+    # any tool can meet an outage or a server fault, not only its own business errors.
+    # orchestrator.web.openapi documents them with the spec's error object.
+    ERROR_STATUSES = sorted({entry.http_status for entry in ERROR_CODES.values()} | {TOO_LARGE})
     # fastlane.answer counts the call against the token's rate limit itself.
     throttle_classes: list = []
 
@@ -35,13 +39,7 @@ class ToolView(APIView):
         return Response(body, status=status, headers=headers)
 
 
-# Every status an error can have (the E16xx registry's, and 413 for an oversized body):
-# any tool can meet an outage or a server fault, not only its own business errors.
-ERROR_STATUSES = sorted({entry.http_status for entry in ERROR_CODES.values()} | {413})
-
-
 def _view_for(tool: registry.Tool):
-    errors = OpenApiResponse(ERROR_OBJECT, description="Spec error object (11.2.1)")
     decorated = extend_schema(
         operation_id=tool.name,
         summary=tool.description.split("\n", 1)[0][:120],
@@ -52,8 +50,7 @@ def _view_for(tool: registry.Tool):
                    # A call held while Postgres is unreachable (save_context_snapshot).
                    **({202: OpenApiResponse(tool.output_schema, description=(
                        "Held while PostgreSQL is unreachable: pending true, applied when "
-                       "it is back"))} if tool.when_database_down else {}),
-                   **dict.fromkeys(ERROR_STATUSES, errors)},
+                       "it is back"))} if tool.when_database_down else {})},
     )
 
     # A fresh function per tool: extend_schema stores its data on the function object.

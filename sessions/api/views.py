@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import django_filters
 from django.db.models import QuerySet
+from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, viewsets
 from rest_framework.decorators import action
 
+from orchestrator.core.filters import StrictBooleanFilter
 from orchestrator.core.pagination import StrictCursorPagination
 from orchestrator.core.tools.schema import SAFE_ID_PATTERN, SESSION_STATUSES
 from sessions.models import ActiveSession, SessionEvent, SessionHandoff, ToolInvocation
@@ -77,6 +79,14 @@ class HandoffSerializer(serializers.ModelSerializer):
                   "lastConfirmedAt"]
 
 
+class HandoffFilter(django_filters.FilterSet):
+    active = StrictBooleanFilter()
+
+    class Meta:
+        model = SessionHandoff
+        fields = ["active"]
+
+
 class SequenceCursor(StrictCursorPagination):
     ordering = "sequence"
 
@@ -89,7 +99,7 @@ class SessionFilter(django_filters.FilterSet):
     status = django_filters.ChoiceFilter(choices=[(s, s) for s in SESSION_STATUSES])
     task = django_filters.CharFilter(field_name="task_id")
     project = django_filters.CharFilter(field_name="project_dir")
-    recoveryNeeded = django_filters.BooleanFilter(field_name="recovery_needed")
+    recoveryNeeded = StrictBooleanFilter(field_name="recovery_needed")
 
     class Meta:
         model = ActiveSession
@@ -104,12 +114,15 @@ class SessionViewSet(viewsets.ReadOnlyModelViewSet):
     filterset_class = SessionFilter
     ordering_fields = ["started_at", "last_heartbeat"]
 
+    # A detail action answering a page: drf-spectacular would document one object.
+    @extend_schema(responses=EventSerializer(many=True))
     @action(detail=True, pagination_class=SequenceCursor, serializer_class=EventSerializer,
             filterset_class=None, ordering_fields=None)
     def events(self, request, session_id: str | None = None):
         self.get_object()
         return self._page(SessionEvent.objects.filter(session_id=session_id))
 
+    @extend_schema(responses=ToolUseSerializer(many=True))
     @action(detail=True, url_path="tool-history", pagination_class=NewestFirstCursor,
             serializer_class=ToolUseSerializer, filterset_class=None, ordering_fields=None)
     def tool_history(self, request, session_id: str | None = None):
@@ -124,5 +137,5 @@ class SessionViewSet(viewsets.ReadOnlyModelViewSet):
 class HandoffViewSet(viewsets.ReadOnlyModelViewSet):
     queryset = SessionHandoff.objects.all()
     serializer_class = HandoffSerializer
-    filterset_fields = ["active"]
+    filterset_class = HandoffFilter
     ordering_fields = ["created_at"]

@@ -69,7 +69,9 @@ def test_openapi_documents_the_same_answer_and_error_schemas(admin_client):
         assert answer == tool.output_schema == advertised[tool.name]["anyOf"][0], tool.name
         for status in {str(entry.http_status) for entry in REGISTRY.values()} | {"413"}:
             error = responses[status]["content"]["application/json"]["schema"]
-            assert error == ERROR_OBJECT == advertised[tool.name]["anyOf"][1], (tool.name, status)
+            assert error == {"$ref": "#/components/schemas/Error"}, (tool.name, status)
+            assert advertised[tool.name]["anyOf"][1] == ERROR_OBJECT, tool.name
+    assert document["components"]["schemas"]["Error"] == ERROR_OBJECT
 
 
 @pytest.mark.slow
