@@ -180,6 +180,8 @@ class Settings(BaseModel):
     DJANGO_DEBUG: bool = False
     DJANGO_ALLOWED_HOSTS: str = "127.0.0.1,localhost,testserver"
     DJANGO_CSRF_TRUSTED_ORIGINS: str = ""
+    # TLS ends at a reverse proxy in front (settings.py says what it turns on).
+    BEHIND_TLS_PROXY: bool = False
     LOG_LEVEL: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = "INFO"
     # PORT and WEB_WORKERS are read by make run's supervisor (orchestrator.ops.serve) before
     # Django starts; listed here so the migrate it runs first refuses a bad value.

@@ -44,6 +44,14 @@ SECRET_KEY = _secret_key()
 DEBUG = ORCH.DJANGO_DEBUG
 ALLOWED_HOSTS = comma_list(ORCH.DJANGO_ALLOWED_HOSTS)
 CSRF_TRUSTED_ORIGINS = comma_list(ORCH.DJANGO_CSRF_TRUSTED_ORIGINS)
+# Behind a proxy that ends TLS the request reaches us as plain HTTP: the proxy's
+# X-Forwarded-Proto says it was https (so the console's CSRF origin check compares
+# https with https), and the console's cookies are never sent over plain HTTP. Off by
+# default: a server reached directly must not believe a header any client can send.
+if ORCH.BEHIND_TLS_PROXY:
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    SESSION_COOKIE_SECURE = True
+    CSRF_COOKIE_SECURE = True
 
 INSTALLED_APPS = [
     "django.contrib.admin",

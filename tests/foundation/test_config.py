@@ -195,6 +195,28 @@ def test_startup_stops_with_one_line(name, value, line):
     assert result.stderr.strip().splitlines() == [line]
 
 
+@pytest.mark.parametrize(("value", "expected"), [
+    ("true", "('HTTP_X_FORWARDED_PROTO', 'https') True True"),
+    ("", "None False False"),
+])
+def test_behind_a_tls_proxy_trusts_its_scheme_and_keeps_cookies_secure(value, expected):
+    env = {**os.environ, "BEHIND_TLS_PROXY": value, "DJANGO_SETTINGS_MODULE": "orchestrator.settings"}
+    script = ("from django.conf import settings as s; print(s.SECURE_PROXY_SSL_HEADER, "
+              "s.SESSION_COOKIE_SECURE, s.CSRF_COOKIE_SECURE)")
+    result = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env,
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip().splitlines()[-1] == expected
+
+
+def test_a_bad_tls_proxy_flag_stops_start_up():
+    env = {**os.environ, "BEHIND_TLS_PROXY": "maybe"}
+    result = subprocess.run([sys.executable, "manage.py", "check"], cwd=ROOT, env=env,
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2
+    assert result.stderr.strip().startswith("E1690: BEHIND_TLS_PROXY:")
+
+
 # Reads of the process environment outside orchestrator/config.py, each with its reason.
 # Everything else a server module needs is a field of orchestrator.config.Settings.
 ENVIRONMENT_READERS = {
@@ -202,6 +224,8 @@ ENVIRONMENT_READERS = {
     "orchestrator/ops/launcher.py", "orchestrator/ops/embedded.py",
     "orchestrator/ops/localservers.py", "orchestrator/ops/serve.py",
     "orchestrator/ops/webserver.py",
+    # make fuzz's runner: starts a web server of its own with the environment it was given.
+    "orchestrator/ops/fuzz.py",
     # DJANGO_SETTINGS_MODULE, and prometheus_client's PROMETHEUS_MULTIPROC_DIR before any metric.
     "orchestrator/__init__.py", "orchestrator/celery.py", "orchestrator/asgi.py",
     "orchestrator/wsgi.py", "orchestrator/observability/metrics.py",
