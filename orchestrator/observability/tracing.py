@@ -142,8 +142,10 @@ def span(name: str, **attributes: Any):
 
 
 def backend_span(name: str, backend: str, **attributes: Any):
-    """A span around one backend operation, with 9.3.2's ``backend.type``."""
-    if not enabled:
+    """A span around one backend operation, with 9.3.2's ``backend.type``; only inside an
+    operation's span. A round trip outside any (the per-token rate-limit check a request
+    makes before its tool call starts) would otherwise be a trace of its own per request."""
+    if not enabled or not trace.get_current_span().is_recording():
         return _NOOP
     return _tracer.start_as_current_span(name, kind=SpanKind.CLIENT,
                                          attributes={"backend.type": backend, **attributes})
