@@ -242,9 +242,10 @@ class CheckpointAdmin(ProjectScopedAdmin, ReadOnlyAdmin):
     out in red, with the reason on its page), size, hash, tags and agent. Status and
     details come from checkpoint_details in the list's own query (subqueries)."""
 
-    list_display = ("checkpoint_id", "project", "label", "status_flag", "scope",
-                    "checkpoint_type", "task_id", "included", "size", "short_hash",
-                    "tag_list", "agent", "created_at")
+    # Fits 1280 px: scope and type share a column; the included tasks and the hash are on
+    # the checkpoint's own page.
+    list_display = ("checkpoint_id", "project", "label", "status_flag", "kind", "task_id",
+                    "size", "tag_list", "agent", "created_at")
     list_filter = (ProjectFilter, CheckpointStatusFilter, "scope", "checkpoint_type")
     search_fields = ("checkpoint_id", "label", "task_id")
     fields = ("checkpoint_id", "project", "label", "status_flag", "status_detail",
@@ -306,9 +307,9 @@ class CheckpointAdmin(ProjectScopedAdmin, ReadOnlyAdmin):
     def size(self, obj: Checkpoint) -> int:
         return obj.console_size
 
-    @admin.display(description="hash")
-    def short_hash(self, obj: Checkpoint) -> str:
-        return (obj.console_hash or "—").removeprefix("sha256:")[:12]
+    @admin.display(description="kind", ordering="scope")
+    def kind(self, obj: Checkpoint) -> str:
+        return f"{obj.scope} · {obj.checkpoint_type}"
 
     @admin.display(description="hash")
     def full_hash(self, obj: Checkpoint) -> str:
