@@ -270,9 +270,11 @@ def test_two_stacks_behave_as_one(tools, api_token, tmp_path, settings):
     for job, moments in run_starts(window_start, window_end).items():
         # A run starts when a worker is free, not on the beat's second (gaps of 0.5 s were
         # seen here), so: about one run per period, never two. Two beats sending would
-        # double the count and start both copies at once, on the two workers.
+        # double the count and start both copies at once, on the two workers (a few ms
+        # apart); one run held back by the worker and the next on time can be 0.2 s apart
+        # (seen with the pause-resume and held-save jobs also due every second here).
         assert window / 3 <= len(moments) <= window + 1.5, (job, len(moments), window)
-        assert shortest_gap(moments) > 0.25, (job, moments)
+        assert shortest_gap(moments) > 0.1, (job, moments)
 
     # The leader's lock expired before the standby took it: LOCK_TIMEOUT after its last
     # renewal (at most one loop before the kill), seen by the standby within one loop.
