@@ -7,6 +7,7 @@ under ``PREFIX`` go to the upstream with the prefix taken off and the upstream's
 from __future__ import annotations
 
 import http.client
+import ssl
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -16,7 +17,10 @@ HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "te", "trailer", 
 
 
 class PrefixProxy:
-    def __init__(self, host: str, upstream_host: str, upstream_port: int) -> None:
+    def __init__(self, host: str, upstream_host: str, upstream_port: int, *,
+                 tls: tuple[str, str] | None = None, name: str | None = None) -> None:
+        """``tls``: (certificate file, key file) to serve HTTPS with (the proxy terminates
+        TLS, as a team's does); ``name``: the host name in ``url`` (default ``host``)."""
         proxy = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -62,7 +66,12 @@ class PrefixProxy:
         self.requests: list[str] = []
         self.server = ThreadingHTTPServer((host, 0), Handler)
         self.server.daemon_threads = True
-        self.url = f"http://{host}:{self.server.server_port}{PREFIX}"
+        if tls:
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(*tls)
+            self.server.socket = context.wrap_socket(self.server.socket, server_side=True)
+        scheme = "https" if tls else "http"
+        self.url = f"{scheme}://{name or host}:{self.server.server_port}{PREFIX}"
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 
     def __enter__(self) -> PrefixProxy:
