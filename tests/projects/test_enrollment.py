@@ -148,3 +148,29 @@ def test_the_enroll_endpoint_is_in_the_openapi_document(projects):
     assert not operation.get("security") and "security" not in document
     assert document["paths"]["/api/v1/tools/create_enrollment/"]["post"]["security"]
     assert {"200", "400", "401", "429"} <= set(operation["responses"])
+
+
+def test_the_console_makes_a_code_shows_it_once_and_lists_codes_and_tokens(projects,
+                                                                          admin_client):
+    add = admin_client.get("/admin/orchestrator/enrollmentcode/add/")
+    assert add.status_code == 200
+    answer = admin_client.post("/admin/orchestrator/enrollmentcode/add/",
+                               {"project": "shop", "max_uses": 2, "expires_minutes": 30},
+                               follow=True)
+    assert answer.status_code == 200
+    shown = [str(m) for m in answer.context["messages"]]
+    (message,) = [m for m in shown if "Enrollment code for shop" in m]
+    code = message.split("): ", 1)[1].split()[0]
+    stored = EnrollmentCode.objects.get()
+    assert stored.code_hash == hash_token(code) and stored.max_uses == 2
+    assert stored.created_by.startswith("admin:")
+    assert enroll(code, machine="ci-runner-3")[0] == 200
+    listing = admin_client.get("/admin/orchestrator/enrollmentcode/").content.decode()
+    assert stored.prefix in listing and "agent:ci-runner-3:/home/ann/shop" in listing
+    assert code not in listing
+    tokens = admin_client.get("/admin/orchestrator/apitoken/?q=agent").content.decode()
+    assert "agent:ci-runner-3:/home/ann/shop" in tokens and ">shop<" in tokens
+    # A code of an unknown project cannot be made from the form either.
+    refused = admin_client.post("/admin/orchestrator/enrollmentcode/add/",
+                                {"project": "ghost", "max_uses": 1, "expires_minutes": 5})
+    assert refused.status_code == 200 and EnrollmentCode.objects.count() == 1
