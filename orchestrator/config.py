@@ -85,7 +85,8 @@ _DRIVER_OPTIONS = frozenset({"assume_role", "server_side_binding"})
 
 
 class Settings(BaseModel):
-    """Every setting, named as its environment variable (README, "Configuration")."""
+    """Every setting, named as its environment variable. A new field needs its meaning in
+    docs/_gen/settings.yml: the site's settings table is generated from both."""
 
     model_config = ConfigDict(extra="ignore", allow_inf_nan=False, str_strip_whitespace=True)
 

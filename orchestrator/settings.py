@@ -392,7 +392,7 @@ LOGGING = {
     },
 }
 
-# --- Login throttling and the API rate limit (README "Running it for a team") ------------
+# --- Login throttling and the API rate limit (docs/operations/rate-limits.md) ------------
 # Admin logins (django-axes): after AXES_FAILURE_LIMIT failures the same username from
 # the same address is refused for AXES_COOLOFF_MINUTES (0: until an operator resets it:
 # `manage.py axes_reset_username NAME`, or the console's Axes pages). The pair, not the

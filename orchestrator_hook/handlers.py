@@ -1,4 +1,4 @@
-"""What each Claude Code hook event does (see the README's "Use it from Claude Code").
+"""What each Claude Code hook event does (docs/agents/claude-code.md).
 
     SessionStart  startup/clear/fork: start an orchestrator session, inject its context;
                   resume: keep the mapped session alive and re-inject; compact: record the

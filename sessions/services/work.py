@@ -73,7 +73,7 @@ def forget_sessions(session_ids: list[str]) -> set[str]:
         return {r[0] for r in cursor.fetchall()}
 
 
-# Orphaned work (seed 004, the README's definition): an unfinished task (not completed or
+# Orphaned work: an unfinished task (not completed or
 # archived) that a crashed session worked on and that no live (active or compacted) session
 # works on. Marking the crash recovered, or a live session on the task, ends it. This is
 # the one query every page asks: check_recovery, the console's overview and task list, and
