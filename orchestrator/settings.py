@@ -125,7 +125,7 @@ _POSTGRES_OPTIONS = "-c jit=off"
 _POSTGRES_OPTIONS += " -c plan_cache_mode=force_generic_plan"
 if SERVES_REQUESTS and REQUEST_STATEMENT_TIMEOUT_MS > 0:
     _POSTGRES_OPTIONS += f" -c statement_timeout={REQUEST_STATEMENT_TIMEOUT_MS}"
-# Storage quota (seed 003): each project may store at most this many bytes of task versions
+# Storage quota: each project may store at most this many bytes of task versions
 # and checkpoints (their snapshots' JSON text); a write that would pass it answers E1617
 # (413) and writes nothing. 0: no limit. Enforced by a trigger (contexts migration 0005)
 # that reads it from the connection's settings: set at connect time, it costs no round trip.
@@ -376,7 +376,7 @@ BEAT_LOCK_TIMEOUT_SECONDS = ORCH.BEAT_LOCK_TIMEOUT_SECONDS
 CELERY_BEAT_SCHEDULER = "orchestrator.ops.beat.LeaderScheduler"
 CELERY_BEAT_MAX_LOOP_INTERVAL = BEAT_LOCK_TIMEOUT_SECONDS / 6
 
-# --- Logging: one JSON object per line (spec 9.2.1) ------------------------------------
+# --- Logging: one JSON object per line (timestamp, level, logger, message, context) --
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,

@@ -1,4 +1,4 @@
-"""The Redis side of the read path (spec 7.2.2, 11.3): cache-aside reads and refreshes.
+"""The Redis side of the read path: cache-aside reads and refreshes.
 
 Writes of ``context:task:{id}`` and ``context:hot`` go through ``set_if_not_older``: a
 Lua script that refuses to replace a cached copy of the same task with an OLDER version.

@@ -1,4 +1,5 @@
-"""camelCase shapes of a task (spec 4.1.1 task part, 6.2.3 hot context, 6.4.3 file format)."""
+"""camelCase shapes of a task: the ``task`` part of get_unified_context, the hot context
+(Redis and ``_hot_context.json``) and the task backup file."""
 
 from __future__ import annotations
 
@@ -41,7 +42,7 @@ def immediate_context(task: TaskContext) -> dict[str, Any]:
 
 
 def task_part(task: TaskContext) -> dict[str, Any]:
-    """The ``task`` object of get_unified_context (spec 4.1.1)."""
+    """The ``task`` object of get_unified_context."""
     data: dict[str, Any] = {
         "taskId": task.task_id,
         "name": task.name,

@@ -1,4 +1,4 @@
-"""switch_task (spec 4.1.5, 7.3): one transaction, then the hot context in Redis and files.
+"""switch_task: one transaction, then the hot context in Redis and files.
 
 The source save (with currentTaskUpdates), global_context.active_task_id and the target's
 last_session_at commit together or not at all. Both task rows are locked in task_id

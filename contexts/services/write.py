@@ -1,4 +1,5 @@
-"""``write_task``: the one door for every change to a task's content (spec 7.2.1).
+"""``write_task``: the one door for every change to a task's content: Postgres first, then
+Redis, then files.
 
 save_context_snapshot, rollback_to, switch_task's save of the task it leaves, conflict
 resolutions and the keyFiles an agent's edits add all call it, so a task write is done

@@ -1,4 +1,5 @@
-"""File backups (spec 6.4): atomic JSON writes and ids that are safe as file names."""
+"""File backups of what Postgres holds, under CONTEXT_DIR and RECOVERY_DIR: atomic JSON
+writes and ids that are safe as file names."""
 
 from __future__ import annotations
 
@@ -254,7 +255,7 @@ def task_file(task_id: str, project_id: str | None = None) -> Path:
 
 
 def hot_context_file(project_id: str | None = None) -> Path:
-    """``_hot_context.json`` of ``project_id`` (spec 6.4.1)."""
+    """``_hot_context.json`` of ``project_id``: the project's active task and its hot context."""
     return _context_path(settings.CONTEXT_DIR, namespace(project_id) if project_id else None,
                          "_hot_context.json")
 

@@ -1,4 +1,5 @@
-"""Tracing (spec 9.3) with OpenTelemetry, exported over OTLP/HTTP.
+"""Tracing with OpenTelemetry (a span per tool call, children per backend round trip),
+exported over OTLP/HTTP.
 
 Off unless ``OTEL_EXPORTER_OTLP_ENDPOINT`` (or ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT``) is
 set. Off costs one bool test per instrumented call: every helper here hands back a
