@@ -1,5 +1,5 @@
-"""Session tools: lifecycle (spec 1.2, CONTRACT.md), check_recovery (4.1.8), compaction
-(7.1.2, seed 004), the event log and scratchpad (seed 002)."""
+"""Session tools: lifecycle, check_recovery, compaction, pauses, the event log and
+scratchpad."""
 
 from __future__ import annotations
 

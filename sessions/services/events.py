@@ -1,4 +1,4 @@
-"""The per-session event log and scratchpad (seed 002).
+"""The per-session event log (append-only, numbered 1, 2, 3, ...) and scratchpad.
 
 Sequences come from ``SessionDetail.event_count``, bumped with UPDATE ... RETURNING in
 the append's transaction (one database function call, migration 0004): the row lock

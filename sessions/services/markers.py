@@ -1,4 +1,4 @@
-"""A live session's markers outside Postgres (spec 11.4.1): the Redis key
+"""A live session's markers outside Postgres: the Redis key
 ``context:heartbeat:{sessionId}`` and the file ``RECOVERY_DIR/.session-heartbeat.json``.
 
 Failures are reported (savedTo, a metric), never raised: Postgres holds the truth.

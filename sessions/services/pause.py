@@ -1,4 +1,4 @@
-"""Pause and resume (seed 004 "Session Pause Procedure", "After Session Pause").
+"""Pause and resume: a session that cannot work for a while is not a crashed one.
 
 A session is paused when its agent cannot work for a while: a usage limit (the Claude
 Code client says so from StopFailure), a user stop or a system error. The pause lives on
@@ -13,7 +13,8 @@ spec's status column keeps its value (active or compacted), so programs reading
   limit) and leave the pause as it is;
 - ``record_activity`` with a heartbeat (a hook reporting real work: a prompt, a tool
   use, a finished turn) resumes it, as ``resume_session`` does;
-- it takes no new work (seed 004 "Stop all new task assignments"): ``switch_task`` and
+- it takes no new work, so nothing is assigned to an agent that cannot do it:
+  ``switch_task`` and
   ``acquire_task_lock`` naming it, and ``claim_files`` for it, are refused with E1633
   and the pause's reason; saving its own work (save_context_snapshot, events, the
   scratchpad, checkpoints) is allowed, so nothing it did is lost;

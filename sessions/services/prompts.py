@@ -1,4 +1,5 @@
-"""Resume prompts in the exact markdown of spec 4.1.8, with actions derived from state."""
+"""Resume prompts in the markdown every client expects (the spec's template, headings
+unchanged), with actions derived from state."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Crash and compaction recovery (spec 4.1.8, 7.1, 11.4.2; seed 004).
+"""Crash and compaction recovery: sessions that died or lost their context, their resume
+prompts, and the work they left orphaned.
 
 A session needing recovery carries ``context_snapshot``: the task row as the database
 had it at that moment (``to_jsonb``, taken from the task's current version row), its last
@@ -68,7 +69,7 @@ _STAMP = "'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"'"
 
 def log_capped(one: str, many: str, recovery_type: str,
                sessions: list[dict[str, Any]]) -> None:
-    """One WARN line per session (spec 9.2.3), but a mass end (a host died, a long
+    """One WARN line per session ("Session crashed"), but a mass end (a host died, a long
     outage) must not flood the log: past CRASH_LOG_LINES, one line with the count."""
     for extra in sessions[:CRASH_LOG_LINES]:
         logger.warning(one, extra={**extra, "recoveryType": recovery_type})
@@ -336,7 +337,8 @@ def check_recovery(*, mark_recovered_id: str | None = None, include_history: boo
     recovered first."""
     marked_row, orphans_before = None, []
     if mark_recovered_id:
-        # What the recovery takes over, as it was before the mark (seed 004's log lines).
+        # What the recovery takes over, as it was before the mark (for the orphan_agent_detected
+        # and coordinator_recovered events).
         marked_row = ActiveSession.objects.filter(session_id=mark_recovered_id).first()
         orphans_before = orphaned_work(project_ids=project_ids, project_dir=project_dir)
     marked = mark_recovered(mark_recovered_id, project_ids) if mark_recovered_id else None
