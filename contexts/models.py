@@ -1,4 +1,4 @@
-"""The spec's task_contexts, context_versions, checkpoints and global_context (5.2).
+"""The spec's task_contexts, context_versions, checkpoints and global_context.
 
 Tables, defaults, indexes and triggers are created by raw SQL in the migration exactly as
 the spec's DDL has them (other programs read and write these tables); the models mirror them,

@@ -281,11 +281,11 @@ RECOVERY_DIR = resolve_dir(BASE_DIR, ORCH.RECOVERY_DIR)
 CRASH_THRESHOLD_MINUTES = ORCH.CRASH_THRESHOLD_MINUTES
 STALE_SESSION_HOURS = ORCH.STALE_SESSION_HOURS
 HEARTBEAT_INTERVAL_MS = ORCH.HEARTBEAT_INTERVAL_MS
-# Seed 004: check_recovery lists the tasks completed within this many hours for a
+# check_recovery lists the tasks completed within this many hours for a
 # recovering agent to validate (default 24, the same day STALE_SESSION_HOURS gives a
 # silent session before it is closed out).
 RECENT_COMPLETION_WINDOW = ORCH.RECENT_COMPLETION_WINDOW
-# Seed 004: a paused session is listed by check_recovery (with a resume prompt) this many
+# A paused session is listed by check_recovery (with a resume prompt) this many
 # minutes after its resetsAt if nothing resumed it.
 PAUSE_RESUME_GRACE_MINUTES = ORCH.PAUSE_RESUME_GRACE_MINUTES
 # File claims (claims/): a claim lapses this long after the session last edited the path,

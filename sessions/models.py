@@ -1,4 +1,4 @@
-"""The spec's active_sessions table (5.2.3) and the session app's own tables.
+"""The spec's active_sessions table and the session app's own tables.
 
 ``ActiveSession`` mirrors the spec DDL (created by raw SQL in 0001, never altered). What
 the spec table has no column for lives in ordinary Django tables in the public schema,
@@ -61,7 +61,7 @@ class SessionDetail(models.Model):
     # Compactions completed (complete_compaction): compaction_count above it is one
     # reported (report_compaction) and not finished yet.
     compactions_completed = models.IntegerField(db_default=0)
-    # Seed 004 pause (pause_session / resume_session): set while paused. A paused
+    # A pause (pause_session / resume_session): set while paused. A paused
     # session expects no heartbeats and is never marked crashed; its status stays live.
     paused_at = models.DateTimeField(null=True, blank=True)
     pause_reason = models.CharField(max_length=20, null=True, blank=True)

@@ -119,7 +119,7 @@ def load_task_part(task_id: str) -> tuple[dict[str, Any], bool]:
     cached = read_cached_task(task_id)
     if cached is not None:
         metrics.cache_hits_total.inc()
-        logger.debug("Cache hit", extra={"taskId": task_id})  # 9.2.2: cache operations
+        logger.debug("Cache hit", extra={"taskId": task_id})  # cache operations log at DEBUG
         return cached, True
     metrics.cache_misses_total.inc()
     logger.debug("Cache miss", extra={"taskId": task_id})

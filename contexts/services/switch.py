@@ -68,7 +68,7 @@ def _switch_in_db(from_task_id: str | None, to_task_id: str, changes: TaskChange
         # From Postgres, in this transaction: a switch never waits on the graph server.
         blocked_by = relationships.unfinished_blockers(to_task_id)
         notify_changed(to_task_id, "switch")
-        # Spec 4.1.5 step 2, the session's work on the new task, is recorded by the
+        # A switch also says which session now works on the new task: recorded by the
         # sessions app's receiver, inside this transaction.
         signals.task_switched.send(sender=TaskContext, session_id=session_id,
                                    from_task_id=from_task_id, to_task_id=to_task_id)

@@ -232,7 +232,7 @@ def read_json(path: Path) -> Any | None:
         return None
 
 
-# The default project's files keep the spec's layout (6.4) right under CONTEXT_DIR and
+# The default project's files keep the spec's layout right under CONTEXT_DIR and
 # RECOVERY_DIR; every other project has the same layout under projects/<projectId>/.
 PROJECTS_SUBDIR = "projects"
 

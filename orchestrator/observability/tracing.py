@@ -6,7 +6,7 @@ set. Off costs one bool test per instrumented call: every helper here hands back
 shared no-op context manager, no span object is built, no header is parsed, and the
 Postgres statement hook is not even installed.
 
-On, a trace looks like the spec's 9.3.1:
+On, a trace looks like this:
 
     session_orchestration.save_context_snapshot       one per tool call (registry.call_tool)
     +-- validate_input

@@ -95,7 +95,7 @@ def report_compaction(session_id: str, *, trigger: str = "auto",
 def complete_compaction(session_id: str, *, compaction_number: int | None = None,
                         full_reload: bool | None = None, summary: str | None = None,
                         trigger: str | None = None) -> dict[str, Any]:
-    """Seed 004's "Resume Phase" done: the agent has reloaded what it needs after a
+    """The resume after a compaction is done: the agent has reloaded what it needs after a
     compaction. Logs ``compaction_complete`` (compaction_number, full_reload) and, when
     the session was left ``compacted`` by report_compaction, ends that recovery (status
     active again, as check_recovery markRecovered would).

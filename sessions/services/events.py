@@ -80,7 +80,7 @@ def event_data(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def estimate_tokens(event: dict[str, Any]) -> int:
-    # Seed 001 AD-5: about four characters per token of the JSON form.
+    # About four characters per token of the JSON form, as the context bundle counts.
     return -(-len(json.dumps(event, default=str)) // 4)
 
 

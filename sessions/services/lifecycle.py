@@ -36,7 +36,8 @@ from sessions.services.work import UPSERT_WORK_SQL, WORK_TABLE, record_work
 
 
 def new_session_id() -> str:
-    # Spec 8.1.1: session-<ms>-<uuid4>; uuid4 comes from the OS's secure random source.
+    # session-<ms>-<uuid4>, the format every client knows; uuid4 comes from the OS's
+    # secure random source.
     return f"session-{int(time.time() * 1000)}-{uuid.uuid4()}"
 
 
