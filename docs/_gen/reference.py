@@ -36,6 +36,7 @@ def _django() -> None:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "orchestrator.settings")
     # Without one, settings.py would write .data/secret_key: a docs build leaves nothing.
     os.environ.setdefault("DJANGO_SECRET_KEY", "docs-build-only")
+    os.environ.setdefault("LOG_LEVEL", "WARNING")  # no start-up lines in the build output
     import django
 
     django.setup()
