@@ -39,7 +39,8 @@ tool, its hooks, Claude Code's own work); a hook's cost is the median of its too
 less the median with no PostToolUse hook (medians of every tool use of every run: the
 machine's noise spreads the quartiles, not the medians). Kinds: ours (the command claude_setup writes:
 ``python -S launch.py``, which appends to the local buffer and flushes every
-ORCHESTRATOR_FLUSH_SECONDS), and an ``http`` handler POSTing the event to a listener of
+ORCHESTRATOR_FLUSH_SECONDS), the same with ``async: true`` (Claude Code does not wait for
+it; a notice it prints arrives a turn later), and an ``http`` handler POSTing the event to a listener of
 the bench's own that answers 200 at once (the floor of any endpoint), to the orchestrator
 (a tool call, ``heartbeat``: token, input check, answer), and to a port with nothing
 listening; each with the service up and down. Every run has our SessionStart hook (it
@@ -431,9 +432,11 @@ def hook_settings(commands: dict[str, str], kind: str, target: str | None) -> di
     handler being measured (none, ours, or an http one POSTing to ``target``)."""
     hooks: dict = {"SessionStart": [{"hooks": [{"type": "command", "timeout": 15,
                                                 "command": commands["SessionStart"]}]}]}
-    if kind == "command":
-        hooks["PostToolUse"] = [{"matcher": "*", "hooks": [
-            {"type": "command", "command": commands["PostToolUse"], "timeout": 10}]}]
+    if kind in ("command", "command async"):
+        handler = {"type": "command", "command": commands["PostToolUse"], "timeout": 10}
+        if kind == "command async":
+            handler["async"] = True
+        hooks["PostToolUse"] = [{"matcher": "*", "hooks": [handler]}]
     elif kind == "http":
         hooks["PostToolUse"] = [{"matcher": "*", "hooks": [
             {"type": "http", "url": target, "timeout": 10,
@@ -459,6 +462,7 @@ def bench_hook_kinds(commands: dict[str, str], url: str, token: str, task: str,
         variants = [("none", "-", "none", None, url),
                     ("command (ours)", "up", "command", None, url),
                     ("command (ours)", "down", "command", None, closed),
+                    ("command (ours), async: true", "up", "command async", None, url),
                     ("http -> listener answering at once", "up", "http", listener.url, url),
                     ("http -> orchestrator tool call", "up", "http",
                      f"{url}/api/v1/tools/heartbeat/", url),
