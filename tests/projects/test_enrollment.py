@@ -15,6 +15,8 @@ from django.test import Client
 from django.utils import timezone
 
 from orchestrator.core.models import ApiToken, EnrollmentCode, TokenScope, hash_token
+from orchestrator.core.tools import registry
+from tests.clients import conformance
 from tests.conftest import ToolClient
 
 pytestmark = pytest.mark.django_db
@@ -126,6 +128,8 @@ def test_only_admin_tokens_make_codes_over_the_network(projects):
     _, admin = ApiToken.issue(f"admin-{time.monotonic_ns()}", TokenScope.ADMIN)
     made = ToolClient(admin).ok("create_enrollment", arguments)
     assert made["uses"] == 3 and made["code"].startswith("enr_")
+    assert not conformance.schema_problems(
+        registry.get_tool("create_enrollment").output_schema, made)
     missing = ToolClient(admin).call("create_enrollment", {"projectId": "ghost"})
     assert (missing.status, missing.error_code) == (404, "E1605")
     for bad in ({"projectId": "shop", "uses": 0}, {"projectId": "shop", "expiresMinutes": 0},
