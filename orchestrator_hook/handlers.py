@@ -88,7 +88,9 @@ def start(hook: Hook, source: str, previous: dict[str, Any] | None = None) -> di
     session_id = new_session_id()
     arguments: dict[str, Any] = {
         "sessionId": session_id, "projectDir": str(hook.project_dir),
-        "agentId": hook.config.agent_id, "contextBudgetTokens": hook.config.budget_tokens}
+        "agentId": hook.config.agent_id, "contextBudgetTokens": hook.config.budget_tokens,
+        # Seed 002's agent kind: get_active_session(agentKind="claude-code") finds it.
+        "agentKind": "claude-code"}
     if previous and previous.get("sessionId") and source in ("resume", "fork", "restart"):
         arguments["previousSessionId"] = previous["sessionId"]
     if hook.config.project_id:
@@ -157,9 +159,11 @@ def start_again(hook: Hook, arguments: dict[str, Any], refusal: ToolRefused
         arguments.pop("taskId")
         arguments["resolveTask"] = True
     elif refusal.code == "E1612":
-        # An older service without the bundle and task choice: a plain start still helps.
+        # An older service without the bundle, task choice or agent kind: a plain start
+        # still helps.
         arguments.pop("contextBudgetTokens", None)
         arguments.pop("resolveTask", None)
+        arguments.pop("agentKind", None)
     else:
         return None
     return hook.service.send_quietly("start_session", arguments)
