@@ -232,8 +232,12 @@ def after_compaction(hook: Hook, entry: dict[str, Any]) -> dict[str, Any]:
     header = (f"The conversation was compacted (compaction {number} of orchestrator session "
               f"{session_id}). " + ("This is a full reload: the whole task context follows."
                                     if full else "The essential task context follows."))
+    # Seed 004's "RESUMED - Compaction #N complete" counters: here, in SessionStart
+    # (compact), because PostCompact's output never reaches the model (Claude Code
+    # discards it); PostCompact's complete_compaction answers them again for the log.
     return additional_context(context.compose([
-        ("", header), ("", str(answer.get("resumePrompt") or "")),
+        ("", header), ("", str(answer.get("summary") or "")),
+        ("", str(answer.get("resumePrompt") or "")),
         ("", context.bundle_text(bundle))], project_dir=hook.project_dir))
 
 
@@ -446,7 +450,10 @@ def post_compact(hook: Hook) -> None:
     if isinstance(number, int) and number > 0 and entry.get("lastCompactionSession") == \
             session_id:
         arguments["compactionNumber"] = number
-    hook.service.send_quietly("complete_compaction", arguments)
+    answer = hook.service.send_quietly("complete_compaction", arguments)
+    if isinstance(answer, dict) and answer.get("summary"):
+        # Claude Code discards PostCompact output: the hook log keeps the counters.
+        hook.state.log(str(answer["summary"]).replace("\n\n", ": ").replace("\n", ", "))
 
 
 def session_end(hook: Hook) -> None:

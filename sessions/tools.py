@@ -351,6 +351,17 @@ register(Tool(
 ))
 
 
+COMPACTION_PROGRESS = obj({
+    "total": integer("The project's tasks that are not archived"),
+    "completed": integer(), "restoring": integer("Tasks in progress"),
+    "pendingAudit": integer("Tasks completed within RECENT_COMPLETION_WINDOW hours, to "
+                            "validate before new work")},
+    ["total", "completed", "restoring", "pendingAudit"],
+    description="Seed 004 compaction summary counters of the session's project")
+COMPACTION_SUMMARY = string("Seed 004's 'RESUMED - Compaction #N complete' text with the "
+                            "counters (Completed: N/total, Restoring, Pending audit)")
+
+
 def _report_compaction(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
     return compaction.report_compaction(
         args["sessionId"], trigger=args.get("trigger", "auto"),
@@ -367,7 +378,9 @@ register(Tool(
         "recovery record (type 'compaction': task state, summary, unsaved changes, tool "
         "history), counts compactions and returns the resume prompt; every second compaction "
         "needs a full plan reload (fullReloadDue). contextBudgetTokens > 0 adds the task's "
-        "contextBundle to re-inject: every tier that fits when fullReloadDue, else HOT only."
+        "contextBundle to re-inject: every tier that fits when fullReloadDue, else HOT only. "
+        "progress and summary: seed 004's counters of the project (completed / total, "
+        "restoring = in progress, pending audit = completed lately)."
     ),
     input_schema=obj({"sessionId": SESSION_ID, "trigger": string(enum=("manual", "auto")),
                       "conversationSummary": string(max_length=50000),
@@ -379,6 +392,7 @@ register(Tool(
                        "status": {"const": "compacted"}, "recoveryType": {"const": "compaction"},
                        "compactionNumber": integer(), "fullReloadDue": boolean(),
                        "resumePrompt": string(), "timestamp": TIMESTAMP,
+                       "progress": COMPACTION_PROGRESS, "summary": COMPACTION_SUMMARY,
                        "contextBundle": CONTEXT_BUNDLE},
                       ["success", "sessionId", "compactionNumber", "fullReloadDue",
                        "resumePrompt"]),
@@ -404,7 +418,8 @@ register(Tool(
         "client that never calls report_compaction); a number already completed changes "
         "nothing (alreadyCompleted), one past the next is E1612. fullReload defaults to "
         "every second compaction. summary: what the compacted conversation kept (stored "
-        "as the conversation summary). E1600 unknown, E1602 ended, E1603 crashed."
+        "as the conversation summary). The answer carries seed 004's summary counters "
+        "(progress, summary). E1600 unknown, E1602 ended, E1603 crashed."
     ),
     input_schema=obj({"sessionId": SESSION_ID,
                       "compactionNumber": integer("Which compaction finished (1, 2, ...)",
@@ -417,6 +432,7 @@ register(Tool(
                        "compactionNumber": integer(), "compactionCount": integer(),
                        "fullReload": boolean(), "alreadyCompleted": boolean(),
                        "sequence": integer("The compaction_complete event's sequence"),
+                       "progress": COMPACTION_PROGRESS, "summary": COMPACTION_SUMMARY,
                        "timestamp": TIMESTAMP},
                       ["success", "sessionId", "status", "compactionNumber", "fullReload",
                        "alreadyCompleted"]),
