@@ -213,11 +213,11 @@ class CheckpointDetails(models.Model):
 
 
 class ProjectLearning(models.Model):
-    """What a session learned and left for the project's next sessions (seed 001 NE-S3:
-    end_session's ``learnings``, "record_learning" for each): shown in the WARM tier of
+    """What a session learned and left for the project's next sessions (end_session's
+    ``learnings``): shown in the WARM tier of
     every context bundle of the project (contexts.services.bundle), newest first.
 
-    Beside the spec's tables: a learning belongs to the project, not to a task version,
+    Beside the shared tables: a learning belongs to the project, not to a task version,
     so a rollback does not undo it. Kept whole (no retention): they are short and few."""
 
     project_id = models.CharField(max_length=255)

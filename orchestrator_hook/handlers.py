@@ -89,7 +89,7 @@ def start(hook: Hook, source: str, previous: dict[str, Any] | None = None) -> di
     arguments: dict[str, Any] = {
         "sessionId": session_id, "projectDir": str(hook.project_dir),
         "agentId": hook.config.agent_id, "contextBudgetTokens": hook.config.budget_tokens,
-        # Seed 002's agent kind: get_active_session(agentKind="claude-code") finds it.
+        # The kind of agent: get_active_session(agentKind="claude-code") finds it.
         "agentKind": "claude-code"}
     if previous and previous.get("sessionId") and source in ("resume", "fork", "restart"):
         arguments["previousSessionId"] = previous["sessionId"]
@@ -232,7 +232,7 @@ def after_compaction(hook: Hook, entry: dict[str, Any]) -> dict[str, Any]:
     header = (f"The conversation was compacted (compaction {number} of orchestrator session "
               f"{session_id}). " + ("This is a full reload: the whole task context follows."
                                     if full else "The essential task context follows."))
-    # Seed 004's "RESUMED - Compaction #N complete" counters: here, in SessionStart
+    # The "RESUMED - Compaction #N complete" counters: here, in SessionStart
     # (compact), because PostCompact's output never reaches the model (Claude Code
     # discards it); PostCompact's complete_compaction answers them again for the log.
     return additional_context(context.compose([

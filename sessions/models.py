@@ -68,8 +68,8 @@ class SessionDetail(models.Model):
     pause_remaining_percent = models.FloatField(null=True, blank=True)
     pause_resets_at = models.DateTimeField(null=True, blank=True)
     resume_count = models.IntegerField(db_default=0)
-    # Seed 002's session columns where they fit (start_session): the kind of agent
-    # (chatmode there: claude-code, codex, gemini, ...), the workflow and skill it runs,
+    # What runs the session and for what (start_session): the kind of agent
+    # (claude-code, codex, gemini, ...), the workflow and skill it runs,
     # and a small metadata object; get_active_session finds the live session by them.
     agent_kind = models.CharField(max_length=64, null=True, blank=True)
     workflow = models.CharField(max_length=200, null=True, blank=True)

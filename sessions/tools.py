@@ -44,7 +44,7 @@ from sessions.services import (
 )
 
 SESSION_ID = safe_id("Session id (letters, digits, . _ : -)")
-# Seed 002's session columns (start_session; get_active_session looks sessions up by them).
+# What runs a session and for what (start_session; get_active_session finds it by them).
 AGENT_KIND = string("Kind of agent: claude-code, codex, gemini, other, ... (free text, "
                     "letters, digits, . _ -)", min_length=1, max_length=64,
                     pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -175,7 +175,7 @@ register(Tool(
         "previousSessionId (a resumed conversation) hands over that session's own note. "
         "contextBudgetTokens > 0 adds the task's tiered contextBundle (its WARM tier "
         "carries the project's newest learnings). agentKind, workflow, skill and metadata "
-        "(seed 002) are recorded with the session: get_active_session finds it by them; "
+        "are recorded with the session: get_active_session finds it by them; "
         "metadata over 4,096 bytes of JSON is E1612."
     ),
     input_schema=obj({"sessionId": SESSION_ID, "taskId": TASK_ID, "projectId": project_id(),
@@ -299,7 +299,7 @@ register(Tool(
     name="get_active_session",
     description=(
         "The live session (active or compacted, paused or not) of an agent (agentId or "
-        "agentKind, as start_session recorded them) or a workflow (seed 002), optionally "
+        "agentKind, as start_session recorded them) or a workflow, optionally "
         "narrowed by skill and projectId, in the caller's projects: the newest that "
         "matches every criterion given, with liveCount the number that match; found "
         "false and session null when none does. Without agentId, agentKind and "
@@ -357,8 +357,8 @@ COMPACTION_PROGRESS = obj({
     "pendingAudit": integer("Tasks completed within RECENT_COMPLETION_WINDOW hours, to "
                             "validate before new work")},
     ["total", "completed", "restoring", "pendingAudit"],
-    description="Seed 004 compaction summary counters of the session's project")
-COMPACTION_SUMMARY = string("Seed 004's 'RESUMED - Compaction #N complete' text with the "
+    description="Compaction summary counters of the session's project")
+COMPACTION_SUMMARY = string("The 'RESUMED - Compaction #N complete' text with the "
                             "counters (Completed: N/total, Restoring, Pending audit)")
 
 
@@ -379,7 +379,7 @@ register(Tool(
         "history), counts compactions and returns the resume prompt; every second compaction "
         "needs a full plan reload (fullReloadDue). contextBudgetTokens > 0 adds the task's "
         "contextBundle to re-inject: every tier that fits when fullReloadDue, else HOT only. "
-        "progress and summary: seed 004's counters of the project (completed / total, "
+        "progress and summary: the counters of the project (completed / total, "
         "restoring = in progress, pending audit = completed lately)."
     ),
     input_schema=obj({"sessionId": SESSION_ID, "trigger": string(enum=("manual", "auto")),
@@ -418,7 +418,7 @@ register(Tool(
         "client that never calls report_compaction); a number already completed changes "
         "nothing (alreadyCompleted), one past the next is E1612. fullReload defaults to "
         "every second compaction. summary: what the compacted conversation kept (stored "
-        "as the conversation summary). The answer carries seed 004's summary counters "
+        "as the conversation summary). The answer carries the summary counters "
         "(progress, summary). E1600 unknown, E1602 ended, E1603 crashed."
     ),
     input_schema=obj({"sessionId": SESSION_ID,

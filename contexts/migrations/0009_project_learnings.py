@@ -1,5 +1,5 @@
-"""Project learnings (seed 001 NE-S3): what end_session's ``learnings`` leave for the
-project's next sessions, in the internal schema beside the spec's tables; the context
+"""Project learnings: what end_session's ``learnings`` leave for the project's next
+sessions, in the internal schema beside the shared tables; the context
 bundle's WARM tier reads the newest by (project_id, id)."""
 
 from django.conf import settings

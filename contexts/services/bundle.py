@@ -8,7 +8,7 @@ HOT/WARM/COLD, by what an agent can least afford to miss, mapped onto a task con
   (the guardrails and the unread news: what an agent must not miss).
 - WARM: description, notes, key files, the 5 newest technical decisions, the other
   relationships (blocks, depends on, related to), the tech stack and the project's 10
-  newest learnings (left by end_session for the next sessions, seed 001 NE-S3).
+  newest learnings (left by end_session for the next sessions).
 - COLD: older technical decisions, keywords, the stored resume prompt, the last versions'
   change summaries and the project's key paths and services.
 

@@ -1,4 +1,4 @@
-"""Project learnings (seed 001 NE-S3): what a session learned, left by ``end_session``'s
+"""Project learnings: what a session learned, left by ``end_session``'s
 ``learnings`` for the project's next sessions, which see the newest in the WARM tier of
 their context bundle (contexts.services.bundle; start_session with contextBudgetTokens,
 get_context_bundle, the hook client's SessionStart and compaction answers).

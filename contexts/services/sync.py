@@ -66,7 +66,7 @@ def sync_hot_context(*, sync_redis: bool = True, sync_files: bool = True,
                      task_ids: list[str] | None = None, update_registry: bool = True,
                      project_ids: list[str] | None = None,
                      progress: Progress | None = None) -> dict[str, Any]:
-    """The spec's answer; when some target failed, E1650 (only Redis failed), E1651
+    """The sync's answer; when some target failed, E1650 (only Redis failed), E1651
     (only files failed) or E1653 (both), details = that answer.
 
     Every project's tasks, hot context, registry and constants (``project_ids``: only

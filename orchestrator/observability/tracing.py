@@ -144,12 +144,12 @@ def span(name: str, **attributes: Any):
     return _tracer.start_as_current_span(name, attributes=attributes)
 
 
-# The trigger that writes a task's version (spec 5.2, migration contexts/0001).
+# The trigger that writes a task's version (migration contexts/0001).
 VERSION_TRIGGER = "auto_save_context_version"
 
 
 def version_save_span(task_id: str):
-    """Spec 9.3.1's ``trigger_version_save``, under ``postgres_update``: the UPDATE of
+    """``trigger_version_save``, under ``postgres_update``: the UPDATE of
     task_contexts whose versioning trigger writes the version. The trigger runs inside
     that statement, so the span is the statement (its ``postgres UPDATE`` span is the
     child); ``context.version`` is set from the row it returns (``set_version``)."""

@@ -1,4 +1,4 @@
-"""Seed 002's session columns where they fit: agent kind, workflow, skill and a small
+"""What kind of agent runs a session and for what: agent kind, workflow, skill and a small
 metadata object on the session's detail row (start_session), with partial indexes for
 get_active_session's lookups by agent kind or workflow. All nullable: the raw inserts of
 the session services, and other programs' sessions, need no change."""

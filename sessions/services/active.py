@@ -1,14 +1,11 @@
-"""get_active_session (seed 002 ``get_active_session(chatmode, user_id)``): the live
-session of an agent, an agent kind or a workflow.
+"""get_active_session: the live session of an agent, an agent kind or a workflow.
 
-Seed 002 finds "the active (non-ended) session for a chatmode"; here a session records
-its agent id, agent kind (claude-code, codex, gemini, ...: seed 002's chatmode), workflow,
+A session records its agent id, agent kind (claude-code, codex, gemini, ...), workflow,
 skill and metadata at start_session, and this lookup answers the newest live one
 (status active or compacted, paused or not) matching every criterion given, in the
-caller's projects. A lookup naming none of them is E1612: "any live session" is
-check_recovery's and the console's question, not this one's.
+caller's projects. A lookup naming none of agent id, agent kind and workflow is E1612:
+"any live session" is check_recovery's and the console's question, not this one's.
 """
-
 from __future__ import annotations
 
 import json

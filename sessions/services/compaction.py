@@ -34,7 +34,7 @@ from sessions.services.prompts import resume_prompt
 
 
 def progress(project_id: str) -> dict[str, int]:
-    """Seed 004's compaction summary counters for the session's project, one statement:
+    """The compaction summary counters of the session's project, one statement:
     {total (tasks not archived), completed, restoring (in progress), pendingAudit
     (completed within RECENT_COMPLETION_WINDOW hours: check_recovery's recentCompletions,
     to validate before new work)}."""
@@ -52,8 +52,8 @@ def progress(project_id: str) -> dict[str, int]:
 
 
 def resumed_text(number: int, full_reload: bool, counts: dict[str, int]) -> str:
-    """Seed 004's "After reload" output, word for word where the server knows the values
-    (the plan file and its blocked graph are the agent's, not the server's)."""
+    """What an agent says after reloading from a compaction, where the server knows the
+    values (the plan file and its blocked graph are the agent's, not the server's)."""
     return (f"RESUMED - Compaction #{number} complete"
             + (" (full plan reload)" if full_reload else "") + "\n\n"
             f"Completed: {counts['completed']}/{counts['total']} tasks\n"

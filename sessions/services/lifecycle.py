@@ -180,7 +180,7 @@ def start_session(*, session_id: str | None = None, task_id: str | None = None,
     return result
 
 
-# Seed 002's session metadata is "a small object": bounded by its JSON size, which the
+# A session's metadata is a small object: bounded by its JSON size, which the
 # input schema cannot say (it bounds the number of keys).
 MAX_METADATA_BYTES = 4096
 
@@ -292,7 +292,7 @@ _END_STATEMENTS = (
                        agent=f"COALESCE(%(agent)s, (SELECT d.agent_id FROM {DETAIL_TABLE} d "
                              "WHERE d.session_id = s.session_id))")
       for statement in handoffs.LEAVE_STATEMENTS),
-    # Seed 001 NE-S3: the learnings, in the order given, for the project's next sessions
+    # The learnings, in the order given, for the project's next sessions
     # (the WARM tier of their context bundles); only when this call ended the session.
     f"INSERT INTO {project_learnings.TABLE} (project_id, text, session_id, agent_id, "
     "created_at) SELECT s.project_id, l.text, s.session_id, "

@@ -112,7 +112,7 @@ def refuse_if_paused(session_id: str, *, action: str) -> None:
 
 def refuse_paused_lock(sender: Any, *, session_id: str, **kwargs: Any) -> None:
     """Receiver of locks' ``lock_requested``: a paused session takes no task lock (a lock
-    is new work, seed 004), E1633 before anything is written. Renewing or releasing a
+    is new work), E1633 before anything is written. Renewing or releasing a
     lock it holds stays allowed: that is finishing its own work."""
     refuse_if_paused(session_id, action="taking a task lock")
 

@@ -557,7 +557,7 @@ def _log_coordinator_recovered(session_id: str, row: ActiveSession | None,
             "event": "orphan_agent_detected", "agent_id": agents.get(crashed_id) or crashed_id,
             "sessionId": crashed_id, "task_id": task_id, "type": "session"})
     reconciled = events_since_saved_state([session_id]).get(session_id) or {}
-    # Seed 004 state_reconciled (event_type, task_id): one per event the recovery applies
+    # state_reconciled (event_type, task_id): one per event the recovery applies
     # to the saved state, the ones stateReconciled listed (the newest
     # STATE_RECONCILED_SHOWN; events_reconciled below counts them all).
     for applied in reconciled.get("events", []):
