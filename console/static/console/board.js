@@ -381,5 +381,6 @@
     });
   });
   render();
+  if (window.performance && performance.mark) { performance.mark("board-rendered"); }
   timer = window.setTimeout(refresh, seconds * 1000);
 }());
