@@ -17,7 +17,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from console.projects import project_names, selected_project_ids
 from console.services import actions
-from console.services.board import board
+from console.services.board import board, crashed_session_prompt
 from orchestrator.core.errors import OrchestratorError
 
 # The page re-reads the board this often (tests shorten it).
@@ -59,6 +59,19 @@ def board_json(request: HttpRequest) -> JsonResponse:
     response = JsonResponse(board_data(request))
     response["Cache-Control"] = "no-store"
     return response
+
+
+@require_GET
+def board_prompt(request: HttpRequest) -> JsonResponse:
+    """?sessionId=: the resume prompt of a crashed session, for the queue's copy button."""
+    try:
+        session_id = request.GET.get("sessionId") or ""
+        if not session_id:
+            raise OrchestratorError("E1612", "sessionId is required", {"field": "sessionId"})
+        return JsonResponse({"success": True, "sessionId": session_id,
+                             "prompt": crashed_session_prompt(session_id)})
+    except OrchestratorError as exc:
+        return JsonResponse(exc.to_dict(), status=exc.http_status)
 
 
 @require_POST

@@ -11,6 +11,8 @@ urlpatterns = [
     path("overview/fragment/", admin.site.admin_view(views.overview_fragment),
          name="console_overview_fragment"),
     path("board.json", admin.site.admin_view(board_views.board_json), name="console_board"),
+    path("board/prompt/", admin.site.admin_view(board_views.board_prompt),
+         name="console_board_prompt"),
     path("board/act/", admin.site.admin_view(board_views.board_act), name="console_board_act"),
     path("project/", admin.site.admin_view(views.switch_project), name="console_project"),
 ]

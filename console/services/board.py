@@ -38,6 +38,7 @@ from conflicts.services import console as conflict_console
 from contexts.models import TaskContext
 from locks import services as locks
 from orchestrator.backends import redis_store
+from orchestrator.core.errors import session_not_found
 from orchestrator.core.stamps import iso
 from sessions.models import ActiveSession, SessionDetail, SessionEvent, ToolInvocation
 from sessions.services import recovery
@@ -83,8 +84,9 @@ def _judge(session: ActiveSession, detail: SessionDetail | None, now: datetime,
     minutes = f"{threshold / 60:g} min"
     if session.status == "crashed" or (session.recovery_needed
                                        and session.status not in LIVE_STATUSES):
-        why = session.recovery_type or "crash"
-        return ("crashed", f"Crashed ({why}): stopped without ending; its work waits for "
+        why = f" ({session.recovery_type})" if session.recovery_type not in (None, "crash") \
+            else ""
+        return ("crashed", f"Crashed{why}: stopped without ending; its work waits for "
                 "recovery", "overdue")
     if session.status in CLOSED_STATUSES or session.status not in LIVE_STATUSES:
         words = ("Recovered: a person marked its crash dealt with" if session.status ==
@@ -173,6 +175,16 @@ def board_rows(now: datetime, project_ids: list[str] | None) -> tuple[list[dict]
     return rows, cut
 
 
+def crashed_session_prompt(session_id: str) -> str:
+    """The resume prompt of a session waiting for recovery (the queue's copy button reads
+    it when clicked: composing one per crashed session on every poll would cost more than
+    the rest of the board). E1600 when no such session waits for recovery."""
+    session = ActiveSession.objects.filter(session_id=session_id, recovery_needed=True).first()
+    if session is None:
+        raise session_not_found(session_id)
+    return resume_prompt(recovery.recovery_state(session_id))
+
+
 # -- the queue -------------------------------------------------------------------------------
 
 def _session_words(session_id: str, agents: dict[str, str | None], task: str | None,
@@ -196,7 +208,6 @@ def _recovery_items(project_ids: list[str] | None) -> list[dict[str, Any]]:
             "detail": f"{s.recovery_type or 'crash'}; give the resume prompt to a new "
                       "session, then mark it recovered",
             "sessionId": s.session_id, "sessionPk": str(s.pk), "taskId": s.task_id,
-            "prompt": resume_prompt(recovery.recovery_state(s.session_id)),
             "actions": [{"action": "copy_prompt", "label": "Copy resume prompt"},
                         {"action": "mark_recovered", "label": "Mark recovered",
                          "confirm": "Mark this crash dealt with? It leaves the queue."}],
@@ -214,11 +225,14 @@ def _conflict_items(project_ids: list[str] | None) -> list[dict[str, Any]]:
         sides = conflict_console.sides(c)
         a_name, b_name = names.get(c.task_a_id, c.task_a_id), names.get(c.task_b_id or "",
                                                                         c.task_b_id)
+        # A side is its task (by name) unless the type's sides are stores (Postgres, cache).
+        a_label, b_label = conflict_console.SIDE_LABELS.get(c.conflict_type,
+                                                            (a_name, b_name or "B"))
         actions = [
-            {"action": "use_a", "label": f"Use A ({sides['a']['label']})",
-             "confirm": f"Keep side A ({a_name}) and apply it?"},
-            {"action": "use_b", "label": f"Use B ({sides['b']['label']})",
-             "confirm": f"Keep side B ({b_name or 'B'}) and apply it?"},
+            {"action": "use_a", "label": f"Use A: {a_label}",
+             "confirm": f"Keep side A ({a_label}) and apply it?"},
+            {"action": "use_b", "label": f"Use B: {b_label}",
+             "confirm": f"Keep side B ({b_label}) and apply it?"},
             {"action": "merge", "label": "Merge…", "value": conflict_console
              .resolved_value_template(c)},
             {"action": "ignore", "label": "Dismiss",
@@ -232,6 +246,7 @@ def _conflict_items(project_ids: list[str] | None) -> list[dict[str, Any]]:
                      f"{a_name}{' / ' + b_name if b_name else ''}",
             "detail": c.description[:300], "conflictId": str(c.pk),
             "a": sides["a"]["value"][:300], "b": sides["b"]["value"][:300],
+            "aLabel": a_label, "bLabel": b_label,
             "field": sides["field"], "actions": actions,
         })
     return items

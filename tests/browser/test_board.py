@@ -272,12 +272,23 @@ def test_page_weight_and_load_time(console, fast_board, day):
                 load: nav.loadEventEnd - nav.startTime,
                 rendered: mark ? mark.startTime : null};
     }""")
-    feed = page.evaluate("fetch('/admin/board.json').then(r => r.text()).then(t => t.length)")
+    feed = page.evaluate("""async () => {
+        const times = [];
+        let size = 0;
+        for (let i = 0; i < 5; i++) {
+            const started = performance.now();
+            size = (await (await fetch('/admin/board.json')).text()).length;
+            times.push(performance.now() - started);
+        }
+        times.sort((a, b) => a - b);
+        return {size, median: times[2]};
+    }""")
     assert figures["external"] == 0  # nothing from the internet
     print(f"\nMEASURED home page: HTML {figures['decodedHtml'] / 1024:.1f} KiB, "
           f"{figures['count']} resources {figures['resourcesDecoded'] / 1024:.1f} KiB "
           f"(transferred {(figures['html'] + figures['resources']) / 1024:.1f} KiB), "
-          f"board.json {feed / 1024:.1f} KiB; load event {figures['load']:.0f} ms, "
+          f"board.json {feed['size'] / 1024:.1f} KiB in {feed['median']:.0f} ms (median of 5); "
+          f"load event {figures['load']:.0f} ms, "
           f"board rendered {figures['rendered']:.0f} ms after navigation start")
 
 

@@ -12,6 +12,8 @@
   if (!box || !seed) { return; }
   var url = box.getAttribute("data-url");
   var actUrl = box.getAttribute("data-act-url");
+  var promptUrl = box.getAttribute("data-prompt-url");
+  var prompts = {};   // resume prompts read so far, by session id
   var seconds = parseInt(box.getAttribute("data-refresh-seconds"), 10) || 5;
   var data = JSON.parse(seed.textContent);
   var sort = {key: "state", descending: false};
@@ -221,7 +223,26 @@
     return body;
   }
 
-  function copy(text, button) {
+  // A crashed session's resume prompt, read when first asked for (then kept).
+  function prompt(item) {
+    if (prompts[item.sessionId]) { return Promise.resolve(prompts[item.sessionId]); }
+    return fetch(promptUrl + "?sessionId=" + encodeURIComponent(item.sessionId),
+                 {credentials: "same-origin", headers: {"Accept": "application/json"}})
+      .then(function (response) { return response.json(); })
+      .then(function (answer) {
+        if (!answer.success) { throw new Error(answer.error.code + " " + answer.error.message); }
+        prompts[item.sessionId] = answer.prompt;
+        return answer.prompt;
+      });
+  }
+
+  function copy(item, button) {
+    prompt(item).then(function (text) { write(text, button); }, function (error) {
+      button.textContent = "Copy failed: " + error.message;
+    });
+  }
+
+  function write(text, button) {
     function done(ok) {
       button.textContent = ok ? "Copied ✓" : "Copy failed: select the prompt below";
       button.setAttribute("data-copied", ok ? "yes" : "no");
@@ -249,7 +270,7 @@
         var button = el("button", {type: "button", className: "button queue-action",
                                    "data-action": action.action, text: action.label});
         button.addEventListener("click", function () {
-          if (action.action === "copy_prompt") { copy(item.prompt, button); return; }
+          if (action.action === "copy_prompt") { copy(item, button); return; }
           busy[item.key] = true;
           if (action.action === "merge") {
             var value = el("textarea", {className: "merge-value", rows: 6, "aria-label": "merged value (JSON)"});
@@ -283,16 +304,26 @@
         el("span", {className: "queue-kind kind-" + item.kind + (item.severity ? " severity-" + item.severity : ""), text: label}),
         " ", item.url ? el("a", {className: "queue-title", href: item.url, text: item.title})
                       : el("span", {className: "queue-title", text: item.title}),
-        el("span", {className: "queue-meta"}, [item.projectName, " · waiting ", ago(item.since)])]),
+        el("span", {className: "queue-meta"}, [item.projectName, " · waiting ",
+          el("time", {datetime: item.since, title: "since " + absolute(item.since), text: span(secondsSince(item.since))})])]),
       el("div", {className: "queue-detail", text: item.detail})];
     if (item.kind === "conflict") {
       children.push(el("div", {className: "queue-sides"}, [
-        el("div", {}, [el("strong", {text: "A "}), el("code", {text: item.a})]),
-        el("div", {}, [el("strong", {text: "B "}), el("code", {text: item.b})])]));
+        el("div", {}, [el("strong", {text: "A · " + item.aLabel + " "}), el("code", {text: item.a})]),
+        el("div", {}, [el("strong", {text: "B · " + item.bLabel + " "}), el("code", {text: item.b})])]));
     }
-    if (item.prompt) {
-      children.push(el("details", {className: "queue-prompt"}, [
-        el("summary", {text: "resume prompt"}), el("pre", {text: item.prompt})]));
+    if (item.kind === "crashed") {
+      var text = el("pre", {text: "reading…"});
+      var details = el("details", {className: "queue-prompt"}, [el("summary", {text: "resume prompt"}), text]);
+      details.addEventListener("toggle", function () {
+        // An open prompt keeps its node across refreshes (renderQueue), as a confirmation does.
+        if (details.open) { busy[item.key] = true; } else { delete busy[item.key]; }
+        if (details.open) {
+          prompt(item).then(function (value) { text.textContent = value; },
+                            function (error) { text.textContent = "Could not read it: " + error.message; });
+        }
+      });
+      children.push(details);
     }
     children.push(actionsArea(item));
     return el("li", {className: "queue-item kind-" + item.kind, "data-key": item.key, "data-kind": item.kind}, children);
