@@ -1,4 +1,4 @@
-"""The console's home page on a team's day (tests/browser/team_day.py), in a real browser:
+"""The console's home page on a team's day (tests.browser.board_day.py), in a real browser:
 what a person sees on the agent board and in the "needs you" queue.
 
 - the paused agent is shown paused, the crashed one is in the queue and the live ones are
@@ -26,8 +26,8 @@ from django.contrib.admin.models import LogEntry
 from conflicts.models import ContextConflict
 from orchestrator.core.tools import call_tool
 from sessions.models import ActiveSession
+from tests.browser.board_day import AS_BEAT, age_heartbeat, seed, threshold_seconds
 from tests.browser.conftest import ROOT
-from tests.browser.team_day import AS_BEAT, age_heartbeat, seed, threshold_seconds
 
 pytestmark = pytest.mark.slow
 

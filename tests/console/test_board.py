@@ -16,7 +16,7 @@ from claims.models import FileClaim
 from conflicts.models import ContextConflict
 from locks import services as locks
 from sessions.models import ActiveSession, SessionDetail
-from tests.browser.team_day import seed
+from tests.browser.board_day import seed
 
 pytestmark = pytest.mark.django_db
 
