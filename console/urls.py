@@ -3,7 +3,7 @@
 from django.contrib import admin
 from django.urls import path
 
-from console import views
+from console import pages, views
 
 urlpatterns = [
     path("", admin.site.admin_view(views.index), name="console_index"),
@@ -11,4 +11,6 @@ urlpatterns = [
     path("overview/fragment/", admin.site.admin_view(views.overview_fragment),
          name="console_overview_fragment"),
     path("project/", admin.site.admin_view(views.switch_project), name="console_project"),
+    path("claims-and-locks/", admin.site.admin_view(pages.claims_page), name="console_claims"),
+    path("projects/", admin.site.admin_view(pages.projects_page), name="console_projects"),
 ]

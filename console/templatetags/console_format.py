@@ -142,3 +142,14 @@ def breakable(value: Any) -> SafeString | str:
         if char in BREAK_AFTER:
             out.append("<wbr>")
     return SafeString(f'<code class="breakable">{"".join(out)}</code>')
+
+
+@register.filter(is_safe=True)
+def shown(value: Any) -> SafeString | str:
+    """A stored field's value on a diff or rollback page: objects and lists as indented
+    JSON, text as itself (preformatted), nothing as "—"."""
+    if value is None:
+        return NONE
+    if isinstance(value, dict | list | tuple | bool | int | float):
+        return pretty_json(value)
+    return format_html('<pre class="value">{}</pre>', value)
