@@ -153,3 +153,12 @@ def shown(value: Any) -> SafeString | str:
     if isinstance(value, dict | list | tuple | bool | int | float):
         return pretty_json(value)
     return format_html('<pre class="value">{}</pre>', value)
+
+
+@register.filter(is_safe=True)
+def seconds_ago(seconds: Any) -> SafeString | str:
+    """An age in seconds (a last edit, a last run) as "5 min ago", unjudged."""
+    if seconds is None or seconds == "":
+        return NONE
+    text = relative_text(float(seconds))
+    return text if text == "just now" else f"{text} ago"
