@@ -3,7 +3,7 @@
 from django.contrib import admin
 from django.urls import path
 
-from console import board_views, views
+from console import board_views, pages, views
 
 urlpatterns = [
     path("", admin.site.admin_view(views.index), name="console_index"),
@@ -15,4 +15,6 @@ urlpatterns = [
          name="console_board_prompt"),
     path("board/act/", admin.site.admin_view(board_views.board_act), name="console_board_act"),
     path("project/", admin.site.admin_view(views.switch_project), name="console_project"),
+    path("claims-and-locks/", admin.site.admin_view(pages.claims_page), name="console_claims"),
+    path("projects/", admin.site.admin_view(pages.projects_page), name="console_projects"),
 ]

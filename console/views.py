@@ -61,6 +61,10 @@ def _with_links(overview: dict[str, Any], names: dict[str, str]) -> dict[str, An
     runs = reverse("admin:orchestrator_jobrun_changelist")
     for job in overview["jobs"]:
         job["url"] = f"{runs}?{urlencode({'job_name': job['name']})}"
+    claims = reverse("console_claims")
+    overview["fileClaims"]["url"] = claims
+    for row in overview["fileClaims"]["contested"]:
+        row["url"] = f"{claims}?{urlencode({'path': row['path']})}"
     conflicts = reverse("admin:conflicts_contextconflict_changelist")
     overview["conflicts"]["url"] = conflicts + "?resolution_status__exact=unresolved"
     overview["conflicts"]["escalatedUrl"] = conflicts + "?resolution_status__exact=escalated"
