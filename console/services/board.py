@@ -2,17 +2,11 @@
 state (Postgres, and Redis for task locks) on every poll, so every web worker answers the
 same and a test can recompute it.
 
-The board has one row per agent session worth seeing now: live, late, paused, crashed,
-and ended within RECENT_ENDED. Its state is judged, not copied from the status column:
-
-- paused: a live session with a pause on its detail row (seed 004). It expects no
-  heartbeats and is never marked crashed, so its heartbeat age is not judged either.
-  Shown as paused, never as live.
-- late: a live session whose last heartbeat is at least LATE_SHARE of the crash threshold
-  (CRASH_THRESHOLD_MINUTES) old; past the whole threshold the next crash sweep marks it
-  crashed ("overdue").
-- crashed: the crash sweep or a person marked it crashed, or it waits for recovery.
-- ended: ended or recovered (recovery marked done) within RECENT_ENDED.
+The board has one row per agent session worth seeing now: live, late, overdue, paused,
+crashed, and ended or recovered within RECENT_ENDED. Its state is judged by the rule every
+console page uses (``console.services.states``), not copied from the status column: a
+paused session is "paused" (never live; its silence is not judged), a live one is late
+from half the crash threshold on and overdue past it (the next sweep marks it crashed).
 
 The queue lists what only a person can settle, oldest first (``since``): crashed sessions
 waiting for recovery, unresolved conflicts, edits the block policy refused whose blocker
@@ -26,7 +20,6 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.conf import settings
 from django.db.models import Q, QuerySet
 from django.db.models.functions import Coalesce
 from django.utils import timezone
@@ -35,6 +28,7 @@ from claims.models import FileClaim
 from claims.services import file_claims
 from conflicts.models import ContextConflict
 from conflicts.services import console as conflict_console
+from console.services.states import LATE_SHARE, crash_threshold_seconds, session_state
 from contexts.models import TaskContext
 from locks import services as locks
 from orchestrator.backends import redis_store
@@ -47,21 +41,15 @@ from sessions.services.prompts import resume_prompt
 
 # Ended sessions stay on the board this long after their end.
 RECENT_ENDED = timedelta(hours=2)
-# A live session is late from this share of the crash threshold on.
-LATE_SHARE = 0.5
 # Rows at most (the newest first); the counts say when more were left off.
 MAX_ROWS = 300
 # Blocked edits older than this are history, not a queue item (the overview's window).
 BLOCKED_WINDOW = timedelta(hours=24)
 SEVERITY_RANK = {"critical": 0, "high": 1, "medium": 2, "low": 3}
-STATES = ("live", "late", "paused", "crashed", "ended")
+STATES = ("live", "late", "overdue", "paused", "crashed", "ended", "recovered")
 # The agent's kind (claude-code, codex, ...) when the session records it: the first of
 # these SessionDetail fields that exists; otherwise the board shows the agent id alone.
 KIND_FIELDS = ("agent_kind", "agent_type", "client_kind")
-
-
-def crash_threshold_seconds() -> float:
-    return float(settings.CRASH_THRESHOLD_MINUTES) * 60
 
 
 def _of(queryset: QuerySet, project_ids: list[str] | None) -> QuerySet:
@@ -77,40 +65,34 @@ def _duration(start: datetime | None, end: datetime | None) -> int | None:
     return int((end - start).total_seconds()) if start and end else None
 
 
-def _judge(session: ActiveSession, detail: SessionDetail | None, now: datetime,
-           threshold: float) -> tuple[str, str, str]:
-    """(state, its meaning in words, heartbeat level: ok | late | overdue | none)."""
-    age = (now - session.last_heartbeat).total_seconds() if session.last_heartbeat else None
-    minutes = f"{threshold / 60:g} min"
-    if session.status == "crashed" or (session.recovery_needed
-                                       and session.status not in LIVE_STATUSES):
-        why = f" ({session.recovery_type})" if session.recovery_type not in (None, "crash") \
-            else ""
-        return ("crashed", f"Crashed{why}: stopped without ending; its work waits for "
-                "recovery", "overdue")
-    if session.status in CLOSED_STATUSES or session.status not in LIVE_STATUSES:
-        words = ("Recovered: a person marked its crash dealt with" if session.status ==
-                 "recovered" else "Ended: the agent closed the session")
-        return "ended", words, "none"
-    if detail is not None and detail.paused_at is not None:
+# The heartbeat's colour on the board, from the judgement of console.services.states.
+HEARTBEAT_LEVELS = {"fresh": "ok", "late": "late", "overdue": "overdue"}
+
+
+def _judge(session: ActiveSession, detail: SessionDetail | None, now: datetime
+           ) -> tuple[str, str, str]:
+    """(state, its meaning in words, heartbeat level: ok | late | overdue | none), by the
+    rule every console page judges a session by (``console.services.states``); the words
+    add what the board knows besides (a pause's reason and reset, a crash's kind)."""
+    judged = session_state(session.status, session.recovery_needed, session.last_heartbeat,
+                           detail.paused_at if detail else None, now)
+    words = judged.meaning[0].upper() + judged.meaning[1:]
+    level = HEARTBEAT_LEVELS.get(judged.heartbeat, "none")
+    if judged.state == "paused" and detail is not None:
         reason = (detail.pause_reason or "paused").replace("_", " ")
         resets = detail.pause_resets_at
-        if resets is not None and resets <= now:
-            tail = "; its reset has passed, it should be working again"
-        elif resets is not None:
-            tail = "; resumes after its reset"
-        else:
-            tail = ""
-        return ("paused", f"Paused ({reason}): expects no heartbeats and is never marked "
-                f"crashed{tail}", "none")
-    if age is not None and age >= threshold:
-        return ("late", f"Overdue: no heartbeat for longer than the crash threshold "
-                f"({minutes}); the next sweep marks it crashed", "overdue")
-    if age is not None and age >= threshold * LATE_SHARE:
-        return ("late", f"Late: no heartbeat for over half the crash threshold "
-                f"({minutes})", "late")
-    note = "; waits for recovery after a compaction" if session.recovery_needed else ""
-    return "live", f"Live: heartbeating, working{note}", "ok"
+        words = f"Paused ({reason}): expects no heartbeats and is never marked crashed"
+        if resets is not None:
+            words += ("; its reset has passed, it should be working again" if resets <= now
+                      else "; resumes after its reset")
+    elif judged.state == "crashed":
+        if session.recovery_type not in (None, "crash"):
+            words += f" ({session.recovery_type})"
+        age = judged.heartbeat_age_seconds
+        level = "overdue" if age is not None and age >= crash_threshold_seconds() else "none"
+    elif session.recovery_needed and judged.state in ("live", "late", "overdue"):
+        words += "; waits for recovery after a compaction"
+    return judged.state, words, level
 
 
 def _latest_files(session_ids: list[str]) -> dict[str, dict[str, Any]]:
@@ -150,13 +132,12 @@ def board_rows(now: datetime, project_ids: list[str] | None) -> tuple[list[dict]
     files, tools = _latest_files(ids), _latest_tools(ids)
     names = _task_names({s.task_id for s in sessions if s.task_id})
     kind_field = _kind_field()
-    threshold = crash_threshold_seconds()
     rows = []
     for s in sessions:
         detail = details.get(s.session_id)
-        state, words, level = _judge(s, detail, now, threshold)
+        state, words, level = _judge(s, detail, now)
         age = int((now - s.last_heartbeat).total_seconds()) if s.last_heartbeat else None
-        end = s.closed_at if state in ("ended", "crashed") else now
+        end = s.closed_at if state in ("ended", "recovered", "crashed") else now
         rows.append({
             "pk": str(s.pk), "sessionId": s.session_id, "projectId": s.project_id,
             "agentId": detail.agent_id if detail else None,
@@ -165,7 +146,7 @@ def board_rows(now: datetime, project_ids: list[str] | None) -> tuple[list[dict]
             "state": state, "stateText": words, "status": s.status,
             "heartbeatLevel": level, "heartbeatAgeSeconds": age,
             "lastHeartbeat": iso(s.last_heartbeat), "startedAt": iso(s.started_at),
-            "endedAt": iso(s.closed_at) if state == "ended" else None,
+            "endedAt": iso(s.closed_at) if state in ("ended", "recovered") else None,
             "durationSeconds": _duration(s.started_at, end),
             "pausedAt": iso(detail.paused_at) if detail and detail.paused_at else None,
             "resetsAt": iso(detail.pause_resets_at) if detail and detail.pause_resets_at
@@ -218,11 +199,11 @@ def _recovery_items(project_ids: list[str] | None) -> list[dict[str, Any]]:
 def _conflict_items(project_ids: list[str] | None) -> list[dict[str, Any]]:
     rows = list(_of(ContextConflict.objects.filter(resolution_status="unresolved"),
                     project_ids))
-    names = _task_names({c.task_a_id for c in rows} | {c.task_b_id for c in rows
-                                                        if c.task_b_id})
+    tasks = conflict_console.tasks_of(rows)  # one query for every conflict's two sides
+    names = {task_id: task.name for task_id, task in tasks.items()}
     items = []
     for c in rows:
-        sides = conflict_console.sides(c)
+        sides = conflict_console.sides(c, tasks)
         a_name, b_name = names.get(c.task_a_id, c.task_a_id), names.get(c.task_b_id or "",
                                                                         c.task_b_id)
         # A side is its task (by name) unless the type's sides are stores (Postgres, cache).
@@ -234,7 +215,7 @@ def _conflict_items(project_ids: list[str] | None) -> list[dict[str, Any]]:
             {"action": "use_b", "label": f"Use B: {b_label}",
              "confirm": f"Keep side B ({b_label}) and apply it?"},
             {"action": "merge", "label": "Merge…", "value": conflict_console
-             .resolved_value_template(c)},
+             .resolved_value_template(c, tasks)},
             {"action": "ignore", "label": "Dismiss",
              "confirm": "Dismiss this conflict (resolved as ignored)?"},
         ]

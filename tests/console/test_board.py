@@ -56,7 +56,8 @@ def test_each_session_shows_its_judged_state(admin_client, day):
         ("claude-ada", "Checkout flow", "Web shop")
     assert ada["file"]["path"] == "src/checkout/cart.ts"
     assert ada["tool"]["tool"] == "save_context_snapshot"
-    assert data["counts"] == {"live": 5, "late": 1, "paused": 2, "crashed": 1, "ended": 1}
+    assert data["counts"] == {"live": 5, "late": 1, "overdue": 0, "paused": 2, "crashed": 1,
+                              "ended": 1, "recovered": 0}
     assert data["total"] == len(data["rows"]) == 10
 
 
@@ -94,7 +95,7 @@ def test_the_copy_button_reads_the_resume_prompt_of_a_crashed_session(admin_clie
 def test_the_board_agrees_with_the_overview(admin_client, day):
     data, overview = board(admin_client), admin_client.get(reverse("console_overview")).json()
     assert data["counts"]["crashed"] == overview["recoveryCount"]
-    live = data["counts"]["live"] + data["counts"]["late"] + data["counts"]["paused"]
+    live = sum(data["counts"][state] for state in ("live", "late", "overdue", "paused"))
     assert live == overview["activeSessionCount"]
     assert data["queueCounts"]["conflict"] == overview["conflicts"]["unresolvedTotal"]
     assert data["queueCounts"]["contested"] == overview["fileClaims"]["contestedFiles"]
@@ -139,7 +140,7 @@ def test_every_action_is_a_tool_call_recorded_under_the_operators_name(admin_cli
     assert conflict["key"] not in left
     states = {row["sessionId"]: row["state"] for row in after["rows"]}
     # Resumed, s-fay is judged by its heartbeat again: it sent none for 15 min, overdue.
-    assert states["s-hal"] == "ended" and states["s-fay"] == "late"
+    assert states["s-hal"] == "recovered" and states["s-fay"] == "overdue"
 
 
 @pytest.mark.parametrize("body, code, status", [

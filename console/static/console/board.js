@@ -20,8 +20,10 @@
   var busy = {};      // queue keys with an open confirmation, merge editor or request
   var baseTitle = document.title.replace(/^\(\d+\) /, "");
 
-  var STATE_ORDER = {crashed: 0, late: 1, paused: 2, live: 3, ended: 4};
-  var STATE_MARK = {live: "●", late: "◐", paused: "❚❚", crashed: "✖", ended: "■"};
+  var STATES = ["live", "late", "overdue", "paused", "crashed", "ended", "recovered"];
+  var STATE_ORDER = {crashed: 0, overdue: 1, late: 2, paused: 3, live: 4, recovered: 5, ended: 6};
+  var STATE_MARK = {live: "●", late: "◐", overdue: "◔", paused: "❚❚", crashed: "✖", ended: "■",
+                    recovered: "✔"};
   var KIND_LABEL = {crashed: "Crashed session", conflict: "Conflict", blocked: "Blocked edit",
                     lock: "Task lock", contested: "Contested file", paused: "Paused past reset"};
 
@@ -124,7 +126,7 @@
 
   function nowCell(row) {
     var parts = [];
-    if (row.file && row.state !== "ended" && row.state !== "crashed") {
+    if (row.file && ["live", "late", "overdue", "paused"].indexOf(row.state) >= 0) {
       parts.push(el("code", {className: "board-file", title: "claimed " + absolute(row.file.at)}, breakable(row.file.path)));
     }
     if (row.tool) {
@@ -137,7 +139,7 @@
   }
 
   function rowNode(row) {
-    var since = row.state === "ended" ? "ended " + absolute(row.endedAt) : "since " + absolute(row.startedAt);
+    var since = row.endedAt ? "ended " + absolute(row.endedAt) : "since " + absolute(row.startedAt);
     return el("tr", {className: "board-row state-" + row.state, "data-session": row.sessionId,
                      "data-state": row.state, "data-project": row.projectId}, [
       el("td", {className: "board-state"}, [
@@ -163,7 +165,7 @@
     document.getElementById("board-empty").hidden = rows.length > 0;
     document.getElementById("board-total").textContent = rows.length;
     var counts = el("span", {});
-    ["live", "late", "paused", "crashed", "ended"].forEach(function (state) {
+    STATES.forEach(function (state) {
       var n = rows.filter(function (r) { return r.state === state; }).length;
       counts.appendChild(el("span", {className: "state-count state-" + state, id: "count-" + state,
                                      "data-count": n}, [
