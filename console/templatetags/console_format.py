@@ -96,7 +96,7 @@ def short_id(value: Any) -> SafeString | str:
         f"{text[:SHORT_ID_HEAD]}…{text[-SHORT_ID_TAIL:]}"
     return format_html('<span class="short-id"><code title="{}">{}</code><button type="button" '
                        'class="copy-id" data-copy="{}" title="Copy the full id" '
-                       'aria-label="Copy {}">⧉</button></span>', text, shown, text, text)
+                       'aria-label="Copy {}">copy</button></span>', text, shown, text, text)
 
 
 @register.filter(is_safe=True)
