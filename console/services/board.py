@@ -186,8 +186,8 @@ def _recovery_items(project_ids: list[str] | None) -> list[dict[str, Any]]:
             "key": f"crashed:{s.pk}", "kind": "crashed", "projectId": s.project_id,
             "since": iso(s.last_heartbeat or s.started_at),
             "title": f"Crashed: {_session_words(s.session_id, agents, s.task_id, names)}",
-            "detail": f"{s.recovery_type or 'crash'}; give the resume prompt to a new "
-                      "session, then mark it recovered",
+            "detail": f"Stopped without ending ({s.recovery_type or 'crash'}). Give its "
+                      "resume prompt to a new session, then mark it recovered.",
             "sessionId": s.session_id, "sessionPk": str(s.pk), "taskId": s.task_id,
             "actions": [{"action": "copy_prompt", "label": "Copy resume prompt"},
                         {"action": "mark_recovered", "label": "Mark recovered",

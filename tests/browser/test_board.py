@@ -294,7 +294,7 @@ def test_page_weight_and_load_time(console, fast_board, day):
 
 
 @pytest.mark.parametrize("width", [1440, 1280])
-def test_board_screenshots(console, fast_board, day, width):
+def test_board_screenshots(console, day, width):
     """The board as a person sees it; rerun with CONSOLE_DOCS_SCREENSHOTS=1 to refresh
     docs/console/board-<width>.png."""
     page = console.page
