@@ -1,5 +1,6 @@
 from django.contrib import admin
 from django.urls import include, path
+from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from orchestrator.web.enroll import EnrollView
@@ -18,6 +19,8 @@ api_v1 = [
 ]
 
 urlpatterns = [
+    # The address the startup banner prints: the console, not a bare 404.
+    path("", RedirectView.as_view(pattern_name="admin:index", permanent=False), name="home"),
     path("healthz", healthz, name="healthz"),
     path("api/v1/", include(api_v1)),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
