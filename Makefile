@@ -24,9 +24,10 @@ install: $(STAMP)
 $(PY):
 	python3.11 -m venv $(VENV) || python3 -m venv $(VENV)
 
-# Reinstall only when pyproject.toml changed since the last successful install.
-$(STAMP): pyproject.toml | $(PY)
-	$(PY) -m pip install -e '.[dev]'
+# Reinstall only when pyproject.toml changed since the last successful install. The agent
+# client (client/) first, in the same command: the server depends on it, not on an index.
+$(STAMP): pyproject.toml client/pyproject.toml | $(PY)
+	$(PY) -m pip install -e ./client -e '.[dev]'
 	touch $@
 
 run: $(STAMP)
@@ -62,7 +63,7 @@ lint: $(STAMP)
 	$(VENV)/bin/lint-imports --no-logo
 
 $(VENV)/.bench-installed: pyproject.toml $(STAMP)
-	$(PY) -m pip install -e '.[dev,bench]'
+	$(PY) -m pip install -e ./client -e '.[dev,bench]'
 	touch $@
 
 bench: $(VENV)/.bench-installed
