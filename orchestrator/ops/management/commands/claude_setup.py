@@ -31,7 +31,7 @@ from orchestrator.core.errors import OrchestratorError
 from orchestrator.core.models import ApiToken, Project
 from orchestrator.core.projects import check_project_id
 from orchestrator.core.tools import ToolContext, call_tool
-from orchestrator.ops import claude_check
+from orchestrator.ops import agent_setup, claude_check
 from orchestrator.ops.localservers import running_service
 from orchestrator_hook import install
 from orchestrator_hook.project import ProjectIdentity, identify
@@ -92,6 +92,9 @@ class Command(BaseCommand):
                                  "calls itself (/mcp/agent); the hooks' tools included")
         parser.add_argument("--dry-run", action="store_true",
                             help="Print the changes as a diff and write nothing")
+        parser.add_argument("--agent", choices=("claude-code", "codex", "gemini"), default=None,
+                            help="The agent to set up (default: the one installed: claude, "
+                                 "else codex, else gemini on PATH; claude-code if none)")
         parser.add_argument("--check", action="store_true",
                             help="Report on a directory already set up: the service, the "
                                  "token, the project, the spool, the watchdogs, the secrets; "
@@ -100,12 +103,13 @@ class Command(BaseCommand):
     def handle(self, *args, project_dir: Path, project_key: str | None, url: str | None,
                token: str | None, token_name: str | None, task_id: str | None,
                mcp_transport: str, hook_command: str | None, dry_run: bool, all_tools: bool,
-               check: bool, **options):
+               check: bool, agent: str | None = None, **options):
         project_dir = project_dir.expanduser().resolve()
         if not project_dir.is_dir():
             raise CommandError(f"--project-dir {project_dir}: not a directory")
+        agent = agent or agent_setup.detect()
         if check:
-            return self._check(project_dir)
+            return self._check(project_dir, agent)
         project = self._project(project_dir, project_key)
         url, url_source = service_url(url)
         runner = [hook_command] if hook_command else install.launcher_runner(sys.executable)
@@ -135,6 +139,9 @@ class Command(BaseCommand):
         except ValueError as exc:
             raise CommandError(str(exc)) from None
 
+        if agent != "claude-code":
+            changes = agent_setup.changes(agent, project_dir, changes, url=url, runner=runner,
+                                          project_id=project.key)
         if dry_run:
             for change in changes:
                 if change.changed:
@@ -158,7 +165,10 @@ class Command(BaseCommand):
         self.stdout.write(f"hooks run {install.hook_command(runner, 'EVENT')}; the model is "
                           f"offered {tools}; the service is {url}, {url_source} "
                           f"({self._reachable(url)})")
-        self.stdout.write("Done: start Claude Code in the project as usual.")
+        if agent != "claude-code":
+            for line in agent_setup.trust(agent, project_dir):
+                self.stdout.write(line)
+        self.stdout.write(f"Done: start {agent_setup.label(agent)} in the project as usual.")
 
     @staticmethod
     def _project(project_dir: Path, project_key: str | None) -> ProjectIdentity:
@@ -242,10 +252,14 @@ class Command(BaseCommand):
             + (f" (the {install.MCP_SERVER_NAME} entry is rewritten without its token)"
                if any(f.startswith(f"{install.MCP_SERVER_NAME}:") for f in found) else ""))
 
-    def _check(self, project_dir: Path) -> None:
-        report = claude_check.check(project_dir)
+    def _check(self, project_dir: Path, agent: str = "claude-code") -> None:
+        report = claude_check.check(project_dir, claude_hooks=agent == "claude-code")
         for line in report.lines:
             self.stdout.write(line)
+        if agent != "claude-code":
+            for ok, line in agent_setup.check_lines(agent, project_dir):
+                self.stdout.write(("ok       " if ok else "PROBLEM  ") + line)
+                report.problems += not ok
         if report.problems:
             raise CommandError(f"{report.problems} problem(s); see above")
         self.stdout.write(self.style.SUCCESS("all good"))

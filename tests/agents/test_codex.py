@@ -1,0 +1,60 @@
+"""The real Codex CLI with our hooks after ``claude_setup --agent codex``, against the web
+server in its own process and a scripted Responses API: what the orchestrator records,
+what reaches the model, the crash path."""
+
+from __future__ import annotations
+
+import pytest
+
+from contexts.models import TaskContext
+from sessions.models import ActiveSession, SessionDetail, SessionHandoff, ToolInvocation
+from tests.agents.model_standins import CodexStandIn, codex_patch, codex_shell, say
+from tests.agents.runner import Codex
+from tests.agents.setup_helpers import agent_check, agent_setup, mapped_sessions
+from tests.claude_code.conftest import make_project
+
+pytestmark = pytest.mark.codex
+
+NO_TIME_FLUSH = {"ORCHESTRATOR_FLUSH_SECONDS": "600"}
+
+
+def hook_tools(session_id: str) -> list[str]:
+    return list(ToolInvocation.objects.filter(session_id=session_id, transport="hook")
+                .order_by("id").values_list("tool", flat=True))
+
+
+def shared_repo(tmp_path, name="shop"):
+    project = make_project(tmp_path / name, f"https://github.com/acme/{name}.git")
+    (project / "shared.py").write_text('def greet(name):\n    return "hello " + name\n')
+    return project
+
+
+def test_codex_is_tracked_without_a_task_with_history_keyfiles_and_handoff(
+        codex, tmp_path, orchestrator, api_token_live):
+    project = shared_repo(tmp_path)
+    output = agent_setup(codex, project, orchestrator, api_token_live)
+    assert "Codex trusts the project and 8/8 orchestrator hooks" in output, output
+    check = agent_check(codex, project)
+    assert "Codex reports 8/8 orchestrator hooks trusted" in check and "all good" in check, check
+
+    steps = [codex_patch("shared.py", '    return "hello " + name',
+                         '    return "Hello, " + name'),
+             codex_shell("echo built"), say("Greeting done.")]
+    with CodexStandIn(steps) as model:
+        run = codex.run(project, "greet politely", model.url, env=NO_TIME_FLUSH).check()
+    assert '"Hello, "' in (project / "shared.py").read_text()
+    (entry,) = mapped_sessions(project).values()
+    session = ActiveSession.objects.get(session_id=entry["sessionId"])
+    assert entry["agentKind"] == "codex"
+    assert (session.task_id, session.status, session.project_id) == (
+        "shop-main", "ended", "github.com:acme:shop")
+    assert SessionDetail.objects.get(session_id=session.session_id).agent_id == "codex"
+    assert hook_tools(session.session_id) == ["apply_patch", "Bash"]
+    assert "shared.py" in TaskContext.objects.get(task_id="shop-main").key_files
+    handoff = SessionHandoff.objects.get(from_session_id=session.session_id)
+    assert "Codex CLI session ended" in handoff.summary and "greet politely" in handoff.summary
+    # SessionStart's context reached the model as a developer message.
+    first = model.scripted_requests[0].text()
+    assert session.session_id in first and "this Codex CLI session" in first
+    assert Codex.thread_id(run) in mapped_sessions(project)
+
