@@ -8,6 +8,7 @@ import pytest
 
 from contexts.models import TaskContext
 from sessions.models import ActiveSession, SessionDetail, SessionHandoff, ToolInvocation
+from tests.agents.crash import BUILD, MARKER, crashed_within, kill_agent_mid_build
 from tests.agents.model_standins import CodexStandIn, codex_patch, codex_shell, say
 from tests.agents.runner import Codex
 from tests.agents.setup_helpers import agent_check, agent_setup, mapped_sessions
@@ -58,3 +59,23 @@ def test_codex_is_tracked_without_a_task_with_history_keyfiles_and_handoff(
     assert session.session_id in first and "this Codex CLI session" in first
     assert Codex.thread_id(run) in mapped_sessions(project)
 
+
+
+def test_codex_killed_mid_build_is_known_crashed_within_30_s_and_resumed_next_time(
+        codex, tmp_path, orchestrator, api_token_live):
+    project = shared_repo(tmp_path, "crashy")
+    agent_setup(codex, project, orchestrator, api_token_live)
+    steps = [codex_patch("shared.py", '    return "hello " + name', '    return "half " + name'),
+             codex_shell(BUILD), say("never reached")]
+    with CodexStandIn(steps) as model:
+        process = codex.start(project, "rewrite the greeting", model.url)
+        crashed_id, killed = kill_agent_mid_build(project, process)
+    assert crashed_within(crashed_id, killed)
+
+    with CodexStandIn([say("Recovered.")]) as model:
+        codex.run(project, "carry on", model.url).check()
+    seen = model.scripted_requests[0].text()
+    assert "Recovery Required: crash" in seen and crashed_id in seen
+    assert MARKER in seen  # the tool call that was running when it died
+    assert hook_tools(crashed_id) == ["apply_patch"]
+    assert ActiveSession.objects.get(session_id=crashed_id).status == "recovered"

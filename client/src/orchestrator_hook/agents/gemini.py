@@ -37,8 +37,23 @@ def call_id(payload: dict) -> str:
     return f"gemini-{zlib.crc32(text.encode()):08x}-{len(text)}"
 
 
+def user_text(prompt: object) -> object:
+    """The prompt without the ``<hook_context>`` blocks Gemini CLI put into it (the
+    SessionStart context is prepended to the first prompt)."""
+    if not isinstance(prompt, str) or "<hook_context>" not in prompt:
+        return prompt
+    kept, rest = [], prompt
+    while "<hook_context>" in rest:
+        before, _, after = rest.partition("<hook_context>")
+        kept.append(before)
+        rest = after.partition("</hook_context>")[2]
+    return "".join([*kept, rest]).strip()
+
+
 def normalise(payload: dict) -> dict:
     normal = {**payload, "agent_kind": KIND}
+    if "prompt" in payload:
+        normal["prompt"] = user_text(payload["prompt"])
     if "tool_name" in payload:
         normal["tool_use_id"] = call_id(payload)
     return normal
