@@ -79,3 +79,21 @@ def test_codex_killed_mid_build_is_known_crashed_within_30_s_and_resumed_next_ti
     assert MARKER in seen  # the tool call that was running when it died
     assert hook_tools(crashed_id) == ["apply_patch"]
     assert ActiveSession.objects.get(session_id=crashed_id).status == "recovered"
+
+
+def test_codex_compactions_are_counted_and_every_second_one_reloads_everything(
+        codex, tmp_path, orchestrator, api_token_live):
+    """The stand-in reports more input tokens than model_auto_compact_token_limit: Codex
+    compacts before its next request (PreCompact, PostCompact, SessionStart compact)."""
+    project = shared_repo(tmp_path, "compacting")
+    agent_setup(codex, project, orchestrator, api_token_live)
+    steps = [codex_shell("echo one", input_tokens=250000),
+             codex_shell("echo two", input_tokens=250000), say("Counted.")]
+    with CodexStandIn(steps) as model:
+        codex.run(project, "count", model.url).check()
+    (entry,) = mapped_sessions(project).values()
+    detail = SessionDetail.objects.get(session_id=entry["sessionId"])
+    assert detail.compaction_count == 2
+    seen = model.all_text()
+    assert f"compaction 1 of orchestrator session {entry['sessionId']}" in seen
+    assert "This is a full reload" in seen  # the second one
