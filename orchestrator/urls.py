@@ -2,12 +2,14 @@ from django.contrib import admin
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
+from orchestrator.web.enroll import EnrollView
 from orchestrator.web.health import healthz
 from orchestrator.web.metrics import metrics_view
 from orchestrator.web.rest import tool_urlpatterns
 
 api_v1 = [
     path("tools/", include(tool_urlpatterns())),
+    path("enroll/", EnrollView.as_view(), name="enroll"),
     path("", include("contexts.api.urls")),
     path("", include("sessions.api.urls")),
     path("", include("conflicts.api.urls")),

@@ -1,4 +1,6 @@
-"""``orchestrator-hook EVENT``: the command Claude Code runs for each hook.
+"""``orchestrator-agent EVENT`` (or ``orchestrator-hook EVENT``, what older setups wrote):
+the command Claude Code runs for each hook; ``orchestrator-agent setup ...`` sets a
+project up (``agent_setup``).
 
 Exit status is always 0 and stdout holds either nothing or the one JSON object Claude
 Code reads (SessionStart's additionalContext): a hook that fails must never block or
@@ -82,6 +84,11 @@ def main(argv: list[str] | None = None) -> int:
         from orchestrator_hook import __version__
         print(f"orchestrator-hook {__version__}")
         return 0
+    if argv[:1] == ["setup"]:
+        # `orchestrator-agent setup ...`: the one command a user types (agent_setup).
+        from orchestrator_hook.agent_setup import main as setup_main
+
+        return setup_main(argv[1:])
     try:
         if argv[:1] == ["--crashed"] and len(argv) == 2:
             payload: dict[str, object] = {"session_id": argv[1], "cwd": os.getcwd(),

@@ -59,7 +59,7 @@ def check_edit(payload: dict[str, object]) -> dict[str, object] | None:
 
     try:
         client = Client(str(config["url"]), str(config["token"]), CONNECT_SECONDS,
-                        project=config["project_id"])
+                        project=config["project_id"], ca_file=config.get("ca_file"))
         answer = client.call("claim_files", {"sessionId": session_id, "paths": paths},
                              CALL_SECONDS)
     except ServiceUnavailable as exc:

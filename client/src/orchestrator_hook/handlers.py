@@ -542,6 +542,7 @@ def start_watchdog(hook: Hook, session_id: str, interval_ms: Any = None) -> None
         "session": session_id, "claude": hook.claude_session, "pid": entry["agentPid"],
         "started": entry["agentStarted"], "url": hook.config.url, "token": hook.config.token,
         "project": hook.config.project_id or "", "interval": interval / 1000,
+        "ca_file": hook.config.ca_file or "",
         "address": ipv4_address(hook.config.url),
         "python": sys.executable, "launcher": str(LAUNCHER),
         "project_dir": str(hook.project_dir)})

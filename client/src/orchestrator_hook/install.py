@@ -1,4 +1,5 @@
-"""Writing the hook and MCP configuration into a project (used by ``manage.py claude_setup``).
+"""Writing the hook and MCP configuration into a project (``orchestrator-agent setup``,
+``agent_setup``, and ``manage.py claude_setup`` through it).
 
 Merging, never clobbering: other hooks, other MCP servers and every other setting stay
 as they are; our own entries (recognised by their command: the launcher's path, or the
@@ -301,7 +302,8 @@ def plan(project_dir: Path, *, url: str, token: str, runner: str | Sequence[str]
          task_id: str | None = None, project_id: str | None = None,
          mcp_transport: str = "http", all_tools: bool = False,
          stdio_command: list[str] | None = None,
-         stdio_env: dict[str, str] | None = None) -> list[FileChange]:
+         stdio_env: dict[str, str] | None = None,
+         ca_file: str | None = None) -> list[FileChange]:
     """The file changes that set ``project_dir`` up; nothing is written. ``runner``: see
     ``hook_command``."""
     settings_path = project_dir / ".claude" / "settings.json"
@@ -325,6 +327,8 @@ def plan(project_dir: Path, *, url: str, token: str, runner: str | Sequence[str]
         config["projectId"] = project_id
     if task_id:
         config["taskId"] = task_id
+    if ca_file:
+        config["caFile"] = ca_file
     variables = {TOKEN_VARIABLE: token}
     if mcp_transport == "stdio":
         variables.update({f"{STDIO_VARIABLE_PREFIX}{name}": value

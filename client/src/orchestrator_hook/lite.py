@@ -259,6 +259,8 @@ def config_fields(project_dir: str | os.PathLike[str]) -> dict[str, object]:
         "agent_id": str(data.get("agentId") or "claude-code"),
         "project_id": env.get("ORCHESTRATOR_PROJECT") or data.get("projectId") or None,
         "all_tools": bool(data.get("allTools")),
+        # A private CA's certificates (setup --ca-file); None: the system's store.
+        "ca_file": env.get("ORCHESTRATOR_CA_FILE") or data.get("caFile") or None,
     }
 
 

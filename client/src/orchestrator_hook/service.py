@@ -25,7 +25,8 @@ class Service:
     def __init__(self, state: ProjectState, config: Config, deadline: float) -> None:
         self.state = state
         self.deadline = deadline
-        self.client = Client(config.url, config.token, project=config.project_id) \
+        self.client = Client(config.url, config.token, project=config.project_id,
+                             ca_file=config.ca_file) \
             if config.usable else None
 
     def remaining(self) -> float:

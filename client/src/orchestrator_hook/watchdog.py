@@ -186,7 +186,8 @@ def heartbeat(conf: dict[str, str]) -> bytes:
             # timeout is set again before the handshake (wrap_socket keeps it).
             plain = socket.socket(fileno=sock.detach())
             plain.settimeout(max(0.001, deadline - time.monotonic()))
-            sock = ssl.create_default_context().wrap_socket(plain, server_hostname=host)
+            sock = ssl.create_default_context(cafile=conf.get("ca_file") or None).wrap_socket(
+                plain, server_hostname=host)
         sock.settimeout(max(0.001, deadline - time.monotonic()))
         sock.sendall(head.encode() + body)
         chunks = []

@@ -23,6 +23,7 @@ import copy
 import json
 import os
 import shlex
+import shutil
 import subprocess
 from collections.abc import Sequence
 from pathlib import Path
@@ -33,7 +34,9 @@ from orchestrator_hook.agents import codex, gemini
 from orchestrator_hook.install import (
     AGENT_MCP_PATH,
     MCP_SERVER_NAME,
+    MIRROR_DIR,
     PROJECT_HEADER,
+    STATE_DIR,
     TOKEN_VARIABLE,
     FileChange,
     _existing,
@@ -328,5 +331,78 @@ def probe_command(command: str, project_dir: Path) -> tuple[bool, str]:
                 f"hook command exit {done.returncode}: {done.stderr[-300:]}")
 
 
-__all__ = ["check", "plan_codex", "plan_gemini", "probe_command", "trust_codex",
-           "trust_gemini"]
+# -- what ``agent_setup`` (orchestrator-agent setup, manage.py claude_setup) calls -------------
+
+# Executable -> agent kind, in the order detect() prefers them.
+EXECUTABLES = (("claude", agents.CLAUDE_CODE), ("codex", agents.CODEX),
+               ("gemini", agents.GEMINI))
+
+
+def detect() -> str:
+    """The agent installed on PATH (Claude Code first); claude-code when none is."""
+    for executable, kind in EXECUTABLES:
+        if shutil.which(executable):
+            return kind
+    return agents.CLAUDE_CODE
+
+
+def agent_changes(kind: str, project_dir: Path, claude_plan: list[FileChange], *, url: str,
+                  runner: Sequence[str], project_id: str | None) -> list[FileChange]:
+    """Of Claude Code's plan, the client's own state (config.json, its ignores, the
+    repository's exclude); then ``kind``'s hooks and MCP entry."""
+    shared = {project_dir / STATE_DIR / "config.json", project_dir / STATE_DIR / ".gitignore",
+              project_dir / MIRROR_DIR / ".gitignore"}
+    kept = [c for c in claude_plan if c.path in shared or c.path.name == "exclude"]
+    plan = plan_codex if kind == agents.CODEX else plan_gemini
+    merged: dict[Path, FileChange] = {c.path: c for c in kept}
+    for change in plan(project_dir, url=url, runner=runner, project_id=project_id):
+        earlier = merged.get(change.path)
+        if earlier is None:
+            merged[change.path] = change
+            continue
+        # Both add lines to one ignore file: this change's new lines on top of the other's.
+        added = [line for line in change.after.splitlines()
+                 if line not in (change.before or "").splitlines()]
+        merged[change.path] = FileChange(change.path, earlier.before, (
+            earlier.after.rstrip("\n") + "\n" + "\n".join(
+                line for line in added if line not in earlier.after.splitlines()) + "\n"))
+    return list(merged.values())
+
+
+def codex_binary() -> str | None:
+    return os.environ.get("CODEX_BINARY") or shutil.which("codex")
+
+
+def trust_lines(kind: str, project_dir: Path) -> list[str]:
+    """Handle the agent's trust; lines saying what was done or what the user must do."""
+    if kind == agents.GEMINI:
+        change = trust_gemini(project_dir)
+        if change.changed:
+            change.path.parent.mkdir(parents=True, exist_ok=True)
+            change.path.write_text(change.after)
+        return [f"trusted folder {project_dir} in {change.path}"]
+    binary = codex_binary()
+    if binary is None:
+        return ["codex is not on PATH: Codex runs project hooks only for a trusted project "
+                "and trusted hook hashes. Run `codex exec --trust` in the project, then "
+                "review and trust the orchestrator hooks with /hooks in Codex, or run this "
+                "setup again with codex on PATH."]
+    good, total = trust_codex(binary, project_dir)
+    return [f"Codex trusts the project and {good}/{total} orchestrator hooks "
+            f"({codex_home() / 'config.toml'})",
+            f"Codex's MCP entry reads the token from ${TOKEN_VARIABLE}: export it "
+            "(its value is in .claude/orchestrator/config.json) before starting codex"]
+
+
+def check_lines(kind: str, project_dir: Path) -> list[tuple[bool, str]]:
+    """``check`` plus one run of our hook command."""
+    lines = check(kind, project_dir, binary=codex_binary())
+    path = project_dir / (CODEX_HOOKS if kind == agents.CODEX else GEMINI_SETTINGS)
+    if path.exists():
+        hooks = (json.loads(path.read_text()).get("hooks") or {})
+        commands = [h.get("command") for groups in hooks.values() for g in groups
+                    for h in g.get("hooks", []) if is_our_command(h.get("command"))]
+        if commands:
+            lines.append(probe_command(commands[0], project_dir))
+    return lines
+

@@ -1,10 +1,12 @@
-"""``manage.py claude_setup --check``: is a directory set up for Claude Code working?
+"""``orchestrator-agent setup --check`` (and ``manage.py claude_setup --check``): is a
+directory set up for Claude Code working?
 
-It looks from where the hooks stand: the URL, token and project in the directory's
-config, the service they reach (``/healthz``, then ``list_projects`` through the hook
-client's own transport, so a refused token or project shows as the hooks would see it),
-the calls waiting in the spool, the watchdogs keeping sessions alive, and whether any
-file holding a secret or client state could be committed.
+It looks from where the hooks stand, with the client alone (no server code): the URL,
+token and project in the directory's config, the service they reach (``/healthz``, then
+``list_projects`` through the hook client's own transport, so a refused token or
+project shows as the hooks would see it), the calls waiting in the spool, the watchdogs
+keeping sessions alive, and whether any file holding a secret or client state could be
+committed.
 """
 
 from __future__ import annotations
@@ -52,13 +54,13 @@ def check(project_dir: Path, claude_hooks: bool = True) -> Report:
     config = load_config(project_dir)
     if not config.usable:
         report.problem("setup", f"no URL or token in {project_dir / STATE_DIR / 'config.json'}: "
-                                "run manage.py claude_setup --project-dir first")
+                                "run orchestrator-agent setup --project-dir first")
         return report
     report.ok("setup", f"{config.url}, project {config.project_id or '(the server default)'}, "
                        f"token {config.token[:12]}…")
     if claude_hooks:
         _check_hooks(project_dir, report)
-    if _check_service(config.url, report):
+    if _check_service(config.url, report, config.ca_file):
         _check_token(config, report)
     _check_spool(ProjectState(project_dir), report)
     _check_watchdogs(ProjectState(project_dir), report)
@@ -73,14 +75,17 @@ def _check_hooks(project_dir: Path, report: Report) -> None:
                if not any(install.is_ours(group) for group in
                           ((hooks or {}).get(event) or []) if isinstance(hooks, dict))]
     if missing:
-        report.problem("hooks", f"not installed for {', '.join(missing)}: run claude_setup again")
+        report.problem("hooks", f"not installed for {', '.join(missing)}: run setup again")
     else:
         report.ok("hooks", f"installed for {len(install.HOOK_EVENTS)} events")
 
 
-def _check_service(url: str, report: Report) -> bool:
+def _check_service(url: str, report: Report, ca_file: str | None = None) -> bool:
+    from orchestrator_hook.transport import tls_context
+
+    context = tls_context(ca_file) if url.startswith("https:") else None
     try:
-        with urllib.request.urlopen(f"{url}/healthz", timeout=5) as response:
+        with urllib.request.urlopen(f"{url}/healthz", timeout=5, context=context) as response:
             report.ok("service", f"{url} answers /healthz {response.status}")
             return True
     except urllib.error.HTTPError as exc:
@@ -92,7 +97,8 @@ def _check_service(url: str, report: Report) -> bool:
 
 
 def _check_token(config, report: Report) -> None:
-    client = Client(config.url, config.token, connect_timeout=5, project=config.project_id)
+    client = Client(config.url, config.token, connect_timeout=5, project=config.project_id,
+                    ca_file=config.ca_file)
     try:
         answer = client.call("list_projects", {}, timeout=10)
     except ToolRefused as exc:
@@ -103,10 +109,12 @@ def _check_token(config, report: Report) -> None:
         return
     listed = {p.get("projectId") for p in answer.get("projects") or [] if isinstance(p, dict)}
     if config.project_id and config.project_id not in listed:
-        report.problem("project", f"{config.project_id} is not registered on the server: run "
-                                  "claude_setup again")
+        report.problem("project", f"{config.project_id} is not registered on the server, or "
+                                  "the token cannot reach it: run setup again")
     else:
         report.ok("token", f"accepted; reaches {', '.join(sorted(filter(None, listed)))}")
+        if config.project_id:
+            report.ok("project", f"{config.project_id} is registered and reachable")
 
 
 def _check_spool(state: ProjectState, report: Report) -> None:
