@@ -35,7 +35,8 @@ def test_gemini_is_tracked_without_a_task_with_history_keyfiles_and_handoff(
                             '    return "Hello, " + name'),
              gemini_shell("echo built"), say("Greeting done.")]
     with GeminiStandIn(steps) as model:
-        run = gemini.run(project, "greet politely", model.url, env=NO_TIME_FLUSH).check()
+        run = gemini.run(project, "greet politely", model.url,
+                         env={**NO_TIME_FLUSH, "ORCHESTRATOR_TOKEN": api_token_live}).check()
     assert '"Hello, "' in (project / "shared.py").read_text()
     (entry,) = mapped_sessions(project).values()
     session = ActiveSession.objects.get(session_id=entry["sessionId"])
@@ -48,6 +49,11 @@ def test_gemini_is_tracked_without_a_task_with_history_keyfiles_and_handoff(
     assert "shared.py" in TaskContext.objects.get(task_id="shop-main").key_files
     handoff = SessionHandoff.objects.get(from_session_id=session.session_id)
     assert "Gemini CLI session ended" in handoff.summary and "greet politely" in handoff.summary
+    # Gemini's MCP client reached /mcp/agent with the entry setup wrote ($ORCHESTRATOR_TOKEN).
+    offered = [f["name"] for t in model.scripted_requests[0].body["tools"]
+               for f in t.get("functionDeclarations", [])]
+    assert {"mcp_orchestrator_get_task_context", "mcp_orchestrator_save_task_context"} <= set(
+        offered), offered
     # SessionStart's context reached the model, in the prompt as <hook_context>.
     first = model.scripted_requests[0].text()
     assert session.session_id in first and "this Gemini CLI session" in first
