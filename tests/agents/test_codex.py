@@ -49,7 +49,8 @@ def test_codex_is_tracked_without_a_task_with_history_keyfiles_and_handoff(
     assert entry["agentKind"] == "codex"
     assert (session.task_id, session.status, session.project_id) == (
         "shop-main", "ended", "github.com:acme:shop")
-    assert SessionDetail.objects.get(session_id=session.session_id).agent_id == "codex"
+    detail = SessionDetail.objects.get(session_id=session.session_id)
+    assert (detail.agent_id, detail.agent_kind) == ("codex", "codex")
     assert hook_tools(session.session_id) == ["apply_patch", "Bash"]
     assert "shared.py" in TaskContext.objects.get(task_id="shop-main").key_files
     handoff = SessionHandoff.objects.get(from_session_id=session.session_id)

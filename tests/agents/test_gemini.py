@@ -44,7 +44,8 @@ def test_gemini_is_tracked_without_a_task_with_history_keyfiles_and_handoff(
     assert Gemini.session_id(run) in mapped_sessions(project)
     assert (session.task_id, session.status, session.project_id) == (
         "shop-main", "ended", "github.com:acme:shop")
-    assert SessionDetail.objects.get(session_id=session.session_id).agent_id == "gemini"
+    detail = SessionDetail.objects.get(session_id=session.session_id)
+    assert (detail.agent_id, detail.agent_kind) == ("gemini", "gemini")
     assert hook_tools(session.session_id) == ["replace", "run_shell_command"]
     assert "shared.py" in TaskContext.objects.get(task_id="shop-main").key_files
     handoff = SessionHandoff.objects.get(from_session_id=session.session_id)
