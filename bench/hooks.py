@@ -33,11 +33,14 @@ tools in its first model request. ``--no-claude`` skips it.
 
 Last, command hook against Claude Code's ``http`` hook (issue 36), per tool use as the
 agent pays it: the real ``claude`` runs a script of ``--tool-uses`` Bash calls (``true``)
-once per kind of PostToolUse handler, every kind ``--claude-runs`` times, interleaved;
-the cost of one tool use is (the run's wall time - the same run with no PostToolUse
-hook) / tool uses, the median of the runs. Kinds: ours (the command claude_setup writes:
+once per kind of PostToolUse handler, every kind ``--claude-runs`` times, interleaved.
+One tool use is the time between two requests of the run to the model stand-in (the
+tool, its hooks, Claude Code's own work); a hook's cost is the median of its tool uses
+less the median with no PostToolUse hook (medians of every tool use of every run: the
+machine's noise spreads the quartiles, not the medians). Kinds: ours (the command claude_setup writes:
 ``python -S launch.py``, which appends to the local buffer and flushes every
-ORCHESTRATOR_FLUSH_SECONDS), and an ``http`` handler POSTing the event to a listener of
+ORCHESTRATOR_FLUSH_SECONDS), the same with ``async: true`` (Claude Code does not wait for
+it; a notice it prints arrives a turn later), and an ``http`` handler POSTing the event to a listener of
 the bench's own that answers 200 at once (the floor of any endpoint), to the orchestrator
 (a tool call, ``heartbeat``: token, input check, answer), and to a port with nothing
 listening; each with the service up and down. Every run has our SessionStart hook (it
@@ -429,9 +432,11 @@ def hook_settings(commands: dict[str, str], kind: str, target: str | None) -> di
     handler being measured (none, ours, or an http one POSTing to ``target``)."""
     hooks: dict = {"SessionStart": [{"hooks": [{"type": "command", "timeout": 15,
                                                 "command": commands["SessionStart"]}]}]}
-    if kind == "command":
-        hooks["PostToolUse"] = [{"matcher": "*", "hooks": [
-            {"type": "command", "command": commands["PostToolUse"], "timeout": 10}]}]
+    if kind in ("command", "command async"):
+        handler = {"type": "command", "command": commands["PostToolUse"], "timeout": 10}
+        if kind == "command async":
+            handler["async"] = True
+        hooks["PostToolUse"] = [{"matcher": "*", "hooks": [handler]}]
     elif kind == "http":
         hooks["PostToolUse"] = [{"matcher": "*", "hooks": [
             {"type": "http", "url": target, "timeout": 10,
@@ -457,11 +462,12 @@ def bench_hook_kinds(commands: dict[str, str], url: str, token: str, task: str,
         variants = [("none", "-", "none", None, url),
                     ("command (ours)", "up", "command", None, url),
                     ("command (ours)", "down", "command", None, closed),
+                    ("command (ours), async: true", "up", "command async", None, url),
                     ("http -> listener answering at once", "up", "http", listener.url, url),
                     ("http -> orchestrator tool call", "up", "http",
                      f"{url}/api/v1/tools/heartbeat/", url),
                     ("http -> nothing listening", "down", "http", f"{closed}/hook", closed)]
-        seconds: dict[tuple[str, str], list[float]] = {(v[0], v[1]): [] for v in variants}
+        gaps: dict[tuple[str, str], list[float]] = {(v[0], v[1]): [] for v in variants}
         posts_expected = posts_before = 0
         for _ in range(runs):
             for name, service, kind, target, service_url in variants:
@@ -476,18 +482,24 @@ def bench_hook_kinds(commands: dict[str, str], url: str, token: str, task: str,
                                      env={"ORCHESTRATOR_TOKEN": token})
                 if run.returncode != 0:
                     raise RuntimeError(f"claude exited {run.returncode}: {run.stderr[-2000:]}")
-                seconds[(name, service)].append(run.seconds)
+                # One tool use (and its hooks) between two model requests: the gaps.
+                arrivals = [r.received_at for r in model.scripted_requests]
+                gaps[(name, service)] += [b - a for a, b in zip(arrivals, arrivals[1:], strict=False)]
                 if target == listener.url:
                     posts_expected += tool_uses
                     posts_before += listener.posts - before
-    base = sorted(seconds[("none", "-")])[len(seconds[("none", "-")]) // 2]
+
+    def quartiles(samples: list[float]) -> tuple[float, float, float]:
+        ordered = sorted(samples)
+        return tuple(ordered[int(q * (len(ordered) - 1))] * 1000 for q in (0.25, 0.5, 0.75))
+
+    base = quartiles(gaps[("none", "-")])[1]
     rows = []
-    for (name, service), samples in seconds.items():
-        per_use = sorted((s - base) / tool_uses * 1000 for s in samples)
-        run_median = sorted(samples)[len(samples) // 2]
-        rows.append([name, service, str(len(samples)), f"{run_median:.2f}",
-                     "-" if name == "none" else f"{per_use[len(per_use) // 2]:.1f}",
-                     "-" if name == "none" else f"{per_use[0]:.1f} .. {per_use[-1]:.1f}"])
+    for (name, service), samples in gaps.items():
+        low, median, high = quartiles(samples)
+        rows.append([name, service, str(len(samples)), f"{median:.1f}",
+                     f"{low:.1f} .. {high:.1f}",
+                     "-" if name == "none" else f"{median - base:+.1f}"])
     notes = [f"http dispatched: {posts_before} POSTs for {posts_expected} tool uses",
              f"claude {version}, {tool_uses} tool uses per run"]
     return rows, notes
@@ -577,8 +589,8 @@ def print_hook_kinds(commands: dict[str, str], url: str, token: str, task: str,
                      args: argparse.Namespace) -> None:
     rows, notes = bench_hook_kinds(commands, url, token, task, args.tool_uses,
                                    args.claude_runs)
-    print_table(["PostToolUse handler", "service", "runs", "run s (median)",
-                 "ms per tool use (median)", "ms per tool use (min .. max)"], rows)
+    print_table(["PostToolUse handler", "service", "tool uses", "ms per tool use (median)",
+                 "p25 .. p75", "hook's cost ms (median - none)"], rows)
     for line in notes:
         print(line)
 
