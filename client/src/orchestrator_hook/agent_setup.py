@@ -176,9 +176,14 @@ def write(project_dir: Path, *, url: str, token: str, project_key: str, how: str
           mcp_transport: str = "http", all_tools: bool = False,
           stdio_command: list[str] | None = None, stdio_env: dict[str, str] | None = None,
           ca_file: str | None = None, dry_run: bool = False, issued: str | None = None,
-          reachable: str | None = None, out: Callable[[str], None] = print) -> int:
+          reachable: str | None = None, out: Callable[[str], None] = print,
+          agent: str = "claude-code") -> int:
     """Write (or, dry run, show) the files; the summary goes to ``out``. Shared by
-    ``orchestrator-agent setup`` and ``manage.py claude_setup``."""
+    ``orchestrator-agent setup`` and ``manage.py claude_setup``. ``agent``: Claude Code,
+    or another agent kind (``agents.setup``: its own hook and MCP files, and its trust)."""
+    from orchestrator_hook import agents
+    from orchestrator_hook.agents import setup as other_agent
+
     missing = [path for path in (runner[0], runner[-1]) if not Path(path).exists()]
     if missing:
         raise SetupError(f"{missing[0]} does not exist: install the client "
@@ -190,6 +195,9 @@ def write(project_dir: Path, *, url: str, token: str, project_key: str, how: str
             stdio_command=stdio_command, stdio_env=stdio_env, ca_file=ca_file)
     except ValueError as exc:
         raise SetupError(str(exc)) from None
+    if agent != agents.CLAUDE_CODE:
+        changes = other_agent.agent_changes(agent, project_dir, changes, url=url,
+                                            runner=runner, project_id=project_key)
     if dry_run:
         for change in changes:
             if change.changed:
@@ -211,7 +219,10 @@ def write(project_dir: Path, *, url: str, token: str, project_key: str, how: str
     tools = "every tool (/mcp)" if all_tools else "the agent's tools (/mcp/agent)"
     out(f"hooks run {install.hook_command(list(runner), 'EVENT')}; the model is offered "
         f"{tools}; the service is {url}" + (f" ({reachable})" if reachable else ""))
-    out("Done: start Claude Code in the project as usual.")
+    if agent != agents.CLAUDE_CODE:
+        for line in other_agent.trust_lines(agent, project_dir):
+            out(line)
+    out(f"Done: start {agents.label(agent)} in the project as usual.")
     return 0
 
 
@@ -247,6 +258,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--dry-run", action="store_true",
                    help="Print the changes as a diff and write nothing (an enrollment code "
                         "is not used)")
+    p.add_argument("--agent", choices=("claude-code", "codex", "gemini"), default=None,
+                   help="The agent to set up (default: the one on PATH: claude, else codex, "
+                        "else gemini; claude-code if none)")
     p.add_argument("--check", action="store_true",
                    help="Report on a directory already set up: service, token, project, "
                         "spool, watchdogs, secrets; exit 1 on a problem")
@@ -259,20 +273,33 @@ def main(argv: Sequence[str]) -> int:
     try:
         if not project_dir.is_dir():
             raise SetupError(f"--project-dir {project_dir}: not a directory")
+        if args.agent is None:
+            from orchestrator_hook.agents.setup import detect
+
+            args.agent = detect()
         if args.check:
-            return run_check(project_dir)
+            return run_check(project_dir, agent=args.agent)
         return setup(args, project_dir)
     except SetupError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
 
 
-def run_check(project_dir: Path, out: Callable[[str], None] = print) -> int:
+def run_check(project_dir: Path, out: Callable[[str], None] = print,
+              agent: str = "claude-code") -> int:
+    """The directory's setup, and for another agent than Claude Code its own hooks and
+    trust (``agents.setup.check_lines``: a missing trust fails silently in the agent)."""
     from orchestrator_hook import check
 
-    report = check.check(project_dir)
+    report = check.check(project_dir, claude_hooks=agent == "claude-code")
     for line in report.lines:
         out(line)
+    if agent != "claude-code":
+        from orchestrator_hook.agents.setup import check_lines
+
+        for ok, line in check_lines(agent, project_dir):
+            out(("ok       " if ok else "PROBLEM  ") + line)
+            report.problems += not ok
     if report.problems:
         out(f"{report.problems} problem(s); see above")
         return 1
@@ -323,4 +350,5 @@ def setup(args: argparse.Namespace, project_dir: Path) -> int:
     return write(project_dir, url=url, token=token, project_key=project.key,
                  how=HOW[project.source], registered=registered, runner=runner,
                  task_id=args.task_id, all_tools=args.all_tools, ca_file=ca_file,
-                 dry_run=args.dry_run, issued=issued, reachable=api.healthz())
+                 dry_run=args.dry_run, issued=issued, reachable=api.healthz(),
+                 agent=args.agent)

@@ -47,7 +47,9 @@ class Report:
         self.lines.append(f"note     {what}: {detail}")
 
 
-def check(project_dir: Path) -> Report:
+def check(project_dir: Path, claude_hooks: bool = True) -> Report:
+    """``claude_hooks`` False: another agent's check (``agent_setup``) looks at its own
+    hooks instead of Claude Code's."""
     report = Report()
     config = load_config(project_dir)
     if not config.usable:
@@ -56,7 +58,8 @@ def check(project_dir: Path) -> Report:
         return report
     report.ok("setup", f"{config.url}, project {config.project_id or '(the server default)'}, "
                        f"token {config.token[:12]}…")
-    _check_hooks(project_dir, report)
+    if claude_hooks:
+        _check_hooks(project_dir, report)
     if _check_service(config.url, report, config.ca_file):
         _check_token(config, report)
     _check_spool(ProjectState(project_dir), report)

@@ -99,6 +99,12 @@ def main(argv: list[str] | None = None) -> int:
         payload = json.loads(raw) if raw.strip() else {}
         if not isinstance(payload, dict):
             payload = {}
+        if argv[:1] == ["--agent"] and len(argv) >= 3:
+            answer = run_agent(argv[1], argv[2], payload, started)
+            if answer:
+                sys.stdout.write(json.dumps(answer, ensure_ascii=False))
+                sys.stdout.flush()
+            return 0
         event = event_name(argv[0] if argv else str(payload.get("hook_event_name") or ""))
         if event == "PreEdit":
             from orchestrator_hook.edit_check import main_output
@@ -117,6 +123,28 @@ def main(argv: list[str] | None = None) -> int:
 
         traceback.print_exc()
     return 0
+
+
+def run_agent(kind: str, native_event: str, payload: dict[str, object], started: float,
+              ) -> dict[str, object] | None:
+    """``--agent KIND EVENT``: another agent's hook (``agents``). Its adapter turns the
+    native event into canonical ones, each runs as Claude Code's would (the edit check,
+    the PostToolUse fast path, the full handler), and the adapter shapes the answers."""
+    from orchestrator_hook import agents
+
+    adapter = agents.adapter(kind)
+    results = []
+    for event, normal in adapter.translate(native_event, payload):
+        if event == agents.BEFORE_EDIT:
+            from orchestrator_hook.edit_check import check_edit
+
+            output = check_edit(normal)
+        elif buffered(event, normal):
+            output = None
+        else:
+            output = run(event, normal, started)
+        results.append((event, normal, output))
+    return adapter.answer(native_event, results)
 
 
 def buffered(event: str, payload: dict[str, object]) -> bool:

@@ -56,6 +56,18 @@ class Hook:
     def claude_session(self) -> str:
         return lite.claude_session_of(self.payload)
 
+    @property
+    def agent_kind(self) -> str:
+        """The agent whose hook this is (``agents``; Claude Code's payloads do not say)."""
+        return str(self.payload.get("agent_kind") or "claude-code")
+
+    @property
+    def agent_id(self) -> str:
+        """The session's agentId: the configured one for Claude Code (``claude-code``
+        unless set), the agent kind for the others, so a warning about a file names who
+        holds it (``codex session ... on task ...``)."""
+        return self.config.agent_id if self.agent_kind == "claude-code" else self.agent_kind
+
     def mapped_session_id(self) -> str | None:
         entry = self.state.mapped_session(self.claude_session)
         return entry.get("sessionId") if entry else None
@@ -88,9 +100,9 @@ def start(hook: Hook, source: str, previous: dict[str, Any] | None = None) -> di
     session_id = new_session_id()
     arguments: dict[str, Any] = {
         "sessionId": session_id, "projectDir": str(hook.project_dir),
-        "agentId": hook.config.agent_id, "contextBudgetTokens": hook.config.budget_tokens,
-        # The kind of agent: get_active_session(agentKind="claude-code") finds it.
-        "agentKind": "claude-code"}
+        "agentId": hook.agent_id, "contextBudgetTokens": hook.config.budget_tokens,
+        # The kind of agent (agents.KINDS): get_active_session(agentKind=...) finds it.
+        "agentKind": hook.agent_kind}
     if previous and previous.get("sessionId") and source in ("resume", "fork", "restart"):
         arguments["previousSessionId"] = previous["sessionId"]
     if hook.config.project_id:
@@ -115,6 +127,7 @@ def start(hook: Hook, source: str, previous: dict[str, Any] | None = None) -> di
     hook.state.update_session(hook.claude_session, sessionId=session_id,
                               taskId=hook.config.task_id, source=source, ended=False,
                               agentPid=pid, agentStarted=process_start_time(pid),
+                              agentKind=hook.agent_kind,
                               transcriptPath=hook.payload.get("transcript_path"))
     for claude_session in crashed_claude_sessions(hook, crashed):
         # What it was doing when it died, before the crash makes its resume prompt.
@@ -140,7 +153,8 @@ def start(hook: Hook, source: str, previous: dict[str, Any] | None = None) -> di
     recovery = answer.get("recovery")
     text = context.compose([
         ("", session_header(session_id, task_id, answer.get("taskSource"),
-                            answer.get("projectId"), hook.config.all_tools)),
+                            answer.get("projectId"), hook.config.all_tools,
+                            hook.agent_kind)),
         # The resume prompts and the bundle carry their own headings.
         ("", context.recovery_text(recovery, own_session=session_id)),
         ("Handoff note from the previous session", context.handoff_text(handoff)),
@@ -200,7 +214,8 @@ def resume(hook: Hook, entry: dict[str, Any]) -> dict[str, Any] | None:
                                 taskId=alive.get("taskId"), contextBundle=bundle)
     return additional_context(context.compose([
         ("", session_header(session_id, alive.get("taskId"), "resumed",
-                            hook.config.project_id, hook.config.all_tools)),
+                            hook.config.project_id, hook.config.all_tools,
+                            hook.agent_kind)),
         ("", context.bundle_text(bundle))], project_dir=hook.project_dir))
 
 
@@ -265,7 +280,9 @@ def offline(hook: Hook, reason: str) -> dict[str, Any]:
 
 
 def session_header(session_id: str, task_id: Any, how: Any, project_id: Any = None,
-                   all_tools: bool = False) -> str:
+                   all_tools: bool = False, agent_kind: str = "claude-code") -> str:
+    from orchestrator_hook.agents import label
+
     chosen = {"argument": "set for this project", "branch": "from the git branch",
               "branchTask": "this git branch's task",
               "created": "created now for this git branch (or directory): rename it, or "
@@ -276,7 +293,7 @@ def session_header(session_id: str, task_id: Any, how: Any, project_id: Any = No
     project = f" in project `{project_id}`" if project_id else ""
     read, save = ("get_unified_context", "save_context_snapshot") if all_tools \
         else ("get_task_context", "save_task_context")
-    return (f"Session orchestrator: this Claude Code session is orchestrator session "
+    return (f"Session orchestrator: this {label(agent_kind)} session is orchestrator session "
             f"`{session_id}`{project} and {task}. Heartbeats, tool history, compactions and a "
             "handoff note at the end are recorded by hooks; the orchestrator's MCP tools give the "
             f"full context ({read}) and save it ({save}).")
@@ -313,6 +330,7 @@ def user_prompt_submit(hook: Hook) -> dict[str, Any] | None:
     """A new request: the session is alive (heartbeat, unsent tool uses), and what other
     agents did to its files meanwhile goes next to the prompt."""
     flush_activity(hook, hook.claude_session, notices=True)
+    remember_turn(hook, lastPrompt=hook.payload.get("prompt"))
     return notices_output(hook, "UserPromptSubmit")
 
 
@@ -325,6 +343,19 @@ def notices_output(hook: Hook, event: str) -> dict[str, Any] | None:
 
 def stop(hook: Hook) -> None:
     flush_activity(hook, hook.claude_session, summary=conversation_summary(hook))
+    remember_turn(hook, lastAnswer=hook.payload.get("last_assistant_message"))
+
+
+def remember_turn(hook: Hook, **texts: Any) -> None:
+    """The last prompt and answer of an agent whose transcript the client does not read
+    (Codex, Gemini CLI: ``transcript`` knows Claude Code's format only), kept in the
+    session map for the handoff note and the crash report."""
+    if hook.agent_kind == "claude-code":
+        return
+    kept = {key: lite.clip(text, 2000) for key, text in texts.items()
+            if isinstance(text, str) and text.strip()}
+    if kept and hook.state.mapped_session(hook.claude_session):
+        hook.state.update_session(hook.claude_session, **kept)
 
 
 def stop_failure(hook: Hook) -> None:
@@ -464,16 +495,29 @@ def session_end(hook: Hook) -> None:
     if not session_id:
         return
     reason = str(hook.payload.get("reason") or "other")
-    summary = handoff_summary(read_tail(hook.payload.get("transcript_path")), reason)
+    entry = hook.state.mapped_session(hook.claude_session) or {}
+    summary = handoff_summary(with_remembered_turn(
+        read_tail(hook.payload.get("transcript_path")), entry), reason, hook.agent_kind)
     hook.service.send_quietly("end_session", {"sessionId": session_id,
                                               "summary": summary[:20000]})
     hook.state.update_session(hook.claude_session, ended=True)
     hook.state.forget_activity(hook.claude_session)
 
 
-def handoff_summary(tail: Any, reason: str) -> str:
+def with_remembered_turn(tail: Any, entry: dict[str, Any]) -> Any:
+    """The transcript's tail, or what ``remember_turn`` kept when it had none."""
+    if not tail.user_prompts and isinstance(entry.get("lastPrompt"), str):
+        tail.user_prompts.append(entry["lastPrompt"])
+    if not tail.assistant_texts and isinstance(entry.get("lastAnswer"), str):
+        tail.assistant_texts.append(entry["lastAnswer"])
+    return tail
+
+
+def handoff_summary(tail: Any, reason: str, agent_kind: str = "claude-code") -> str:
     """The note the next session reads: readable lines, most useful first."""
-    lines = [f"Claude Code session ended ({reason})."]
+    from orchestrator_hook.agents import label
+
+    lines = [f"{label(agent_kind)} session ended ({reason})."]
     if tail.user_prompts:
         lines.append(f"Last request: {lite.clip(tail.user_prompts[-1], 600)}")
     if tail.assistant_texts:
@@ -559,7 +603,7 @@ def report_dead_session(hook: Hook, claude_session: str) -> None:
                                 start_if_missing=False)
     if not session_id:
         return
-    tail = read_tail(entry.get("transcriptPath"))
+    tail = with_remembered_turn(read_tail(entry.get("transcriptPath")), entry)
     parts: dict[str, Any] = {"detectedBy": "watchdog" if hook.event == "Crashed"
                              else "next SessionStart"}
     # The PreToolUse notes know; the transcript may not have caught up when it died.

@@ -27,7 +27,10 @@ DEFAULT_FLUSH_SECONDS = 5.0
 # file is told it is ours (and we get a notice with the next flush), and the flush after
 # each edit renews the claim, claiming it again with every warning if it was lost.
 DEFAULT_CLAIM_REUSE_SECONDS = 300.0
-EDITING_TOOLS = frozenset({"Edit", "Write", "MultiEdit", "NotebookEdit"})
+# Claude Code's, Codex's (apply_patch) and Gemini CLI's (replace, write_file): the adapters
+# (orchestrator_hook.agents) put an edit's files in tool_input file_path or file_paths.
+EDITING_TOOLS = frozenset({"Edit", "Write", "MultiEdit", "NotebookEdit", "apply_patch",
+                           "replace", "write_file"})
 TOOL_EVENTS = frozenset({"PostToolUse", "PostToolUseFailure"})
 
 
@@ -288,13 +291,19 @@ def edited_paths(tool_input: object, project_dir: str | os.PathLike[str]) -> lis
     """The files an editing tool's input names, as claims and keyFiles name them."""
     if not isinstance(tool_input, dict):
         return []
-    return [repository_relative(tool_input[key], project_dir)
-            for key in ("file_path", "notebook_path")
-            if isinstance(tool_input.get(key), str) and tool_input[key]]
+    named = [tool_input[key] for key in ("file_path", "notebook_path")
+             if isinstance(tool_input.get(key), str) and tool_input[key]]
+    many = tool_input.get("file_paths")  # a patch naming several files (agents.codex)
+    if isinstance(many, list):
+        named += [p for p in many if isinstance(p, str) and p]
+    return [repository_relative(path, project_dir) for path in named]
 
 
 def describe_tool_use(name: str, tool_input: object) -> str:
     if isinstance(tool_input, dict):
+        many = tool_input.get("file_paths")
+        if isinstance(many, list) and many:
+            return f"{name} {clip(', '.join(str(p) for p in many), 160)}"
         for key in ("file_path", "notebook_path", "command", "pattern", "path", "url"):
             value = tool_input.get(key)
             if isinstance(value, str) and value:

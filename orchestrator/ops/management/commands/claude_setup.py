@@ -33,6 +33,7 @@ from orchestrator.core.tools import ToolContext, call_tool
 from orchestrator.ops.localservers import running_service
 from orchestrator_hook import agent_setup, install
 from orchestrator_hook import check as client_check
+from orchestrator_hook.agents.setup import detect as detect_agent
 from orchestrator_hook.project import ProjectIdentity, identify
 
 # What a stdio MCP server needs to reach the same backends as this process.
@@ -91,6 +92,9 @@ class Command(BaseCommand):
                                  "calls itself (/mcp/agent); the hooks' tools included")
         parser.add_argument("--dry-run", action="store_true",
                             help="Print the changes as a diff and write nothing")
+        parser.add_argument("--agent", choices=("claude-code", "codex", "gemini"), default=None,
+                            help="The agent to set up (default: the one on PATH: claude, "
+                                 "else codex, else gemini; claude-code if none)")
         parser.add_argument("--check", action="store_true",
                             help="Report on a directory already set up: the service, the "
                                  "token, the project, the spool, the watchdogs, the secrets; "
@@ -99,12 +103,12 @@ class Command(BaseCommand):
     def handle(self, *args, project_dir: Path, project_key: str | None, url: str | None,
                token: str | None, token_name: str | None, task_id: str | None,
                mcp_transport: str, hook_command: str | None, dry_run: bool, all_tools: bool,
-               check: bool, **options):
+               check: bool, agent: str | None = None, **options):
         project_dir = project_dir.expanduser().resolve()
         if not project_dir.is_dir():
             raise CommandError(f"--project-dir {project_dir}: not a directory")
         if check:
-            return self._check(project_dir)
+            return self._check(project_dir, agent or detect_agent())
         project = self._project(project_dir, project_key)
         url, url_source = service_url(url)
         runner = [hook_command] if hook_command else agent_setup.default_runner()
@@ -134,7 +138,7 @@ class Command(BaseCommand):
                 stdio_env={k: os.environ[k] for k in STDIO_ENV if os.environ.get(k)},
                 dry_run=dry_run, issued=issued,
                 reachable=None if dry_run else f"{url_source}, {self._reachable(url)}",
-                out=self.stdout.write)
+                out=self.stdout.write, agent=agent or detect_agent())
         except agent_setup.SetupError as exc:
             raise CommandError(str(exc)) from None
 
@@ -214,9 +218,9 @@ class Command(BaseCommand):
             + (f" (the {install.MCP_SERVER_NAME} entry is rewritten without its token)"
                if any(f.startswith(f"{install.MCP_SERVER_NAME}:") for f in found) else ""))
 
-    def _check(self, project_dir: Path) -> None:
+    def _check(self, project_dir: Path, agent: str = "claude-code") -> None:
         lines: list[str] = []
-        if agent_setup.run_check(project_dir, out=lines.append):
+        if agent_setup.run_check(project_dir, out=lines.append, agent=agent):
             for line in lines[:-1]:
                 self.stdout.write(line)
             raise CommandError(lines[-1])
