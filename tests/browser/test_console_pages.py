@@ -219,6 +219,8 @@ def test_8_readable_one_time_format_formatted_json_product_name(console, day):
     assert "{'" not in page.inner_text("#content")
     task = TaskContext.objects.get(task_id="checkout-flow")
     page = console.open(f"/admin/contexts/taskcontext/{task.pk}/change/?diff=1")
+    context = page.locator(".field-immediate_context_shown pre.json")
+    assert context.inner_text().startswith('{\n  "')  # indented, one key a line
     diff = page.locator("#version-diff")
     assert diff.locator("pre.json").count() >= 1 and "{'" not in diff.inner_text()
     page = console.open(f"/admin/contexts/taskcontext/{task.pk}/rollback/?type=version&version=1")
