@@ -25,6 +25,7 @@ from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
+from console.board_views import board_context
 from console.projects import choose, project_names, selected_project, selected_project_ids
 from console.services.overview import fleet_overview
 
@@ -84,8 +85,10 @@ def _overview_context(request: HttpRequest) -> dict[str, Any]:
 
 
 def index(request: HttpRequest) -> HttpResponse:
-    """The admin index (app list included) with the fleet overview on top."""
-    return admin.site.index(request, extra_context=_overview_context(request))
+    """The admin index: the agent board and its "needs you" queue on top, the fleet
+    overview and the app list under them."""
+    return admin.site.index(request, extra_context={**_overview_context(request),
+                                                    **board_context(request)})
 
 
 def overview_fragment(request: HttpRequest) -> HttpResponse:
