@@ -62,7 +62,7 @@ def test_screenshots_of_the_changed_pages(console, tools):
             # What the page weighs and how long it took (recorded for the docs, not judged:
             # speed belongs to bench/).
             weights[f"{label}-{width}"] = page.evaluate(WEIGHT)
-    (folder / "page-weights.json").write_text(json.dumps(weights, indent=1) + "\n")
+    (folder / "console-pages-weights.json").write_text(json.dumps(weights, indent=1) + "\n")
 
 
 WEIGHT = """() => {
