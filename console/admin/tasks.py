@@ -108,8 +108,14 @@ class TaskContextAdmin(ProjectScopedAdmin, ReadOnlyAdmin):
     list_display = ("task_label", "project", "status", "current_phase", "version",
                     "updated", "active", "orphaned")
     list_display_links = ("task_label",)
-    exclude = ("last_session_at",)
-    readonly_fields = ("last_session",)
+    # The page's fields in the model's order; JSON ones indented (``pretty_json``) instead
+    # of Django's one-line dump, and "last session at" from live heartbeats too.
+    fields = ("task_id", "project_id", "name", "description", "agent_type", "status",
+              "priority", "current_phase", "iteration", "score", "locked_elements_shown",
+              "immediate_context_shown", "key_files_shown", "technical_decisions_shown",
+              "resume_prompt", "keywords_shown", "token_estimate", "created_at",
+              "updated_at", "last_session", "version")
+    readonly_fields = fields
     list_filter = (ProjectFilter, "status", "agent_type", OrphanedFilter)
     search_fields = ("task_id", "name")
     ordering = ("-updated_at",)
@@ -164,6 +170,26 @@ class TaskContextAdmin(ProjectScopedAdmin, ReadOnlyAdmin):
     @admin.display(description="last session at")
     def last_session(self, obj: TaskContext) -> str:
         return when(last_session_at(obj))
+
+    @admin.display(description="locked elements")
+    def locked_elements_shown(self, obj: TaskContext) -> str:
+        return pretty_json(obj.locked_elements) if obj.locked_elements else "—"
+
+    @admin.display(description="immediate context")
+    def immediate_context_shown(self, obj: TaskContext) -> str:
+        return pretty_json(obj.immediate_context)
+
+    @admin.display(description="key files")
+    def key_files_shown(self, obj: TaskContext) -> str:
+        return pretty_json(obj.key_files)
+
+    @admin.display(description="technical decisions")
+    def technical_decisions_shown(self, obj: TaskContext) -> str:
+        return pretty_json(obj.technical_decisions)
+
+    @admin.display(description="keywords")
+    def keywords_shown(self, obj: TaskContext) -> str:
+        return pretty_json(obj.keywords)
 
     def get_urls(self):
         return [path("<path:object_id>/rollback/",

@@ -32,11 +32,17 @@ from console.services.states import MEANINGS, heartbeat_judgement
 
 register = template.Library()
 
-# Ids up to this many characters are shown whole; longer ones as HEAD…TAIL.
-SHORT_ID_MAX = 20
-SHORT_ID_HEAD, SHORT_ID_TAIL = 12, 6
+# Ids up to this many characters are shown whole; longer ones as HEAD…TAIL (16 characters:
+# two of them and an agent name fit a 1280 px list).
+SHORT_ID_MAX = 18
+SHORT_ID_HEAD, SHORT_ID_TAIL = 10, 5
 ABSOLUTE_FORMAT = "%Y-%m-%d %H:%M:%S"
 NONE = "—"
+# Two overlapping sheets, drawn in the text's colour: no font has to carry a glyph for it.
+COPY_ICON = ('<svg width="11" height="11" viewBox="0 0 16 16" aria-hidden="true" '
+             'fill="none" stroke="currentColor" stroke-width="1.6"><rect x="5" y="5" '
+             'width="9" height="9" rx="1.5"/><path d="M11 5V3.5A1.5 1.5 0 0 0 9.5 2h-6A1.5 '
+             '1.5 0 0 0 2 3.5v6A1.5 1.5 0 0 0 3.5 11H5"/></svg>')
 
 
 def relative_text(seconds: float) -> str:
@@ -96,7 +102,8 @@ def short_id(value: Any) -> SafeString | str:
         f"{text[:SHORT_ID_HEAD]}…{text[-SHORT_ID_TAIL:]}"
     return format_html('<span class="short-id"><code title="{}">{}</code><button type="button" '
                        'class="copy-id" data-copy="{}" title="Copy the full id" '
-                       'aria-label="Copy {}">copy</button></span>', text, shown, text, text)
+                       'aria-label="Copy {}">' + COPY_ICON + '</button></span>', text, shown,
+                       text, text)
 
 
 @register.filter(is_safe=True)

@@ -205,7 +205,8 @@ def test_8_readable_one_time_format_formatted_json_product_name(console, day):
     assert titles and all(ABSOLUTE.match(t) for t in titles), titles[:3]
     assert not any(re.search(r"\b[AP]\.?M\.?\b|a\.m\.|p\.m\.", t) for t in titles)
     # No mid-word breaks: headings and state marks never break inside a word.
-    assert page.evaluate("""() => [...document.querySelectorAll('#result_list th, .mark')]
+    assert page.evaluate("""() => [...document.querySelectorAll(
+        '#result_list th, #result_list td.field-agent, .mark, time.when')]
         .every(el => getComputedStyle(el).overflowWrap !== 'anywhere')""")
     # The banner's URL and "View site" lead to the console, not a bare 404.
     response = page.goto(console.base_url + "/")
@@ -218,6 +219,8 @@ def test_8_readable_one_time_format_formatted_json_product_name(console, day):
     assert "{'" not in page.inner_text("#content")
     task = TaskContext.objects.get(task_id="checkout-flow")
     page = console.open(f"/admin/contexts/taskcontext/{task.pk}/change/?diff=1")
+    context = page.locator(".field-immediate_context_shown pre.json")
+    assert context.inner_text().startswith('{\n  "')  # indented, one key a line
     diff = page.locator("#version-diff")
     assert diff.locator("pre.json").count() >= 1 and "{'" not in diff.inner_text()
     page = console.open(f"/admin/contexts/taskcontext/{task.pk}/rollback/?type=version&version=1")

@@ -4,7 +4,7 @@ locks page, a conflict page and the projects page.
 
 Rerun to refresh the committed copies in docs/console/ (shown in docs/console-pages.md):
 
-    UPDATE_CONSOLE_SCREENSHOTS=1 make test PYTHONPATH=. PYTEST_ARGS="tests/browser/test_console_screenshots.py"
+    UPDATE_CONSOLE_SCREENSHOTS=1 make test PYTEST_ARGS="tests/browser/test_console_screenshots.py"
 
 Without the variable they go to .artifacts/console-pages/ (gitignored), so an ordinary test
 run never changes the repository. The test also checks each page answered 200 and fits the
@@ -13,6 +13,7 @@ window (no horizontal scrolling), so a screenshot is never of an error page.
 
 from __future__ import annotations
 
+import json
 import os
 
 import pytest
@@ -48,6 +49,7 @@ def test_screenshots_of_the_changed_pages(console, tools):
                      else ".artifacts/console-pages")
     folder.mkdir(parents=True, exist_ok=True)
     page = console.page
+    weights: dict[str, dict[str, float]] = {}
     for width in WIDTHS:
         page.set_viewport_size({"width": width, "height": 900})
         for label, path in pages(day):
@@ -57,3 +59,17 @@ def test_screenshots_of_the_changed_pages(console, tools):
             assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth"), \
                 (label, width)
             page.screenshot(path=str(folder / f"{label}-{width}.png"), full_page=True)
+            # What the page weighs and how long it took (recorded for the docs, not judged:
+            # speed belongs to bench/).
+            weights[f"{label}-{width}"] = page.evaluate(WEIGHT)
+    (folder / "console-pages-weights.json").write_text(json.dumps(weights, indent=1) + "\n")
+
+
+WEIGHT = """() => {
+  const nav = performance.getEntriesByType('navigation')[0];
+  const resources = performance.getEntriesByType('resource');
+  return {htmlBytes: nav.decodedBodySize,
+          totalBytes: nav.decodedBodySize + resources.reduce((n, r) => n + r.decodedBodySize, 0),
+          requests: 1 + resources.length,
+          loadMs: Math.round(nav.loadEventEnd - nav.startTime)};
+}"""

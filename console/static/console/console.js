@@ -38,9 +38,9 @@
   function copy(text, button) {
     function done() {
       button.classList.add("copied");
-      var label = button.textContent;
+      var label = button.innerHTML;  // an icon or a word
       button.textContent = button.getAttribute("data-copied-label") || "copied";
-      window.setTimeout(function () { button.textContent = label; button.classList.remove("copied"); }, 1500);
+      window.setTimeout(function () { button.innerHTML = label; button.classList.remove("copied"); }, 1500);
     }
     if (navigator.clipboard && window.isSecureContext) {
       navigator.clipboard.writeText(text).then(done, function () { fallback(text); done(); });
