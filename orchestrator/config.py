@@ -182,6 +182,11 @@ class Settings(BaseModel):
     DJANGO_CSRF_TRUSTED_ORIGINS: str = ""
     # TLS ends at a reverse proxy in front (settings.py says what it turns on).
     BEHIND_TLS_PROXY: bool = False
+    # Behind that proxy: Strict-Transport-Security's max-age (0: no header) and its
+    # includeSubDomains / preload flags.
+    SECURE_HSTS_SECONDS: Count = 31536000
+    SECURE_HSTS_INCLUDE_SUBDOMAINS: bool = True
+    SECURE_HSTS_PRELOAD: bool = True
     LOG_LEVEL: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = "INFO"
     # PORT and WEB_WORKERS are read by make run's supervisor (orchestrator.ops.serve) before
     # Django starts; listed here so the migrate it runs first refuses a bad value.

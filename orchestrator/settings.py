@@ -48,10 +48,21 @@ CSRF_TRUSTED_ORIGINS = comma_list(ORCH.DJANGO_CSRF_TRUSTED_ORIGINS)
 # X-Forwarded-Proto says it was https (so the console's CSRF origin check compares
 # https with https), and the console's cookies are never sent over plain HTTP. Off by
 # default: a server reached directly must not believe a header any client can send.
+# A plain-HTTP request that came through the proxy is redirected to https, and browsers
+# are told to use https only (HSTS, SECURE_HSTS_*: includeSubDomains covers the names
+# below the orchestrator's own host only, and "preload" enrols nothing until someone
+# submits the domain, so both are on: `manage.py check --deploy` is clean). /healthz and
+# /metrics are exempt: the stack's own healthcheck and Prometheus ask them over the
+# internal network in plain HTTP, never through the proxy.
 if ORCH.BEHIND_TLS_PROXY:
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
     SESSION_COOKIE_SECURE = True
     CSRF_COOKIE_SECURE = True
+    SECURE_SSL_REDIRECT = True
+    SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^metrics$"]
+    SECURE_HSTS_SECONDS = ORCH.SECURE_HSTS_SECONDS
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = ORCH.SECURE_HSTS_INCLUDE_SUBDOMAINS
+    SECURE_HSTS_PRELOAD = ORCH.SECURE_HSTS_PRELOAD
 
 INSTALLED_APPS = [
     "django.contrib.admin",
