@@ -254,7 +254,13 @@ class Settings(BaseModel):
 
     @cached_property
     def celery_broker_url(self) -> str:
-        return self.CELERY_BROKER_URL or self.redis_url
+        """CELERY_BROKER_URL, else the Redis of REDIS_URL as kombu spells it: a Unix socket
+        ``unix://`` (redis-py's spelling) is kombu's ``redis+socket://``, on database 0."""
+        if self.CELERY_BROKER_URL:
+            return self.CELERY_BROKER_URL
+        if self.redis_url.startswith("unix://"):
+            return "redis+socket://" + self.redis_url[len("unix://"):].split("?", 1)[0]
+        return self.redis_url
 
     @cached_property
     def neomodel_url(self) -> str:

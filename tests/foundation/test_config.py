@@ -68,6 +68,14 @@ def test_urls_win_over_parts():
     assert s.redis_url == "redis://r:1234/3" and s.celery_broker_url == "redis://r:1234/3"
 
 
+def test_a_unix_socket_redis_url_is_the_brokers_too():
+    # REDIS_URL alone (as docker-compose.yml gives it) must reach Celery, whose kombu does
+    # not know redis-py's unix:// spelling.
+    s = load_settings({"REDIS_URL": "unix://:pw@/run/redis/redis.sock?db=0"})
+    assert s.redis_url == "unix://:pw@/run/redis/redis.sock?db=0"
+    assert s.celery_broker_url == "redis+socket://:pw@/run/redis/redis.sock"
+
+
 def test_database_url_keeps_its_connection_options():
     s = load_settings({"DATABASE_URL": "postgresql://u@db.internal:5432/d?sslmode=verify-full"
                        "&sslrootcert=/etc/ssl/ca.pem&target_session_attrs=read-write"
