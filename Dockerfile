@@ -15,16 +15,18 @@ RUN apt-get update \
 
 WORKDIR /app
 
-# Dependencies first, in their own layer: a code change does not reinstall them.
-COPY pyproject.toml ./
-RUN python -c "import subprocess, sys, tomllib; \
-deps = tomllib.load(open('pyproject.toml', 'rb'))['project']['dependencies']; \
-subprocess.check_call([sys.executable, '-m', 'pip', 'install', *deps])"
+# Dependencies first, in their own layer: a code change does not reinstall them. Exactly
+# the lock's versions, checked against its hashes (`make lock`); the development servers
+# (the [servers] extra: embedded Postgres, Valkey, ArcadeDB with its JRE) are not in it.
+COPY requirements/prod.lock requirements/
+RUN pip install --require-hashes -r requirements/prod.lock
 
 COPY . .
-# /data, /backups and /metrics are volumes in docker-compose.yml: made here, owned by the
-# app user, so a fresh named volume takes that ownership.
-RUN pip install --no-deps . \
+# This checkout (and the agent client under client/, when it is its own distribution)
+# without resolving anything again. /data, /backups and /metrics are volumes in
+# docker-compose.yml: made here, owned by the app user, so a fresh named volume takes that
+# ownership.
+RUN pip install --no-deps $(test -f client/pyproject.toml && echo ./client) . \
     && useradd --system --create-home --uid 10001 app \
     && mkdir -p /app/staticfiles /data /backups \
     && chown app:app /app/staticfiles /data /backups

@@ -107,7 +107,9 @@ ASGI_APPLICATION = "orchestrator.asgi.application"
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
-        "DIRS": [BASE_DIR / "templates"],
+        # The project's templates/ (admin overrides), through orchestrator/templates: a
+        # link in the checkout, the files themselves in a built wheel (make dist).
+        "DIRS": [Path(__file__).resolve().parent / "templates"],
         "APP_DIRS": True,
         "OPTIONS": {
             "context_processors": [
