@@ -178,6 +178,22 @@ DATABASES = {
         "TEST": {"NAME": ORCH.TEST_DATABASE_NAME or None},
     }
 }
+# The web server's processes borrow connections from a pool (Django's psycopg pool):
+# each holds DB_POOL_MIN_SIZE to DB_POOL_MAX_SIZE connections whatever its threads
+# (WEB_THREADS + TOOL_THREADS, 16 by default, each kept a connection of its own before),
+# and a request waits up to DB_POOL_TIMEOUT seconds for one (then 503, E1654's kind). A
+# stack then uses at most WEB_WORKERS x DB_POOL_MAX_SIZE connections for web, plus one per
+# Celery worker process (docs/operations/deploying.md has the figures). Not in
+# manage.py, Celery or the test process: a pool there would only hold idle connections
+# (and the pool needs CONN_MAX_AGE 0, which would reconnect for every job).
+DB_POOL = SERVES_REQUESTS and ORCH.DB_POOL_MAX_SIZE > 0
+if DB_POOL:
+    from orchestrator.backends.postgres.pool import check_connection
+
+    DATABASES["default"]["CONN_MAX_AGE"] = 0  # a closed connection goes back to the pool
+    DATABASES["default"]["OPTIONS"]["pool"] = {
+        "min_size": ORCH.DB_POOL_MIN_SIZE, "max_size": ORCH.DB_POOL_MAX_SIZE,
+        "timeout": ORCH.DB_POOL_TIMEOUT, "check": check_connection}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 CACHES = {
@@ -312,6 +328,13 @@ MAX_VERSIONS_DEFAULT = ORCH.MAX_VERSIONS_DEFAULT
 MAX_VERSIONS_LIMIT = ORCH.MAX_VERSIONS_LIMIT
 HOT_SYNC_INTERVAL_SECONDS = ORCH.HOT_SYNC_INTERVAL_SECONDS
 SLACK_WEBHOOK_URL = ORCH.SLACK_WEBHOOK_URL
+# The active sessions a stack is sized for: the alert rules measure against it (/metrics
+# exports it as session_orchestration_fleet_capacity_sessions).
+FLEET_CAPACITY_SESSIONS = ORCH.FLEET_CAPACITY_SESSIONS
+# Posted by the Celery worker (sessions/services/notifications.py); a failed post is tried
+# again this many times, the first after SLACK_NOTIFY_RETRY_SECONDS, doubling.
+SLACK_NOTIFY_RETRIES = ORCH.SLACK_NOTIFY_RETRIES
+SLACK_NOTIFY_RETRY_SECONDS = ORCH.SLACK_NOTIFY_RETRY_SECONDS
 # The index files (_registry.json, .tool-history.json) are rewritten off the request path
 # at most this often per process (orchestrator/backends/coalesce.py); 0: by every call.
 INDEX_FILE_DELAY_MS = ORCH.INDEX_FILE_DELAY_MS

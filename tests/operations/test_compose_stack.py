@@ -40,6 +40,7 @@ import urllib.error
 import urllib.request
 import uuid
 from collections.abc import Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
@@ -298,7 +299,9 @@ def test_the_compose_stack_comes_up_as_an_operator_configures_it(tmp_path):
     operator = operator_settings(POSTGRES_PASSWORD=pg_password,
                                  ARCADEDB_PASSWORD=graph_password,
                                  # often enough to see beat send it and the worker run it
-                                 BACKUP_INTERVAL_SECONDS="5")
+                                 BACKUP_INTERVAL_SECONDS="5",
+                                 # below the 16 threads of a web worker: the pool must hold
+                                 DB_POOL_MAX_SIZE="3")
     compose = load_compose(operator)
     web_port = free_port()
     with ExitStack() as stack:
@@ -337,6 +340,19 @@ def test_the_compose_stack_comes_up_as_an_operator_configures_it(tmp_path):
             f"{base}/api/v1/tools/create_task/", body={"taskId": "compose-1", "name": "Stack"},
             headers={**proxy, "Authorization": f"Bearer {token}"})
         assert status == 200, body
+        # Many calls at once: each web worker process borrows from its pool of at most
+        # DB_POOL_MAX_SIZE connections (16 threads each would otherwise hold one apiece).
+        with ThreadPoolExecutor(48) as pool:
+            answers = list(pool.map(lambda n: request(
+                f"{base}/api/v1/tools/create_task/", body={"taskId": f"load-{n}", "name": "L"},
+                headers={**proxy, "Authorization": f"Bearer {token}"})[0], range(96)))
+        assert answers == [200] * 96
+        with _admin_connection() as admin:
+            [(connections,)] = admin.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = %s",
+                [pg["database"]]).fetchall()
+        print(f"\nweb's connections after 96 calls, 48 at a time: {connections}")
+        assert 0 < connections <= int(compose["services"]["web"]["environment"]["WEB_WORKERS"]) * 3
 
         # metrics-token (after web is healthy), then Prometheus's scrape with its token.
         done = run.run("metrics-token")
