@@ -43,8 +43,9 @@ from sessions.services import (
 
 SESSION_ID = safe_id("Session id (letters, digits, . _ : -)")
 TASK_ID = safe_id("Task the session works on")
-NOTIFICATION_STATUS = string("Slack notification outcome; never fails the call",
-                             enum=("sent", "skipped", "failed"))
+NOTIFICATION_STATUS = string("Slack notification: queued (the worker posts it, with retries), "
+                             "skipped (no webhook) or failed (not queued); never fails the call",
+                             enum=("queued", "skipped", "failed"))
 CRASHED_SESSIONS = array(
     SESSION_ID, "Sessions whose agent process the caller saw exit without ending them (a "
     "hook finding the process gone): marked crashed now, not CRASH_THRESHOLD_MINUTES later; "
