@@ -188,12 +188,12 @@ DATABASES = {
 # (and the pool needs CONN_MAX_AGE 0, which would reconnect for every job).
 DB_POOL = SERVES_REQUESTS and ORCH.DB_POOL_MAX_SIZE > 0
 if DB_POOL:
-    from orchestrator.backends.postgres.pool import check_connection
-
     DATABASES["default"]["CONN_MAX_AGE"] = 0  # a closed connection goes back to the pool
+    # The pool checks each connection it lends with the backend's free socket poll
+    # (orchestrator/backends/postgres/base.py), not Django's round trip per loan.
     DATABASES["default"]["OPTIONS"]["pool"] = {
         "min_size": ORCH.DB_POOL_MIN_SIZE, "max_size": ORCH.DB_POOL_MAX_SIZE,
-        "timeout": ORCH.DB_POOL_TIMEOUT, "check": check_connection}
+        "timeout": ORCH.DB_POOL_TIMEOUT}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 CACHES = {

@@ -5,8 +5,7 @@ connection has nothing to read unless the server spoke unasked (after
 ``pg_terminate_backend``, a restart or a failover: its FATAL message and the end of the
 stream), so the socket is asked without waiting and a round trip is spent only then. A
 connection that fails it is discarded by the pool, which lends another, so the first
-request after Postgres cut its connections does not answer 503. No Django import: the
-settings module names this function.
+request after Postgres cut its connections does not answer 503.
 """
 
 from __future__ import annotations
