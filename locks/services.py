@@ -1,9 +1,9 @@
-"""Task locks (spec 8.2): ``context:lock:{taskId}`` holding the TaskLock JSON, SET NX EX.
+"""Task locks: ``context:lock:{taskId}`` holding the TaskLock JSON, SET NX EX.
 
 A lock is logically held until its ``expiresAt`` (REDIS_LOCK_TTL after it was taken or
 last renewed). The Redis key itself lives LOCK_GRACE_SECONDS longer: a session that
 crashed while holding a lock leaves a key whose ``expiresAt`` is past, and that is what
-detect_conflicts reports as ``lock_collision`` (spec 4.1.6). An expired lock is NOT held:
+detect_conflicts reports as ``lock_collision``. An expired lock is NOT held:
 another session may take it over (atomically, WATCH/MULTI), and writes are not refused.
 
 ``check_write_allowed`` is the rule every task write goes through (save, rollback,
@@ -29,6 +29,7 @@ from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 
+from locks import signals
 from locks.models import TaskLockHint
 from orchestrator.backends import redis_store
 from orchestrator.core.db import qualified
@@ -95,7 +96,7 @@ def live_lock(task_id: str) -> dict[str, Any] | None:
 
 
 def _stamp(moment: datetime) -> str:
-    # TaskLock times (spec 8.2.1) are written to the millisecond.
+    # TaskLock times are written to the millisecond, as every other client writes them.
     return iso(moment, timespec="milliseconds")
 
 
@@ -188,8 +189,10 @@ def acquire_lock(task_id: str, session_id: str, ttl: int | None = None) -> dict[
     """Take the task lock for ``session_id``: {lock, acquired, tookOverExpired}.
 
     Free key: SET NX EX. A lock this session already holds is extended. A lock whose
-    expiresAt is past is taken over. A live lock of another session: E1613.
+    expiresAt is past is taken over. A live lock of another session: E1613. A receiver
+    of ``lock_requested`` may refuse first (a paused session: E1633), nothing written.
     """
+    signals.lock_requested.send(sender=TaskLockHint, task_id=task_id, session_id=session_id)
     ttl = ttl or settings.REDIS_LOCK_TTL
     hint_lock(task_id, ttl)
     lock = _new_lock(task_id, session_id, ttl)

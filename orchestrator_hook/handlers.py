@@ -1,4 +1,4 @@
-"""What each Claude Code hook event does (see the README's "Use it from Claude Code").
+"""What each Claude Code hook event does (docs/agents/claude-code.md).
 
     SessionStart  startup/clear/fork: start an orchestrator session, inject its context;
                   resume: keep the mapped session alive and re-inject; compact: record the
@@ -88,7 +88,9 @@ def start(hook: Hook, source: str, previous: dict[str, Any] | None = None) -> di
     session_id = new_session_id()
     arguments: dict[str, Any] = {
         "sessionId": session_id, "projectDir": str(hook.project_dir),
-        "agentId": hook.config.agent_id, "contextBudgetTokens": hook.config.budget_tokens}
+        "agentId": hook.config.agent_id, "contextBudgetTokens": hook.config.budget_tokens,
+        # The kind of agent: get_active_session(agentKind="claude-code") finds it.
+        "agentKind": "claude-code"}
     if previous and previous.get("sessionId") and source in ("resume", "fork", "restart"):
         arguments["previousSessionId"] = previous["sessionId"]
     if hook.config.project_id:
@@ -157,9 +159,11 @@ def start_again(hook: Hook, arguments: dict[str, Any], refusal: ToolRefused
         arguments.pop("taskId")
         arguments["resolveTask"] = True
     elif refusal.code == "E1612":
-        # An older service without the bundle and task choice: a plain start still helps.
+        # An older service without the bundle, task choice or agent kind: a plain start
+        # still helps.
         arguments.pop("contextBudgetTokens", None)
         arguments.pop("resolveTask", None)
+        arguments.pop("agentKind", None)
     else:
         return None
     return hook.service.send_quietly("start_session", arguments)
@@ -228,8 +232,12 @@ def after_compaction(hook: Hook, entry: dict[str, Any]) -> dict[str, Any]:
     header = (f"The conversation was compacted (compaction {number} of orchestrator session "
               f"{session_id}). " + ("This is a full reload: the whole task context follows."
                                     if full else "The essential task context follows."))
+    # The "RESUMED - Compaction #N complete" counters: here, in SessionStart
+    # (compact), because PostCompact's output never reaches the model (Claude Code
+    # discards it); PostCompact's complete_compaction answers them again for the log.
     return additional_context(context.compose([
-        ("", header), ("", str(answer.get("resumePrompt") or "")),
+        ("", header), ("", str(answer.get("summary") or "")),
+        ("", str(answer.get("resumePrompt") or "")),
         ("", context.bundle_text(bundle))], project_dir=hook.project_dir))
 
 
@@ -442,7 +450,10 @@ def post_compact(hook: Hook) -> None:
     if isinstance(number, int) and number > 0 and entry.get("lastCompactionSession") == \
             session_id:
         arguments["compactionNumber"] = number
-    hook.service.send_quietly("complete_compaction", arguments)
+    answer = hook.service.send_quietly("complete_compaction", arguments)
+    if isinstance(answer, dict) and answer.get("summary"):
+        # Claude Code discards PostCompact output: the hook log keeps the counters.
+        hook.state.log(str(answer["summary"]).replace("\n\n", ": ").replace("\n", ", "))
 
 
 def session_end(hook: Hook) -> None:
@@ -640,7 +651,7 @@ def additional_context(text: str, *, system_message: str | None = None) -> dict[
 
 
 def new_session_id() -> str:
-    """The service's own format (spec 8.1.1): session-<ms>-<uuid4>. Made here, so that a
+    """The service's own format: session-<ms>-<uuid4>. Made here, so that a
     start that waits in the spool and the calls queued after it name the same session.
     (uuid4 from os.urandom by hand: importing ``uuid`` costs a hook more than this.)"""
     raw = bytearray(os.urandom(16))

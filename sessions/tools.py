@@ -1,5 +1,5 @@
-"""Session tools: lifecycle (spec 1.2, CONTRACT.md), check_recovery (4.1.8), compaction
-(7.1.2, seed 004), the event log and scratchpad (seed 002)."""
+"""Session tools: lifecycle, check_recovery, compaction, pauses, the event log and
+scratchpad."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from typing import Any
 from django.utils import timezone
 
 from contexts.services import bundle
+from contexts.services import learnings as project_learnings
 from orchestrator.core.stamps import now_iso
 from orchestrator.core.tools import Tool, ToolContext, register
 from orchestrator.core.tools.access import (
@@ -32,6 +33,7 @@ from orchestrator.core.tools.schema import (
 )
 from sessions.models import EVENT_ROLES, EVENT_TYPES
 from sessions.services import (
+    active,
     activity,
     agent_context,
     compaction,
@@ -42,6 +44,16 @@ from sessions.services import (
 )
 
 SESSION_ID = safe_id("Session id (letters, digits, . _ : -)")
+# What runs a session and for what (start_session; get_active_session finds it by them).
+AGENT_KIND = string("Kind of agent: claude-code, codex, gemini, other, ... (free text, "
+                    "letters, digits, . _ -)", min_length=1, max_length=64,
+                    pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+WORKFLOW = string("Workflow the session runs (e.g. create-service)", min_length=1,
+                  max_length=200)
+SKILL = string("Skill the session uses (e.g. backend-service-builder)", min_length=1,
+               max_length=200)
+METADATA = {"type": "object", "maxProperties": 50,
+            "description": "Small free-form object (at most 50 keys, 4,096 bytes of JSON)"}
 TASK_ID = safe_id("Task the session works on")
 NOTIFICATION_STATUS = string("Slack notification: queued (the worker posts it, with retries), "
                              "skipped (no webhook) or failed (not queued); never fails the call",
@@ -55,7 +67,7 @@ SAVED_TO = obj({"database": boolean(), "redis": boolean(), "file": boolean()},
 UNSAVED_CHANGES = array(
     obj({"type": string(max_length=100, min_length=1), "path": string(max_length=1000),
          "description": string(max_length=5000)}, ["type", "path"]),
-    "Changes not yet saved anywhere (spec 4.1.8)", max_items=500)
+    "Changes not yet saved anywhere", max_items=500)
 TOOL_USE = obj({"timestamp": TIMESTAMP, "tool": string(), "success": boolean(),
                 "summary": string("What a hook-reported tool use did")},
                ["timestamp", "tool", "success"])
@@ -72,7 +84,7 @@ HANDOFF = {"type": ["object", "null"], "properties": {
 ORPHANED_TASK = obj({"taskId": string(), "name": string(), "crashedSessionId": string(),
                      "lastActivity": string(nullable=True)},
                     ["taskId", "name", "crashedSessionId", "lastActivity"],
-                    description="Seed 004 orphaned work: an unfinished task a crashed session "
+                    description="Orphaned work: an unfinished task a crashed session "
                                 "worked on and no live session works on")
 BUDGET_TOKENS = integer("Token budget of the context bundle (tokens ~ characters / 4); "
                         "0 = no bundle", minimum=0, maximum=bundle.MAX_BUDGET_TOKENS)
@@ -89,14 +101,14 @@ CONTEXT_BUNDLE = obj({
                          "clients; see overBudget)"),
     "text": string("Markdown ready to inject")},
     ["taskId", "budgetTokens", "estimatedTokens", "tiers", "droppedTiers", "truncated", "text"],
-    description="Seed 001 tiered context bundle of a task")
+    description="A task's context bundle in three tiers (HOT, WARM, COLD)")
 PAUSE_REASONS = pause.PAUSE_REASONS
 PAUSE = obj({"reason": string(enum=PAUSE_REASONS), "pausedAt": string(nullable=True),
              "resetsAt": string(nullable=True),
              "remainingPercent": number(nullable=True),
              "resumeAt": string("resetsAt + PAUSE_RESUME_GRACE_MINUTES", nullable=True)},
             ["reason", "pausedAt", "resetsAt"],
-            description="Seed 004 pause of a session still paused after its reset time")
+            description="The pause of a session still paused after its reset time")
 RECONCILED_EVENT = obj({"sequence": integer(), "type": string(enum=EVENT_TYPES),
                         "event": string("parts.event of a system event", nullable=True),
                         "content": string("First 500 characters"),
@@ -105,14 +117,14 @@ RECONCILED_EVENT = obj({"sequence": integer(), "type": string(enum=EVENT_TYPES),
 RECOVERY_SESSION = obj({
     "sessionId": string(), "taskId": string(nullable=True), "taskName": string(nullable=True),
     "recoveryType": string(enum=RECOVERY_TYPES), "lastActivity": string(nullable=True),
-    "resumePrompt": string("Markdown, spec 4.1.8 format"),
+    "resumePrompt": string("Markdown: what the session was doing and how to carry on"),
     "toolHistory": array(TOOL_USE, "Last 10 tool uses, newest first (includeHistory)"),
     "unsavedChanges": UNSAVED_CHANGES, "compactionCount": integer(),
     "fullReloadDue": boolean(),
-    "savedStateAt": string("Seed 004: when the session's last saved state was written (the "
+    "savedStateAt": string("When the session's last saved state was written (the "
                            "newest version of its task); null: none", nullable=True),
     "eventsSinceSavedState": integer("Events the session wrote after its last saved state"),
-    "stateReconciled": array(RECONCILED_EVENT, "Seed 004 state_reconciled: the newest 20 "
+    "stateReconciled": array(RECONCILED_EVENT, "state_reconciled: the newest 20 "
                              "of those events, oldest first, to apply to the saved state"),
     "pause": PAUSE},
     ["sessionId", "recoveryType", "lastActivity", "resumePrompt", "unsavedChanges"])
@@ -122,7 +134,7 @@ RECENT_COMPLETION = obj({"taskId": string(), "name": string(), "projectId": stri
 RECOVERY_REPORT = obj({
     "needsRecovery": boolean(), "sessions": array(RECOVERY_SESSION), "summary": string(),
     "timestamp": TIMESTAMP, "orphanedTasks": array(ORPHANED_TASK),
-    "recentCompletions": array(RECENT_COMPLETION, "Seed 004: tasks completed within "
+    "recentCompletions": array(RECENT_COMPLETION, "Tasks completed within "
                                "RECENT_COMPLETION_WINDOW hours, newest first, to validate "
                                "before new work"),
     "recentCompletionWindowHours": number(),
@@ -140,7 +152,9 @@ def _start(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
         resolve_task=args.get("resolveTask", False), create_task=args.get("createTask", False),
         previous_session_id=args.get("previousSessionId"),
         context_budget_tokens=args.get("contextBudgetTokens"),
-        crashed_session_ids=args.get("crashedSessionIds"), owner=owner)
+        crashed_session_ids=args.get("crashedSessionIds"), owner=owner,
+        agent_kind=args.get("agentKind"), workflow=args.get("workflow"),
+        skill=args.get("skill"), metadata=args.get("metadata"))
     remember_session_owner(result["sessionId"], owner)
     return result
 
@@ -160,12 +174,17 @@ register(Tool(
         "active = the project's active task; with createTask, created = a new task for "
         "the branch, id <project>-<branch>, or without gitBranch for projectDir). "
         "previousSessionId (a resumed conversation) hands over that session's own note. "
-        "contextBudgetTokens > 0 adds the task's tiered contextBundle."
+        "contextBudgetTokens > 0 adds the task's tiered contextBundle (its WARM tier "
+        "carries the project's newest learnings). agentKind, workflow, skill and metadata "
+        "are recorded with the session: get_active_session finds it by them; "
+        "metadata over 4,096 bytes of JSON is E1612."
     ),
     input_schema=obj({"sessionId": SESSION_ID, "taskId": TASK_ID, "projectId": project_id(),
                       "projectDir": string(max_length=1000), "gitBranch": string(max_length=255),
                       "agentId": string(max_length=255),
-                      "processId": integer("Agent process id (crash detection, 8.1.2)",
+                      "agentKind": AGENT_KIND, "workflow": WORKFLOW, "skill": SKILL,
+                      "metadata": METADATA,
+                      "processId": integer("Agent process id (crash detection)",
                                            minimum=0),
                       "resolveTask": boolean("Without taskId, pick the task from the branch "
                                              "or the global active task", default=False),
@@ -184,6 +203,8 @@ register(Tool(
                                                   "active", "created")),
                        "projectId": string(), "projectDir": string(nullable=True),
                        "gitBranch": string(nullable=True), "agentId": string(nullable=True),
+                       "agentKind": string(nullable=True), "workflow": string(nullable=True),
+                       "skill": string(nullable=True), "metadata": {"type": "object"},
                        "processId": {"type": ["integer", "null"]},
                        "heartbeatIntervalMs": integer(), "handoff": HANDOFF,
                        "contextBundle": CONTEXT_BUNDLE,
@@ -226,7 +247,8 @@ register(Tool(
 
 def _end(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
     return lifecycle.end_session(args["sessionId"], summary=args.get("summary"),
-                                 open_items=args.get("openItems"), agent_id=args.get("agentId"))
+                                 open_items=args.get("openItems"), agent_id=args.get("agentId"),
+                                 learnings=args.get("learnings"))
 
 
 register(Tool(
@@ -234,17 +256,65 @@ register(Tool(
     description=(
         "End a session. With a summary and/or openItems it leaves the project's handoff "
         "note for the next session (replacing the previous one: one active per project). "
+        f"learnings (at most {project_learnings.MAX_PER_CALL}, each 1-"
+        f"{project_learnings.MAX_LENGTH} characters, not blank; E1612 otherwise, nothing "
+        "written) are kept for the project: the next sessions see the "
+        f"{project_learnings.IN_BUNDLE} newest in the WARM tier of their context bundle. "
         "Unknown session: E1600; already ended: E1602; crashed: E1603."
     ),
     input_schema=obj({"sessionId": SESSION_ID, "summary": string(max_length=20000),
                       "openItems": string_list("Open items for the next session", max_items=100),
-                      "agentId": string(max_length=255)}, ["sessionId"]),
+                      "agentId": string(max_length=255),
+                      "learnings": array(
+                          string(min_length=1, max_length=project_learnings.MAX_LENGTH),
+                          "What this session learned, for the project's next sessions",
+                          max_items=project_learnings.MAX_PER_CALL)}, ["sessionId"]),
     output_schema=obj({"success": boolean(), "sessionId": string(), "status": {"const": "ended"},
                        "endedAt": TIMESTAMP, "durationSeconds": number(nullable=True),
                        "taskId": string(nullable=True), "tasksWorked": integer(),
-                       "handoff": HANDOFF, "notificationStatus": NOTIFICATION_STATUS},
+                       "handoff": HANDOFF,
+                       "learningsRecorded": integer("Learnings kept for the project"),
+                       "notificationStatus": NOTIFICATION_STATUS},
                       ["success", "sessionId", "status", "endedAt", "notificationStatus"]),
     handler=_end,
+))
+
+
+def _get_active(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
+    return active.get_active_session(
+        criteria={key: args.get(key) for key in active.CRITERIA},
+        project_ids=ctx.visible_projects(args.get("projectId")))
+
+
+ACTIVE_SESSION = obj({
+    "sessionId": string(), "projectId": string(), "taskId": string(nullable=True),
+    "status": string(enum=SESSION_STATUSES), "startedAt": string(nullable=True),
+    "lastHeartbeat": string(nullable=True), "projectDir": string(nullable=True),
+    "gitBranch": string(nullable=True), "agentId": string(nullable=True),
+    "agentKind": string(nullable=True), "workflow": string(nullable=True),
+    "skill": string(nullable=True), "metadata": {"type": "object"},
+    "paused": boolean("Paused (pause_session): live, but takes no new work")},
+    ["sessionId", "projectId", "status"])
+
+register(Tool(
+    name="get_active_session",
+    description=(
+        "The live session (active or compacted, paused or not) of an agent (agentId or "
+        "agentKind, as start_session recorded them) or a workflow, optionally "
+        "narrowed by skill and projectId, in the caller's projects: the newest that "
+        "matches every criterion given, with liveCount the number that match; found "
+        "false and session null when none does. Without agentId, agentKind and "
+        "workflow: E1612."
+    ),
+    input_schema=obj({"agentId": string(max_length=255, min_length=1),
+                      "agentKind": AGENT_KIND, "workflow": WORKFLOW, "skill": SKILL,
+                      "projectId": project_id("Only sessions of this project")}),
+    output_schema=obj({"success": boolean(), "found": boolean(),
+                       "session": {**ACTIVE_SESSION, "type": ["object", "null"]},
+                       "liveCount": integer()},
+                      ["success", "found", "session", "liveCount"]),
+    handler=_get_active,
+    read_only=True,
 ))
 
 
@@ -278,8 +348,19 @@ register(Tool(
     handler=_check_recovery,
     writes_session=lambda args: args.get("markRecovered"),
     validation_code="E1612",
-    database_code="E1630",  # spec 4.1.8: a database failure is RECOVERY_CHECK_FAILED
+    database_code="E1630",  # a database failure here is RECOVERY_CHECK_FAILED
 ))
+
+
+COMPACTION_PROGRESS = obj({
+    "total": integer("The project's tasks that are not archived"),
+    "completed": integer(), "restoring": integer("Tasks in progress"),
+    "pendingAudit": integer("Tasks completed within RECENT_COMPLETION_WINDOW hours, to "
+                            "validate before new work")},
+    ["total", "completed", "restoring", "pendingAudit"],
+    description="Compaction summary counters of the session's project")
+COMPACTION_SUMMARY = string("The 'RESUMED - Compaction #N complete' text with the "
+                            "counters (Completed: N/total, Restoring, Pending audit)")
 
 
 def _report_compaction(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
@@ -298,7 +379,9 @@ register(Tool(
         "recovery record (type 'compaction': task state, summary, unsaved changes, tool "
         "history), counts compactions and returns the resume prompt; every second compaction "
         "needs a full plan reload (fullReloadDue). contextBudgetTokens > 0 adds the task's "
-        "contextBundle to re-inject: every tier that fits when fullReloadDue, else HOT only."
+        "contextBundle to re-inject: every tier that fits when fullReloadDue, else HOT only. "
+        "progress and summary: the counters of the project (completed / total, "
+        "restoring = in progress, pending audit = completed lately)."
     ),
     input_schema=obj({"sessionId": SESSION_ID, "trigger": string(enum=("manual", "auto")),
                       "conversationSummary": string(max_length=50000),
@@ -310,6 +393,7 @@ register(Tool(
                        "status": {"const": "compacted"}, "recoveryType": {"const": "compaction"},
                        "compactionNumber": integer(), "fullReloadDue": boolean(),
                        "resumePrompt": string(), "timestamp": TIMESTAMP,
+                       "progress": COMPACTION_PROGRESS, "summary": COMPACTION_SUMMARY,
                        "contextBundle": CONTEXT_BUNDLE},
                       ["success", "sessionId", "compactionNumber", "fullReloadDue",
                        "resumePrompt"]),
@@ -327,15 +411,16 @@ def _complete_compaction(args: dict[str, Any], ctx: ToolContext) -> dict[str, An
 register(Tool(
     name="complete_compaction",
     description=(
-        "Report that the agent finished reloading after a context compaction (seed 004 "
-        "Resume Phase), for any client: logs compaction_complete with compaction_number "
+        "Report that the agent finished reloading after a context compaction, for any "
+        "client: logs compaction_complete with compaction_number "
         "and full_reload in the session's event log and, when report_compaction left the "
         "session compacted, ends that recovery (status active). compactionNumber defaults "
         "to the compaction reported and not completed yet, else counts a new one (a "
         "client that never calls report_compaction); a number already completed changes "
         "nothing (alreadyCompleted), one past the next is E1612. fullReload defaults to "
         "every second compaction. summary: what the compacted conversation kept (stored "
-        "as the conversation summary). E1600 unknown, E1602 ended, E1603 crashed."
+        "as the conversation summary). The answer carries the summary counters "
+        "(progress, summary). E1600 unknown, E1602 ended, E1603 crashed."
     ),
     input_schema=obj({"sessionId": SESSION_ID,
                       "compactionNumber": integer("Which compaction finished (1, 2, ...)",
@@ -348,6 +433,7 @@ register(Tool(
                        "compactionNumber": integer(), "compactionCount": integer(),
                        "fullReload": boolean(), "alreadyCompleted": boolean(),
                        "sequence": integer("The compaction_complete event's sequence"),
+                       "progress": COMPACTION_PROGRESS, "summary": COMPACTION_SUMMARY,
                        "timestamp": TIMESTAMP},
                       ["success", "sessionId", "status", "compactionNumber", "fullReload",
                        "alreadyCompleted"]),
@@ -377,13 +463,14 @@ PAUSE_ANSWER = {"success": boolean(), "sessionId": string(), "paused": boolean()
 register(Tool(
     name="pause_session",
     description=(
-        "Pause a live session (seed 004): reason usage_limit, user_stop or system_error; "
+        "Pause a live session: reason usage_limit, user_stop or system_error; "
         "resetsAt when the limit resets; remainingPercent what the usage script reported. "
         "A paused session expects no heartbeats and is never marked crashed; heartbeats "
         "are still taken and leave it paused. While paused it takes no new work: "
-        "switch_task naming it and claim_files for it are refused with E1633 (409, the "
-        "reason and resumeAt in details); saving its own work (save_context_snapshot, "
-        "checkpoints, events, scratchpad) still works. The pause is written to "
+        "switch_task and acquire_task_lock naming it and claim_files for it are refused "
+        "with E1633 (409, the reason and resumeAt in details); saving its own work "
+        "(save_context_snapshot, checkpoints, events, scratchpad, renewing or releasing "
+        "its locks, end_session) still works. The pause is written to "
         "RECOVERY_DIR/.session-state.json. resume_session ends the pause, and so does "
         "the next record_activity with a heartbeat (an agent at work again); "
         "PAUSE_RESUME_GRACE_MINUTES after resetsAt the periodic job resume_paused_sessions "
@@ -417,7 +504,7 @@ def _resume(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
 register(Tool(
     name="resume_session",
     description=(
-        "End a session's pause (seed 004 After Session Pause): logs session_resume with "
+        "End a session's pause: logs session_resume with "
         "resume_count and tasks_to_revalidate (its project's tasks completed within "
         "RECENT_COMPLETION_WINDOW hours before the pause). A session that is not paused "
         "answers wasPaused false and nothing changes. E1600 unknown, E1602 ended, E1603 "
@@ -428,7 +515,7 @@ register(Tool(
                        "reason": string(enum=pause.PAUSE_REASONS, nullable=True),
                        "pausedAt": string(nullable=True),
                        "pausedSeconds": number(),
-                       "tasksToRevalidate": string_list("Seed 004: tasks completed lately, "
+                       "tasksToRevalidate": string_list("Tasks completed lately, "
                                                         "to validate before new work")},
                       ["success", "sessionId", "paused", "wasPaused", "resumeCount"]),
     handler=_resume,
@@ -495,7 +582,7 @@ def _get_scratchpad(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
 
 register(Tool(
     name="get_session_scratchpad",
-    description="The session's mutable scratchpad (working memory, seed 002).",
+    description="The session's mutable scratchpad (working memory).",
     input_schema=obj({"sessionId": SESSION_ID}, ["sessionId"]),
     output_schema=SCRATCHPAD,
     handler=_get_scratchpad,
@@ -580,8 +667,8 @@ def _get_context_bundle(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any
 register(Tool(
     name="get_context_bundle",
     description=(
-        "A task's context (or the task of sessionId) as markdown ready to inject, tiered as "
-        "seed 001 says: HOT (status, immediate context, blockers, locks, unresolved "
+        "A task's context (or the task of sessionId) as markdown ready to inject, in "
+        "three tiers: HOT (status, immediate context, blockers, locks, unresolved "
         "conflicts, hard rules; never dropped), WARM (description, notes, key files, recent "
         "decisions, relationships, tech stack), COLD (older decisions, keywords, version "
         "history, key paths). Over budgetTokens (tokens ~ characters / 4) COLD goes first, "
@@ -605,7 +692,7 @@ register(Tool(
 register(Tool(
     name="detect_crashed_sessions",
     description=(
-        "The crash sweep (spec 7.1.1): every live session whose heartbeat is older than "
+        "The crash sweep: every live session whose heartbeat is older than "
         "CRASH_THRESHOLD_MINUTES is marked crashed, with its recovery snapshot. Beat runs "
         "it every HEARTBEAT_INTERVAL_MS; manage.py detect_crashed_sessions runs it once."
     ),
@@ -620,7 +707,7 @@ register(Tool(
 register(Tool(
     name="resume_paused_sessions",
     description=(
-        "Seed 004's auto-resume: every live session paused with a resetsAt that is more "
+        "The auto-resume: every live session paused with a resetsAt that is more "
         "than PAUSE_RESUME_GRACE_MINUTES past is resumed (event session_resume with "
         "trigger auto_resume, a log line, and a notice for its next hook answer). Beat "
         "runs it every HEARTBEAT_INTERVAL_MS; manage.py resume_paused_sessions runs it once."

@@ -1,23 +1,24 @@
-"""A task's context as markdown ready to inject into an agent, tiered by seed 001 (AD-5, AD-6).
+"""A task's context as markdown ready to inject into an agent, in three tiers.
 
-Seed 001's HOT/WARM/COLD tiers, mapped onto a task context:
+HOT/WARM/COLD, by what an agent can least afford to miss, mapped onto a task context:
 
 - HOT (never dropped): where the task stands (status, phase, iteration), its immediate
   context (working on, last action, next step, blockers), the unfinished tasks blocking
   it, its locked elements, its unresolved conflicts and the project's hard rules
-  (seed 001's "guardrails" and "unread messages": what an agent must not miss).
+  (the guardrails and the unread news: what an agent must not miss).
 - WARM: description, notes, key files, the 5 newest technical decisions, the other
-  relationships (blocks, depends on, related to) and the tech stack.
+  relationships (blocks, depends on, related to), the tech stack and the project's 10
+  newest learnings (left by end_session for the next sessions).
 - COLD: older technical decisions, keywords, the stored resume prompt, the last versions'
   change summaries and the project's key paths and services.
 
 A task's keys marked critical (``mark_critical``, contexts.services.critical) move from
 WARM or COLD into HOT, labelled "(critical)".
 
-Tokens are estimated as characters / 4 of the text (seed 001 AD-5). Over budget, COLD goes
-first, then WARM; HOT (with the hard rules and the critical keys) is never dropped nor
-cut (AD-5: "Never truncate HOT"): when it alone is over the budget the bundle is whole,
-``overBudget`` is true and its header says so. ``truncated`` stays in the answer for older
+Tokens are estimated as characters / 4 of the text. Over budget, COLD goes first, then
+WARM; HOT (with the hard rules and the critical keys) is never dropped nor cut (what an
+agent must not miss is never shortened): when it alone is over the budget the bundle is
+whole, ``overBudget`` is true and its header says so. ``truncated`` stays in the answer for older
 clients and is always false: nothing is ever cut inside a tier.
 """
 
@@ -26,6 +27,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from contexts.services import learnings
 from contexts.services.critical import MOVABLE, in_bundle_order
 from contexts.services.unified import unified_context
 
@@ -128,7 +130,8 @@ def _critical(task: dict[str, Any], context: dict[str, Any], critical: list[str]
 def _warm(task: dict[str, Any], context: dict[str, Any],
           critical: list[str] | tuple[str, ...] = ()) -> list[str]:
     return [line for key, part in WARM_KEYS if key not in critical
-            for line in _key_lines(key, task, context, part)]
+            for line in _key_lines(key, task, context, part)] + [
+        f"- **Learning**: {text}" for text in context.get("learnings") or []]
 
 
 def _cold(task: dict[str, Any], context: dict[str, Any],
@@ -162,7 +165,8 @@ def context_bundle(task_id: str, budget_tokens: int = DEFAULT_BUDGET_TOKENS,
     ``tiers`` limits what is wanted (HOT is always in); E1610 for an unknown task.
     """
     context, marked = unified_context(task_id, include_version_history=True,
-                                      max_versions=VERSION_LINES, critical=True)
+                                      max_versions=VERSION_LINES, critical=True,
+                                      learnings=learnings.IN_BUNDLE)
     task = context["task"]
     critical = in_bundle_order(marked)
     sections = {"hot": _hot(task, context) + _critical(task, context, critical),

@@ -1,4 +1,5 @@
-"""Notifications behind a small port (seed 001 AD-3) with a Slack incoming-webhook adapter.
+"""Notifications behind a small port (a new channel is one adapter) with a Slack
+incoming-webhook adapter.
 
 A notification never fails nor slows the operation that sent it: ``notify`` hands the
 message to the Celery worker (task ``sessions.send_notification``, sessions/tasks.py),

@@ -15,7 +15,8 @@ ROOT = Path(__file__).resolve().parents[2]
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
 LOCK_LINE = re.compile(r"^([A-Za-z0-9_.\-]+)==([^\s;\\]+)", re.M)
 # Which extras each lock resolves (the Makefile's lock target).
-LOCKS = {"prod": [], "dev": ["dev", "servers"], "bench": ["dev", "servers", "bench"]}
+LOCKS = {"prod": [], "dev": ["dev", "docs", "servers"],
+         "bench": ["dev", "docs", "servers", "bench"]}
 LOCAL = {"session-orchestrator-agent"}  # the agent client: installed from client/
 
 
