@@ -31,11 +31,13 @@ FUZZ_ARGS ?=
 LOCKS   := requirements/prod.lock requirements/dev.lock requirements/bench.lock
 # The agent client (client/, once it is its own distribution) is installed from the tree,
 # never from an index: kept out of the locks and installed with --no-deps beside the server.
+# (uv reads it as the requirement ./client from stdin, which provides the name the server
+# depends on).
 CLIENT  := $(wildcard client/pyproject.toml)
 LOCAL   := $(if $(CLIENT),-e ./client) -e .
-COMPILE := $(VENV)/bin/uv pip compile pyproject.toml $(CLIENT) --universal --generate-hashes \
-	--python-version 3.11 --no-header --quiet \
-	$(if $(CLIENT),--no-emit-package session-orchestrator-agent)
+UVPC    := $(if $(CLIENT),printf './client\n' |) $(VENV)/bin/uv pip compile pyproject.toml \
+	$(if $(CLIENT),- --no-emit-package session-orchestrator-agent)
+COMPILE := $(UVPC) --universal --generate-hashes --python-version 3.11 --no-header --quiet
 
 install: $(STAMP)
 
@@ -45,7 +47,7 @@ $(PY):
 # Reinstall only when the lock changed since the last successful install: the locked
 # versions, checked against their hashes, then this checkout (and client/) without
 # resolving anything again.
-$(STAMP): requirements/dev.lock pyproject.toml | $(PY)
+$(STAMP): requirements/dev.lock pyproject.toml $(CLIENT) | $(PY)
 	$(PY) -m pip install --require-hashes -r requirements/dev.lock
 	$(PY) -m pip install --no-deps $(LOCAL)
 	touch $@
@@ -56,10 +58,9 @@ lock: $(STAMP)
 	$(COMPILE) -c requirements/dev.lock -o requirements/prod.lock
 	$(COMPILE) --extra dev --extra docs --extra servers --extra bench -c requirements/dev.lock \
 		-o requirements/bench.lock
-	for v in 3.12 3.13; do $(VENV)/bin/uv pip compile pyproject.toml $(CLIENT) --extra dev \
-		--extra docs --extra servers --python-version $$v --python-platform x86_64-manylinux_2_34 \
-		--only-binary :all: -c requirements/dev.lock --quiet -o /dev/null \
-		$(if $(CLIENT),--no-emit-package session-orchestrator-agent) || exit 1; done
+	for v in 3.12 3.13; do $(UVPC) --extra dev --extra docs --extra servers \
+		--python-version $$v --python-platform x86_64-manylinux_2_34 --only-binary :all: \
+		-c requirements/dev.lock --quiet -o /dev/null || exit 1; done
 
 # The wheels, with every app's templates and static files (pyproject.toml's package-data).
 dist: $(STAMP)
