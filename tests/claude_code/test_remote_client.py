@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -107,8 +108,10 @@ def test_a_laptop_enrolls_through_a_prefixed_proxy_and_is_tracked_as_today(
         token = ApiToken.objects.get(name=f"agent:{os.uname().nodename}:{project}")
         assert token.projects == [key]
         # Nothing setup wrote names the server's checkout: hooks run the client's venv.
+        # (A path inside it, or the checkout itself; /tmp/ci1-pt is not inside /tmp/ci1.)
+        checkout = re.compile(re.escape(str(ROOT)) + r'(?=[/"\\]|$)', re.MULTILINE)
         for path in files_setup_wrote(project):
-            assert str(ROOT) not in path.read_text(errors="replace"), path
+            assert not checkout.search(path.read_text(errors="replace")), path
         hooks = json.loads((project / ".claude" / "settings.local.json").read_text())["hooks"]
         command = hooks["SessionStart"][0]["hooks"][0]["command"]
         assert command.startswith(str(client_venv / "bin" / "python")), command

@@ -95,7 +95,8 @@ def test_the_management_commands_record_full_runs_only(tools):
 def test_a_failed_command_run_is_recorded_with_its_code(settings, tmp_path):
     from django.core.management import CommandError, call_command
 
-    # A context directory that is a file: every backup write fails, a partial sync (E1653).
+    # A context directory that is a file: every file write fails while Redis takes its
+    # copies, so the run fails with the file backend's code (E1651).
     blocked = tmp_path / "not-a-directory"
     blocked.write_text("")
     settings.CONTEXT_DIR = str(blocked)
@@ -103,7 +104,7 @@ def test_a_failed_command_run_is_recorded_with_its_code(settings, tmp_path):
         call_command("sync_hot_context", stdout=io.StringIO())
     run = JobRun.objects.get()
     assert (run.job_name, run.outcome) == ("hot sync", "failed")
-    assert run.summary.startswith("E1653: ")
+    assert run.summary.startswith("E1651: ")
 
 
 def _in_thread(target, *args) -> threading.Thread:
