@@ -18,6 +18,7 @@ from django.conf import settings
 from django.test import Client
 
 from orchestrator.backends import redis_store
+from orchestrator.core.db import set_harness_blocks
 from orchestrator.core.tools.access import forget_entity_projects, forget_session_owners
 
 # The suite drives thousands of calls a minute through one token (tests/fuzz, the load
@@ -65,9 +66,16 @@ def isolated_backends(settings, tmp_path, request):
         request.getfixturevalue("_django_db_helper")
         if _is_transactional(request):
             truncate_spec_tables()
+        else:
+            # The test case's atomic blocks around the test never commit: the code under
+            # test must not take them for a caller's transaction (core.db).
+            from django.db import connection
+
+            set_harness_blocks(len(connection.atomic_blocks))
         ensure_project_row()
         empty_graph()
     yield
+    set_harness_blocks(0)
     redis_store.breaker.reset()
 
 
