@@ -8,6 +8,7 @@
 # make promtool - Prometheus's rule checker into .venv/bin (the tests check deploy/ with it)
 # make browser - install Debian's chromium for the browser tests (run by make test)
 # make conformance - the official MCP conformance suite (every server scenario) against a real /mcp
+# make docs  - the documentation site (mkdocs.yml) into site/, --strict: a broken link fails it
 
 VENV    := .venv
 PY      := $(VENV)/bin/python
@@ -23,7 +24,7 @@ BENCH_ARGS ?=
 FUZZ_SECONDS ?= 300
 FUZZ_ARGS ?=
 
-.PHONY: run test lint install bench promtool browser conformance fuzz
+.PHONY: run test lint install bench promtool browser conformance fuzz docs
 
 install: $(STAMP)
 
@@ -32,7 +33,7 @@ $(PY):
 
 # Reinstall only when pyproject.toml changed since the last successful install.
 $(STAMP): pyproject.toml | $(PY)
-	$(PY) -m pip install -e '.[dev]'
+	$(PY) -m pip install -e '.[dev,docs]'
 	touch $@
 
 run: $(STAMP)
@@ -75,7 +76,7 @@ lint: $(STAMP)
 	$(VENV)/bin/mypy
 
 $(VENV)/.bench-installed: pyproject.toml $(STAMP)
-	$(PY) -m pip install -e '.[dev,bench]'
+	$(PY) -m pip install -e '.[dev,docs,bench]'
 	touch $@
 
 bench: $(VENV)/.bench-installed
@@ -88,7 +89,12 @@ fuzz: $(STAMP)
 
 # Every server scenario of @modelcontextprotocol/conformance (pinned with Node 22 in
 # tests/clients/mcp-conformance/, npm ci on first use) against a real server's /mcp on fresh
-# embedded servers; fails on a scenario outside expected-failures.yml (README, "MCP conformance").
+# embedded servers; fails on a scenario outside expected-failures.yml (docs/agents/mcp.md).
 conformance: $(STAMP)
 	exec $(PY) -m orchestrator.ops.launcher --temp -- $(PY) -m pytest -s -p no:cacheprovider \
 		tests/clients/test_conformance_suite.py
+
+# The site's Reference pages are generated from the tool registry and the settings model by
+# docs/_gen/reference.py (a MkDocs hook) at every build; no server is needed.
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict

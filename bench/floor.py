@@ -1,7 +1,7 @@
 """The save's floor: the work a save promises, done alone, through the same drivers and
 servers the bench measures us on (issue 24).
 
-One ``save_context_snapshot`` of the active task promises (spec 7.2.1, bench/PROFILE.md):
+One ``save_context_snapshot`` of the active task promises (Postgres, then Redis, then files; bench/PROFILE.md):
 Postgres first, a version row saying who and why; then Redis, the task key and the hot
 key; then the task file and the hot file. ``Floor.save`` does exactly that and nothing
 else, written plainly:

@@ -114,7 +114,7 @@ _CLAIMANT = ("SELECT s.status, s.project_id, s.task_id, s.project_dir, d.agent_i
 
 def claimant(session_id: str, *, source: str = "tool") -> Claimant:
     """The session with its project's policy; E1600 unknown, E1602 / E1603 not live,
-    E1633 paused (a paused session claims no new files, seed 004; the claims a hook
+    E1633 paused (a paused session claims no new files; the claims a hook
     flush makes for edits already done are kept, ``source`` "activity")."""
     rows = prepared.fetch_all(_CLAIMANT, [session_id])  # prepared: planning cost the most
     row = rows[0] if rows else None

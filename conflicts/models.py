@@ -1,4 +1,4 @@
-"""The spec's context_conflicts table (5.2.6)."""
+"""The spec's context_conflicts table."""
 
 from __future__ import annotations
 

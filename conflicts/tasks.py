@@ -1,4 +1,4 @@
-"""Periodic conflict detection on Celery beat (spec 3.2.4), when ENABLE_CONFLICT_DETECTION:
+"""Periodic conflict detection on Celery beat, when ENABLE_CONFLICT_DETECTION:
 the detect_conflicts tool through the registry.
 
 Each new conflict is logged at WARN ("Conflict detected") and counted by the detection

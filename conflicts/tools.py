@@ -1,5 +1,5 @@
-"""Conflict and lock tools: detect_conflicts (4.1.6), resolve_conflict (4.1.7),
-update_conflict_status, report_conflict, and the task lock tools (8.2)."""
+"""Conflict and lock tools: detect_conflicts, resolve_conflict, update_conflict_status,
+report_conflict, and the task lock tools."""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ from orchestrator.core.tools.schema import (
 
 TASK_LOCK = obj({"taskId": string(), "sessionId": string(), "lockedAt": TIMESTAMP,
                  "expiresAt": TIMESTAMP}, ["taskId", "sessionId", "lockedAt", "expiresAt"],
-                description="TaskLock (spec 8.2.1), stored as JSON at context:lock:{taskId}")
+                description="A task lock, stored as JSON at context:lock:{taskId}")
 EVIDENCE = obj({"field": string(max_length=255), "expectedValue": any_value(),
                 "actualValue": any_value(), "location": string(max_length=2000)},
                additional=True)
@@ -48,7 +48,7 @@ def _detect(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
 register(Tool(
     name="detect_conflicts",
     description=(
-        "Cross-system conflict detection (spec 4.1.6), within each of the caller's projects "
+        "Cross-system conflict detection, within each of the caller's projects "
         "(projectId: only that one; tasks of two projects never pair). file_conflict: "
         "active tasks sharing key files (high if 3+ files, else medium; strength "
         "min(n/5, 1)). lock_collision: "
@@ -127,7 +127,7 @@ LOCK_INPUT = obj({
 register(Tool(
     name="acquire_task_lock",
     description=(
-        "Lock a task for one session (spec 8.2.1: Redis SET NX EX at context:lock:{taskId}, "
+        "Lock a task for one session (Redis SET NX EX at context:lock:{taskId}, "
         "TaskLock JSON, expiresAt = now + ttlSeconds). Re-acquiring your own lock extends "
         "it; an expired lock of another session is taken over atomically; a live lock of "
         "another session is E1613; an unknown task is E1610; Redis down is E1650. "
@@ -172,7 +172,7 @@ RESOLUTION = obj({
     "resolvedValue": any_value("For merge/custom: {taskId: {camelCase task changes}} for the "
                                "conflict's task(s)"),
     "notes": string(max_length=5000),
-}, ["action"], description="ConflictResolution (spec 4.2.12)")
+}, ["action"], description="What to do about the conflict")
 
 
 def _resolve(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
@@ -184,7 +184,7 @@ def _resolve(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
 register(Tool(
     name="resolve_conflict",
     description=(
-        "Apply a resolution to a conflict (spec 4.1.7); it becomes resolved (ignored for "
+        "Apply a resolution to a conflict; it becomes resolved (ignored for "
         "'ignore'). Side effects: file_conflict use_a/use_b removes the shared files from the "
         "other task's keyFiles; state_mismatch use_a resyncs the Redis cache from Postgres, "
         "use_b writes the cached values to Postgres; data_inconsistency use_a rewrites the "

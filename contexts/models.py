@@ -1,7 +1,7 @@
-"""The spec's task_contexts, context_versions, checkpoints and global_context (5.2).
+"""The spec's task_contexts, context_versions, checkpoints and global_context.
 
 Tables, defaults, indexes and triggers are created by raw SQL in the migration exactly as
-spec 13.1.1 says (other programs read and write these tables); the models mirror them,
+the spec's DDL has them (other programs read and write these tables); the models mirror them,
 with ``db_default`` so ORM inserts leave defaults to the database.
 """
 
@@ -160,7 +160,7 @@ class GlobalContextVersion(models.Model):
 
 
 class CriticalKeys(models.Model):
-    """The context keys of a task marked critical (seed 003 markCritical): kept
+    """The context keys of a task marked critical (``mark_critical``): kept
     whole in every context bundle whatever the budget (contexts.services.critical).
 
     Beside task_contexts, not a column of it: the spec's table has fixed columns that
@@ -181,10 +181,10 @@ class CriticalKeys(models.Model):
 
 
 class CheckpointDetails(models.Model):
-    """What the server knows about a checkpoint beside its row (seed 003 checkpoint
-    metadata): its tags, the agent that made it and its status, ``active``, ``archived``
-    (kept, set aside by an operator) or ``corrupt`` (its snapshot no longer matches its
-    checksum: the periodic check, contexts.services.checkpoint_check, says so).
+    """What the server knows about a checkpoint beside its row: its tags, the agent that
+    made it and its status, ``active``, ``archived`` (kept, set aside by an operator) or
+    ``corrupt`` (its snapshot no longer matches its checksum: the periodic check,
+    contexts.services.checkpoint_check, says so).
 
     Beside checkpoints, not columns of it: the spec's table has fixed columns that other
     programs read, and the status is the server's verdict on the row, not its content. A

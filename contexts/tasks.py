@@ -1,7 +1,8 @@
 """Periodic jobs of contexts, tools through the registry: the sync of the Redis cache and
-file backups from Postgres (spec 4.1.10), which repairs whatever a Redis or file failure
-on the write path left behind; the replay of the saves held while Postgres was
-unreachable (contexts/services/pending.py); and the checkpoint check (seed 003 §3.2).
+file backups from Postgres, which repairs whatever a Redis or file failure on the write
+path left behind; the replay of the saves held while Postgres was unreachable
+(contexts/services/pending.py); and the checkpoint check (every snapshot against its
+hash).
 """
 
 from __future__ import annotations

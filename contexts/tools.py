@@ -1,4 +1,5 @@
-"""Context tools (spec 4.1.1-4.1.5, 4.1.10) and create_task (CONTRACT.md).
+"""Context tools: read, save, checkpoint, roll back, switch, sync, the global context and
+critical keys, and create_task.
 
 Each tool only declares its schemas and calls a service in contexts/services/.
 """
@@ -99,8 +100,8 @@ register(Tool(
     name="get_unified_context",
     description=(
         "Aggregate the global context and, with taskId, the task (served from the Redis "
-        "cache when present), its relationships, unresolved conflicts and version history "
-        "(spec 4.1.1). The global context is the task's project's (without a task: "
+        "cache when present), its relationships, unresolved conflicts and version "
+        "history. The global context is the task's project's (without a task: "
         "projectId's, default the caller's project); projectId in the answer names it. "
         "depth hot|warm|cold limits the tiers (hot: global + task; warm: + "
         "relationships, conflicts; cold: + version history); maxTokens (tokens ~ JSON "
@@ -161,12 +162,12 @@ register(Tool(
     name="save_context_snapshot",
     description=(
         "Apply updates to a task and persist it to Postgres (versioned by the trigger), the "
-        "Redis cache and the file backup (spec 4.1.2). savedTo says which backends really "
+        "Redis cache and the file backup. savedTo says which backends really "
         "took the write; a Redis or file failure does not fail the save. graph says what "
         "the save means for the graph mirror, which is updated off the request path: "
         "queued, unchanged or disabled. A paused session (pause_session) may save its "
         "own work. While PostgreSQL is unreachable the save is held in "
-        "RECOVERY_DIR/.pending-saves.json (spec 6.4.1): HTTP 202 with success true, "
+        "RECOVERY_DIR/.pending-saves.json: HTTP 202 with success true, "
         "pending true, pendingSaveId, version null and savedTo {database: false, redis: "
         "false, file: true}; held saves are applied in order, each exactly once, when "
         "PostgreSQL is back (before the next save, and by the periodic job "
@@ -235,7 +236,7 @@ def _checkpoint(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
 register(Tool(
     name="create_checkpoint",
     description=(
-        "Store a named snapshot of the global context and the included tasks (spec 4.1.3). "
+        "Store a named snapshot of the global context and the included tasks. "
         "Scope: no task -> global, one -> task, more -> multi_task; the global context is "
         "that of the tasks' project (tasks of two projects: E1607), without tasks "
         "projectId's. The snapshot carries a "
@@ -255,7 +256,7 @@ register(Tool(
         "force": boolean("Store even if identical to this label's latest checkpoint",
                          default=False),
         "tags": array(string(min_length=1, max_length=100), max_items=20,
-                      description="Tags to find the checkpoint by (seed 003)"),
+                      description="Tags to find the checkpoint by"),
         "agentId": string("The agent making it (default: the session's agent)",
                           min_length=1, max_length=255),
     }, ["label"]),
@@ -311,7 +312,7 @@ def _list_checkpoints(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
 register(Tool(
     name="list_checkpoints",
     description=(
-        "Find checkpoints to roll back to (seed 003), newest first, with the total: of a "
+        "Find checkpoints to roll back to, newest first, with the total: of a "
         "task (taskId: its own and those including it), made in a session (sessionId), "
         "with a label (exact), in a project (projectId; default: the caller's projects). "
         "latest is the newest match whatever the page: with sessionId, the session's last "
@@ -387,7 +388,7 @@ register(Tool(
         "Atomically save the current task (with currentTaskUpdates), make toTaskId the "
         "active task of its project and stamp its last_session_at, in one transaction (the "
         "two tasks must be of one project: E1607 otherwise); then refresh the "
-        "hot context in Redis and files (spec 4.1.5, 7.3). blockedBy lists unfinished "
+        "hot context in Redis and files. blockedBy lists unfinished "
         "tasks that block the new task. E1660, E1661, E1662, E1612; E1633 when sessionId "
         "is paused (pause_session: a paused session takes no new task; its own saves still "
         "work); on failure nothing changed."
@@ -425,7 +426,7 @@ register(Tool(
     description=(
         "Rewrite the Redis cache (task keys, hot context) and the file backups (task "
         "files, _registry.json, _hot_context.json, shared/project-constants.json) from "
-        "Postgres (spec 4.1.10). Without taskIds: every pending, in-progress or blocked "
+        "Postgres. Without taskIds: every pending, in-progress or blocked "
         "task of the caller's projects (projectId: of that one). If any target fails: "
         "E1653 with the answer (synced, errors) as details."
     ),
@@ -472,7 +473,7 @@ GLOBAL_FIELDS = {
 register(Tool(
     name="update_global_context",
     description=(
-        "Change a project's global context (spec 5.2.5; projectId, default the caller's "
+        "Change a project's global context (projectId, default the caller's "
         "project), the part every agent of the project reads first: projectName, "
         "description, hardRules, techStack, keyPaths, services, orchestratorContext. "
         "Listed fields are replaced whole (send the full list or map). "
@@ -564,7 +565,7 @@ register(Tool(
 ))
 
 
-# -- critical context keys (seed 003 markCritical) ----------------------------------------
+# -- critical context keys (kept whole in every bundle) -----------------------------------
 
 register(Tool(
     name="mark_critical",
@@ -594,7 +595,7 @@ register(Tool(
 register(Tool(
     name="check_checkpoints",
     description=(
-        "Verify every checkpoint's snapshot against its hash (seed 003 §3.2): one that no "
+        "Verify every checkpoint's snapshot against its hash: one that no "
         "longer matches is marked corrupt (shown on the console, refused by rollback_to), "
         "one that verifies again goes back to active. Beat runs it every "
         "CHECKPOINT_CHECK_INTERVAL_SECONDS; manage.py check_checkpoints runs it once."

@@ -1,4 +1,4 @@
-"""The spec's task_relationships table (5.2.7): the source of truth for task-to-task edges."""
+"""The spec's task_relationships table: the source of truth for task-to-task edges."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""neomodel definitions of the graph mirror (spec 6.3).
+"""neomodel definitions of the graph mirror (tasks, sessions, agents and their edges).
 
 Postgres stays the source of truth; these classes declare the labels, properties and
 uniqueness the mirror keeps. Queries and bulk writes use plain Cypher (graph.backend.cypher)
@@ -47,7 +47,7 @@ class Task(StructuredNode):
     blocks = RelationshipTo("Task", "BLOCKS", model=BlocksRel)
     depends_on = RelationshipTo("Task", "DEPENDS_ON", model=DependsOnRel)
     related_to = RelationshipTo("Task", "RELATED_TO")
-    # parent_of is a RelationshipType (4.2.5) the spec's graph table does not list; it is
+    # parent_of is a relationship type the spec's graph table does not list; it is
     # mirrored so the graph answers the same questions as Postgres.
     parent_of = RelationshipTo("Task", "PARENT_OF")
     sessions = RelationshipFrom("Session", "WORKS_ON", model=WorksOnRel)

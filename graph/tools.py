@@ -1,4 +1,4 @@
-"""Graph tools: get_task_graph (spec 4.1.9) and adding / removing task relationships (4.2.5)."""
+"""Graph tools: get_task_graph and adding / removing task relationships."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ EDGE_TYPES = ("blocks", "depends_on", "related_to", "parent_of")
 
 NODE = obj({"taskId": string(), "name": string(), "status": string(enum=TASK_STATUSES),
             "phase": string(), "priority": integer(), "score": number(),
-            "orphaned": boolean("Present (true) for orphaned work (seed 004): an unfinished "
+            "orphaned": boolean("Present (true) for orphaned work: an unfinished "
                                 "task a crashed session worked on and no live session "
                                 "works on")},
            ["taskId", "name", "status", "priority"], description="TaskGraphNode")
@@ -48,7 +48,7 @@ def _get_task_graph(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
 register(Tool(
     name="get_task_graph",
     description=(
-        "Task relationship graph (spec 4.1.9). With taskId: tasks within `depth` edges of it "
+        "Task relationship graph. With taskId: tasks within `depth` edges of it "
         "(any direction) and its focus lists; without: the whole graph. readyTasks are pending "
         "tasks that wait on nothing: no unfinished (not completed) task blocks them and none "
         "they depend on (depends_on: the source waits for the target) is unfinished; "
@@ -111,11 +111,11 @@ def _add(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
 register(Tool(
     name="add_task_relationship",
     description=(
-        "Relate two tasks (RelationshipType, spec 4.2.5). Idempotent: an existing "
-        "relationship is updated (created=false). A blocks / depends_on / parent_of edge "
-        "(or an inverse) that would close a cycle is refused with E1616 and the cycle in "
-        "error.details.cycle. Unknown tasks: E1610. Stored in Postgres, then mirrored to "
-        "the graph (graphSynced=false: repaired by sync_graph)."
+        "Relate two tasks (blocks, depends_on, related_to, parent_of or an inverse). "
+        "Idempotent: an existing relationship is updated (created=false). A blocks / "
+        "depends_on / parent_of edge (or an inverse) that would close a cycle is refused "
+        "with E1616 and the cycle in error.details.cycle. Unknown tasks: E1610. Stored in "
+        "Postgres, then mirrored to the graph (graphSynced=false: repaired by sync_graph)."
     ),
     input_schema=obj({**RELATIONSHIP_KEY,
                       "reason": string("Why (blocks)", max_length=2000, nullable=True),

@@ -1,4 +1,5 @@
-"""RelationshipType (spec 4.2.5) and how each one is stored in task_relationships."""
+"""The relationship types (blocks, depends_on, related_to, parent_of and their inverses)
+and how each one is stored in task_relationships."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@ from django.apps import AppConfig
 
 
 class LocksConfig(AppConfig):
-    """Task locks (spec 8.2) and the lock rule every task write obeys. Below contexts: the
+    """Task locks and the lock rule every task write obeys. Below contexts: the
     write path needs the rule, and nothing here needs to know what a task holds."""
 
     name = "locks"

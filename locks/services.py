@@ -1,9 +1,9 @@
-"""Task locks (spec 8.2): ``context:lock:{taskId}`` holding the TaskLock JSON, SET NX EX.
+"""Task locks: ``context:lock:{taskId}`` holding the TaskLock JSON, SET NX EX.
 
 A lock is logically held until its ``expiresAt`` (REDIS_LOCK_TTL after it was taken or
 last renewed). The Redis key itself lives LOCK_GRACE_SECONDS longer: a session that
 crashed while holding a lock leaves a key whose ``expiresAt`` is past, and that is what
-detect_conflicts reports as ``lock_collision`` (spec 4.1.6). An expired lock is NOT held:
+detect_conflicts reports as ``lock_collision``. An expired lock is NOT held:
 another session may take it over (atomically, WATCH/MULTI), and writes are not refused.
 
 ``check_write_allowed`` is the rule every task write goes through (save, rollback,
@@ -96,7 +96,7 @@ def live_lock(task_id: str) -> dict[str, Any] | None:
 
 
 def _stamp(moment: datetime) -> str:
-    # TaskLock times (spec 8.2.1) are written to the millisecond.
+    # TaskLock times are written to the millisecond, as every other client writes them.
     return iso(moment, timespec="milliseconds")
 
 

@@ -35,7 +35,7 @@ def periodic_jobs() -> dict[str, dict]:
         "retention": ("orchestrator.retention", settings.RETENTION_INTERVAL_SECONDS),
         "check checkpoints": ("contexts.check_checkpoints",
                               settings.CHECKPOINT_CHECK_INTERVAL_SECONDS),
-        # Seed 004's auto-resume at resets_at + PAUSE_RESUME_GRACE_MINUTES: a minute late
+        # A pause ends by itself at resets_at + PAUSE_RESUME_GRACE_MINUTES: a minute late
         # at most, as the crash sweep.
         "resume paused sessions": ("sessions.resume_paused_sessions",
                                    settings.HEARTBEAT_INTERVAL_MS / 1000),

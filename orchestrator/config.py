@@ -1,7 +1,8 @@
 """Configuration: one typed, validated definition of every setting the server reads.
 
-Precedence: environment variable > ORCHESTRATOR_CONFIG file (spec 10.4 format, with
-``${VAR:default}`` interpolation) > built-in default; an empty value counts as unset.
+Precedence: environment variable > ORCHESTRATOR_CONFIG file (YAML grouped by backend,
+``_YAML_PATHS``, with ``${VAR:default}`` interpolation) > built-in default; an empty
+value counts as unset.
 ``Settings`` (pydantic) declares each variable under its own name with its type and
 bounds; anything malformed raises ``ConfigError`` carrying E1690 (invalid) or E1691
 (missing) and the setting's name, so start-up stops with one line that says what to fix.
@@ -40,7 +41,7 @@ class ConfigError(Exception):
 
 _INTERPOLATION = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::([^}]*))?\}")
 
-# Where each flat setting lives in the spec 10.4 YAML file.
+# Where each flat setting lives in the ORCHESTRATOR_CONFIG YAML file (postgres:, redis:, ...).
 _YAML_PATHS: dict[str, tuple[str, ...]] = {
     "POSTGRES_HOST": ("postgres", "host"),
     "POSTGRES_PORT": ("postgres", "port"),
@@ -85,7 +86,8 @@ _DRIVER_OPTIONS = frozenset({"assume_role", "server_side_binding"})
 
 
 class Settings(BaseModel):
-    """Every setting, named as its environment variable (README, "Configuration")."""
+    """Every setting, named as its environment variable. A new field needs its meaning in
+    docs/_gen/settings.yml: the site's settings table is generated from both."""
 
     model_config = ConfigDict(extra="ignore", allow_inf_nan=False, str_strip_whitespace=True)
 
@@ -154,7 +156,7 @@ class Settings(BaseModel):
     BACKUP_INTERVAL_SECONDS: Positive = 86400
     BACKUP_KEEP: Positive = 7
     PG_BIN_DIR: str = ""
-    # 0: every context version is kept (the spec's audit trail, 000 §8.3.3, is the full
+    # 0: every context version is kept (the audit trail is a task's full
     # history; STORAGE_QUOTA_BYTES bounds storage). N >= 1 is an operator's choice to trim:
     # a task then keeps its newest N versions and every one younger than RETENTION_KEEP_DAYS.
     RETENTION_KEEP_VERSIONS: Count = 0
@@ -297,7 +299,7 @@ def interpolate(value: Any, env: Mapping[str, str]) -> Any:
 
 
 def load_yaml_settings(path: str, env: Mapping[str, str]) -> dict[str, str]:
-    """Flatten a spec 10.4 file into {SETTING: value-as-string}."""
+    """Flatten an ORCHESTRATOR_CONFIG file into {SETTING: value-as-string}."""
     file = Path(path)
     if not file.is_file():
         raise ConfigError(CONFIG_MISSING, "ORCHESTRATOR_CONFIG", f"file not found: {path}")

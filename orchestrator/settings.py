@@ -125,7 +125,7 @@ _POSTGRES_OPTIONS = "-c jit=off"
 _POSTGRES_OPTIONS += " -c plan_cache_mode=force_generic_plan"
 if SERVES_REQUESTS and REQUEST_STATEMENT_TIMEOUT_MS > 0:
     _POSTGRES_OPTIONS += f" -c statement_timeout={REQUEST_STATEMENT_TIMEOUT_MS}"
-# Storage quota (seed 003): each project may store at most this many bytes of task versions
+# Storage quota: each project may store at most this many bytes of task versions
 # and checkpoints (their snapshots' JSON text); a write that would pass it answers E1617
 # (413) and writes nothing. 0: no limit. Enforced by a trigger (contexts migration 0005)
 # that reads it from the connection's settings: set at connect time, it costs no round trip.
@@ -281,11 +281,11 @@ RECOVERY_DIR = resolve_dir(BASE_DIR, ORCH.RECOVERY_DIR)
 CRASH_THRESHOLD_MINUTES = ORCH.CRASH_THRESHOLD_MINUTES
 STALE_SESSION_HOURS = ORCH.STALE_SESSION_HOURS
 HEARTBEAT_INTERVAL_MS = ORCH.HEARTBEAT_INTERVAL_MS
-# Seed 004: check_recovery lists the tasks completed within this many hours for a
+# check_recovery lists the tasks completed within this many hours for a
 # recovering agent to validate (default 24, the same day STALE_SESSION_HOURS gives a
 # silent session before it is closed out).
 RECENT_COMPLETION_WINDOW = ORCH.RECENT_COMPLETION_WINDOW
-# Seed 004: a paused session is listed by check_recovery (with a resume prompt) this many
+# A paused session is listed by check_recovery (with a resume prompt) this many
 # minutes after its resetsAt if nothing resumed it.
 PAUSE_RESUME_GRACE_MINUTES = ORCH.PAUSE_RESUME_GRACE_MINUTES
 # File claims (claims/): a claim lapses this long after the session last edited the path,
@@ -376,7 +376,7 @@ BEAT_LOCK_TIMEOUT_SECONDS = ORCH.BEAT_LOCK_TIMEOUT_SECONDS
 CELERY_BEAT_SCHEDULER = "orchestrator.ops.beat.LeaderScheduler"
 CELERY_BEAT_MAX_LOOP_INTERVAL = BEAT_LOCK_TIMEOUT_SECONDS / 6
 
-# --- Logging: one JSON object per line (spec 9.2.1) ------------------------------------
+# --- Logging: one JSON object per line (timestamp, level, logger, message, context) --
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
@@ -392,7 +392,7 @@ LOGGING = {
     },
 }
 
-# --- Login throttling and the API rate limit (README "Running it for a team") ------------
+# --- Login throttling and the API rate limit (docs/operations/rate-limits.md) ------------
 # Admin logins (django-axes): after AXES_FAILURE_LIMIT failures the same username from
 # the same address is refused for AXES_COOLOFF_MINUTES (0: until an operator resets it:
 # `manage.py axes_reset_username NAME`, or the console's Axes pages). The pair, not the

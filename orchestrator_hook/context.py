@@ -14,7 +14,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-# The client's copy of the last context it injected, beside the spec's backups (6.4.1).
+# The client's copy of the last context it injected, beside the server's file backups.
 MIRROR_FILE = Path(".claude") / "contexts" / "_session_context.json"
 # The whole injected text when it is longer than Claude Code shows (git-ignored beside
 # the mirror): the injected part says where it is.

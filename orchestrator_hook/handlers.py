@@ -1,4 +1,4 @@
-"""What each Claude Code hook event does (see the README's "Use it from Claude Code").
+"""What each Claude Code hook event does (docs/agents/claude-code.md).
 
     SessionStart  startup/clear/fork: start an orchestrator session, inject its context;
                   resume: keep the mapped session alive and re-inject; compact: record the
@@ -640,7 +640,7 @@ def additional_context(text: str, *, system_message: str | None = None) -> dict[
 
 
 def new_session_id() -> str:
-    """The service's own format (spec 8.1.1): session-<ms>-<uuid4>. Made here, so that a
+    """The service's own format: session-<ms>-<uuid4>. Made here, so that a
     start that waits in the spool and the calls queued after it name the same session.
     (uuid4 from os.urandom by hand: importing ``uuid`` costs a hook more than this.)"""
     raw = bytearray(os.urandom(16))

@@ -16,7 +16,8 @@ import os
 import time
 
 STATE_DIR_NAME = os.path.join(".claude", "orchestrator")
-# Seed 001: a context bundle of 2,000 tokens by default.
+# A context bundle of 2,000 tokens by default: 8,000 characters, under Claude Code's
+# 10,000-character limit on injected context.
 DEFAULT_BUDGET_TOKENS = 2000
 # A burst of tool calls costs one round trip per this many seconds.
 DEFAULT_FLUSH_SECONDS = 5.0

@@ -1,15 +1,15 @@
-"""The spec's active_sessions table (5.2.3) and the session app's own tables.
+"""The spec's active_sessions table and the session app's own tables.
 
 ``ActiveSession`` mirrors the spec DDL (created by raw SQL in 0001, never altered). What
 the spec table has no column for lives in ordinary Django tables in the public schema,
 keyed by the session's ``session_id`` string (no foreign key across schemas, so other
 programs may insert sessions the spec way and still be served):
 
-- ``SessionDetail``: agent/process ownership (8.1.2), the compaction count (seed 004),
-  the event-sequence counter and the scratchpad (seed 002).
-- ``ToolInvocation``: automatic tool history (6.4.1 ``.tool-history.json``).
-- ``SessionEvent``: the append-only event log (seed 002), immutable by trigger.
-- ``SessionHandoff``: one active handoff note per project (seed 001).
+- ``SessionDetail``: agent/process ownership, the compaction count, the event-sequence
+  counter and the scratchpad.
+- ``ToolInvocation``: automatic tool history (mirrored to ``.tool-history.json``).
+- ``SessionEvent``: the append-only event log, immutable by trigger.
+- ``SessionHandoff``: one active handoff note per project.
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ class SessionDetail(models.Model):
     # Compactions completed (complete_compaction): compaction_count above it is one
     # reported (report_compaction) and not finished yet.
     compactions_completed = models.IntegerField(db_default=0)
-    # Seed 004 pause (pause_session / resume_session): set while paused. A paused
+    # A pause (pause_session / resume_session): set while paused. A paused
     # session expects no heartbeats and is never marked crashed; its status stays live.
     paused_at = models.DateTimeField(null=True, blank=True)
     pause_reason = models.CharField(max_length=20, null=True, blank=True)
@@ -141,7 +141,7 @@ class SessionHandoff(models.Model):
     active = models.BooleanField(default=True)
     created_at = models.DateTimeField(db_default=Now())
     # First read by a starting session; the note stays active until the next end_session
-    # of the project replaces it, so parallel sessions all see it (seed 001).
+    # of the project replaces it, so parallel sessions all see it.
     consumed_at = models.DateTimeField(null=True, blank=True)
     consumed_by_session_id = models.CharField(max_length=255, null=True, blank=True)
     last_confirmed_at = models.DateTimeField(null=True, blank=True)
@@ -162,7 +162,7 @@ class SessionWork(models.Model):
     """Which session worked on which task, since when, and as which agent.
 
     The source of truth for the graph's Session-WORKS_ON->Task and session
-    Agent-HANDLES->Task edges (spec 6.3), and what the Postgres backend answers
+    Agent-HANDLES->Task edges, and what the Postgres backend answers
     focus.recentSessions and focus.agents from, so both backends give one answer. Rows
     are written in the transaction that starts the work (start_session with a task,
     switch_task with a session), or by the statement after the UPDATE of a heartbeat that

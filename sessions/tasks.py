@@ -1,6 +1,6 @@
-"""Celery beat jobs: crash detection every HEARTBEAT_INTERVAL_MS (spec 7.1.1, 11.4.2) and
+"""Celery beat jobs: crash detection every HEARTBEAT_INTERVAL_MS and
 stale-session cleanup every STALE_SESSION_SWEEP_INTERVAL_SECONDS, the auto-resume of
-paused sessions (seed 004) every HEARTBEAT_INTERVAL_MS, each a tool call through
+paused sessions every HEARTBEAT_INTERVAL_MS, each a tool call through
 the registry. The sweeps are conditional UPDATE statements (neither deletes), so overlapping runs on
 several workers are harmless."""
 

@@ -1,5 +1,5 @@
-"""Session tools: lifecycle (spec 1.2, CONTRACT.md), check_recovery (4.1.8), compaction
-(7.1.2, seed 004), the event log and scratchpad (seed 002)."""
+"""Session tools: lifecycle, check_recovery, compaction, pauses, the event log and
+scratchpad."""
 
 from __future__ import annotations
 
@@ -54,7 +54,7 @@ SAVED_TO = obj({"database": boolean(), "redis": boolean(), "file": boolean()},
 UNSAVED_CHANGES = array(
     obj({"type": string(max_length=100, min_length=1), "path": string(max_length=1000),
          "description": string(max_length=5000)}, ["type", "path"]),
-    "Changes not yet saved anywhere (spec 4.1.8)", max_items=500)
+    "Changes not yet saved anywhere", max_items=500)
 TOOL_USE = obj({"timestamp": TIMESTAMP, "tool": string(), "success": boolean(),
                 "summary": string("What a hook-reported tool use did")},
                ["timestamp", "tool", "success"])
@@ -71,7 +71,7 @@ HANDOFF = {"type": ["object", "null"], "properties": {
 ORPHANED_TASK = obj({"taskId": string(), "name": string(), "crashedSessionId": string(),
                      "lastActivity": string(nullable=True)},
                     ["taskId", "name", "crashedSessionId", "lastActivity"],
-                    description="Seed 004 orphaned work: an unfinished task a crashed session "
+                    description="Orphaned work: an unfinished task a crashed session "
                                 "worked on and no live session works on")
 BUDGET_TOKENS = integer("Token budget of the context bundle (tokens ~ characters / 4); "
                         "0 = no bundle", minimum=0, maximum=bundle.MAX_BUDGET_TOKENS)
@@ -88,14 +88,14 @@ CONTEXT_BUNDLE = obj({
                          "clients; see overBudget)"),
     "text": string("Markdown ready to inject")},
     ["taskId", "budgetTokens", "estimatedTokens", "tiers", "droppedTiers", "truncated", "text"],
-    description="Seed 001 tiered context bundle of a task")
+    description="A task's context bundle in three tiers (HOT, WARM, COLD)")
 PAUSE_REASONS = pause.PAUSE_REASONS
 PAUSE = obj({"reason": string(enum=PAUSE_REASONS), "pausedAt": string(nullable=True),
              "resetsAt": string(nullable=True),
              "remainingPercent": number(nullable=True),
              "resumeAt": string("resetsAt + PAUSE_RESUME_GRACE_MINUTES", nullable=True)},
             ["reason", "pausedAt", "resetsAt"],
-            description="Seed 004 pause of a session still paused after its reset time")
+            description="The pause of a session still paused after its reset time")
 RECONCILED_EVENT = obj({"sequence": integer(), "type": string(enum=EVENT_TYPES),
                         "event": string("parts.event of a system event", nullable=True),
                         "content": string("First 500 characters"),
@@ -104,14 +104,14 @@ RECONCILED_EVENT = obj({"sequence": integer(), "type": string(enum=EVENT_TYPES),
 RECOVERY_SESSION = obj({
     "sessionId": string(), "taskId": string(nullable=True), "taskName": string(nullable=True),
     "recoveryType": string(enum=RECOVERY_TYPES), "lastActivity": string(nullable=True),
-    "resumePrompt": string("Markdown, spec 4.1.8 format"),
+    "resumePrompt": string("Markdown: what the session was doing and how to carry on"),
     "toolHistory": array(TOOL_USE, "Last 10 tool uses, newest first (includeHistory)"),
     "unsavedChanges": UNSAVED_CHANGES, "compactionCount": integer(),
     "fullReloadDue": boolean(),
-    "savedStateAt": string("Seed 004: when the session's last saved state was written (the "
+    "savedStateAt": string("When the session's last saved state was written (the "
                            "newest version of its task); null: none", nullable=True),
     "eventsSinceSavedState": integer("Events the session wrote after its last saved state"),
-    "stateReconciled": array(RECONCILED_EVENT, "Seed 004 state_reconciled: the newest 20 "
+    "stateReconciled": array(RECONCILED_EVENT, "state_reconciled: the newest 20 "
                              "of those events, oldest first, to apply to the saved state"),
     "pause": PAUSE},
     ["sessionId", "recoveryType", "lastActivity", "resumePrompt", "unsavedChanges"])
@@ -121,7 +121,7 @@ RECENT_COMPLETION = obj({"taskId": string(), "name": string(), "projectId": stri
 RECOVERY_REPORT = obj({
     "needsRecovery": boolean(), "sessions": array(RECOVERY_SESSION), "summary": string(),
     "timestamp": TIMESTAMP, "orphanedTasks": array(ORPHANED_TASK),
-    "recentCompletions": array(RECENT_COMPLETION, "Seed 004: tasks completed within "
+    "recentCompletions": array(RECENT_COMPLETION, "Tasks completed within "
                                "RECENT_COMPLETION_WINDOW hours, newest first, to validate "
                                "before new work"),
     "recentCompletionWindowHours": number(),
@@ -164,7 +164,7 @@ register(Tool(
     input_schema=obj({"sessionId": SESSION_ID, "taskId": TASK_ID, "projectId": project_id(),
                       "projectDir": string(max_length=1000), "gitBranch": string(max_length=255),
                       "agentId": string(max_length=255),
-                      "processId": integer("Agent process id (crash detection, 8.1.2)",
+                      "processId": integer("Agent process id (crash detection)",
                                            minimum=0),
                       "resolveTask": boolean("Without taskId, pick the task from the branch "
                                              "or the global active task", default=False),
@@ -277,7 +277,7 @@ register(Tool(
     handler=_check_recovery,
     writes_session=lambda args: args.get("markRecovered"),
     validation_code="E1612",
-    database_code="E1630",  # spec 4.1.8: a database failure is RECOVERY_CHECK_FAILED
+    database_code="E1630",  # a database failure here is RECOVERY_CHECK_FAILED
 ))
 
 
@@ -326,8 +326,8 @@ def _complete_compaction(args: dict[str, Any], ctx: ToolContext) -> dict[str, An
 register(Tool(
     name="complete_compaction",
     description=(
-        "Report that the agent finished reloading after a context compaction (seed 004 "
-        "Resume Phase), for any client: logs compaction_complete with compaction_number "
+        "Report that the agent finished reloading after a context compaction, for any "
+        "client: logs compaction_complete with compaction_number "
         "and full_reload in the session's event log and, when report_compaction left the "
         "session compacted, ends that recovery (status active). compactionNumber defaults "
         "to the compaction reported and not completed yet, else counts a new one (a "
@@ -376,7 +376,7 @@ PAUSE_ANSWER = {"success": boolean(), "sessionId": string(), "paused": boolean()
 register(Tool(
     name="pause_session",
     description=(
-        "Pause a live session (seed 004): reason usage_limit, user_stop or system_error; "
+        "Pause a live session: reason usage_limit, user_stop or system_error; "
         "resetsAt when the limit resets; remainingPercent what the usage script reported. "
         "A paused session expects no heartbeats and is never marked crashed; heartbeats "
         "are still taken and leave it paused. While paused it takes no new work: "
@@ -416,7 +416,7 @@ def _resume(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
 register(Tool(
     name="resume_session",
     description=(
-        "End a session's pause (seed 004 After Session Pause): logs session_resume with "
+        "End a session's pause: logs session_resume with "
         "resume_count and tasks_to_revalidate (its project's tasks completed within "
         "RECENT_COMPLETION_WINDOW hours before the pause). A session that is not paused "
         "answers wasPaused false and nothing changes. E1600 unknown, E1602 ended, E1603 "
@@ -427,7 +427,7 @@ register(Tool(
                        "reason": string(enum=pause.PAUSE_REASONS, nullable=True),
                        "pausedAt": string(nullable=True),
                        "pausedSeconds": number(),
-                       "tasksToRevalidate": string_list("Seed 004: tasks completed lately, "
+                       "tasksToRevalidate": string_list("Tasks completed lately, "
                                                         "to validate before new work")},
                       ["success", "sessionId", "paused", "wasPaused", "resumeCount"]),
     handler=_resume,
@@ -494,7 +494,7 @@ def _get_scratchpad(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
 
 register(Tool(
     name="get_session_scratchpad",
-    description="The session's mutable scratchpad (working memory, seed 002).",
+    description="The session's mutable scratchpad (working memory).",
     input_schema=obj({"sessionId": SESSION_ID}, ["sessionId"]),
     output_schema=SCRATCHPAD,
     handler=_get_scratchpad,
@@ -579,8 +579,8 @@ def _get_context_bundle(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any
 register(Tool(
     name="get_context_bundle",
     description=(
-        "A task's context (or the task of sessionId) as markdown ready to inject, tiered as "
-        "seed 001 says: HOT (status, immediate context, blockers, locks, unresolved "
+        "A task's context (or the task of sessionId) as markdown ready to inject, in "
+        "three tiers: HOT (status, immediate context, blockers, locks, unresolved "
         "conflicts, hard rules; never dropped), WARM (description, notes, key files, recent "
         "decisions, relationships, tech stack), COLD (older decisions, keywords, version "
         "history, key paths). Over budgetTokens (tokens ~ characters / 4) COLD goes first, "
@@ -604,7 +604,7 @@ register(Tool(
 register(Tool(
     name="detect_crashed_sessions",
     description=(
-        "The crash sweep (spec 7.1.1): every live session whose heartbeat is older than "
+        "The crash sweep: every live session whose heartbeat is older than "
         "CRASH_THRESHOLD_MINUTES is marked crashed, with its recovery snapshot. Beat runs "
         "it every HEARTBEAT_INTERVAL_MS; manage.py detect_crashed_sessions runs it once."
     ),
@@ -619,7 +619,7 @@ register(Tool(
 register(Tool(
     name="resume_paused_sessions",
     description=(
-        "Seed 004's auto-resume: every live session paused with a resetsAt that is more "
+        "The auto-resume: every live session paused with a resetsAt that is more "
         "than PAUSE_RESUME_GRACE_MINUTES past is resumed (event session_resume with "
         "trigger auto_resume, a log line, and a notice for its next hook answer). Beat "
         "runs it every HEARTBEAT_INTERVAL_MS; manage.py resume_paused_sessions runs it once."

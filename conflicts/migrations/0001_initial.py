@@ -1,4 +1,4 @@
-"""The spec's context_conflicts table (13.1.1) in MCP_SCHEMA."""
+"""The spec's context_conflicts table in MCP_SCHEMA."""
 
 import django.db.models.functions.datetime
 from django.conf import settings

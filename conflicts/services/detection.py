@@ -1,4 +1,4 @@
-"""detect_conflicts (spec 3.2.4, 4.1.6): five detection methods over real state.
+"""detect_conflicts: five detection methods over real state.
 
 Active tasks are those with status pending, in_progress or blocked: completed and
 archived tasks no longer touch their files or caches, so they conflict with nothing.
@@ -59,7 +59,7 @@ DETECTABLE_TYPES = ("file_conflict", "lock_collision", "state_mismatch", "versio
                     "data_inconsistency")
 # Content fields compared between Postgres and the Redis cache (task_part shape).
 CACHE_FIELDS = tuple(f for f in task_repr.FIELD_COLUMNS if f != "tokenEstimate")
-# Content fields the file backup carries (spec 6.4.3).
+# Content fields the task backup file carries.
 FILE_FIELDS = ("name", "status", "currentPhase", "iteration", "immediateContext", "keyFiles",
                "technicalDecisions", "resumePrompt")
 _CHUNK = 1000
@@ -316,7 +316,7 @@ def detect_conflicts(task_ids: list[str] | None = None, conflict_types: list[str
                      *, project_ids: list[str] | None = None,
                      detected_by: str = "system") -> dict[str, Any]:
     """Run the detectors over ``project_ids`` (None: every project), store what is new, and
-    answer as spec 4.1.6 says.
+    answer with the conflicts found, new and still open.
 
     ``existing`` lists the open conflicts (unresolved, investigating, escalated) of the
     requested types and tasks that were stored before this run, re-detections included.

@@ -1,4 +1,4 @@
-"""camelCase shapes of a conflict row (spec 4.1.6 output, REST browsing, report_conflict)."""
+"""camelCase shapes of a conflict row (detect_conflicts' answer, REST browsing, report_conflict)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""resolve_conflict (spec 4.1.7) and the investigate / escalate steps.
+"""resolve_conflict and the investigate / escalate steps.
 
 Statuses: unresolved -> investigating -> resolved | ignored | escalated; an escalated
 conflict can still be resolved or ignored (by the person it was escalated to).
@@ -68,7 +68,8 @@ def _history(conflict: ContextConflict) -> list[dict[str, Any]]:
 def resolve_conflict(conflict_id: Any, resolution: dict[str, Any], *,
                      resolved_by: str | None = None,
                      session_id: str | None = None) -> dict[str, Any]:
-    """Apply ``resolution`` ({action, resolvedValue?, notes?}); the spec 4.1.7 answer."""
+    """Apply ``resolution`` ({action, resolvedValue?, notes?}); answers the resolved conflict
+    and what the action changed."""
     pk = parse_conflict_id(conflict_id)
     action = resolution.get("action")
     if action not in ACTIONS:

@@ -1,4 +1,4 @@
-"""What each resolution action does to tasks, caches, files and locks (spec 4.1.7).
+"""What each resolution action does to tasks, caches, files and locks.
 
 Runs inside resolve_conflict's transaction. Task changes go through ``write_task`` (row
 lock, lock rule, versioning trigger with a summary naming the conflict), which joins that

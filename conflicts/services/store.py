@@ -138,7 +138,8 @@ def _supersede(cursor, ids: list[Any]) -> list[dict[str, Any]]:
 
 
 def announce(conflict: ContextConflict) -> None:
-    """The spec 9.2.3 WARN line and the conflicts_detected_total counter for a new conflict."""
+    """The "Conflict detected" WARN line and the conflicts_detected_total counter for a new
+    conflict."""
     metrics.conflicts_detected_total.labels(conflict.conflict_type, conflict.severity).inc()
     tasks = [t for t in (conflict.task_a_id, conflict.task_b_id) if t]
     logger.warning("Conflict detected", extra={

@@ -1,4 +1,4 @@
-"""Orphaned work on the task list (seed 004): a column and a filter.
+"""Orphaned work on the task list: a column and a filter.
 
 Kept apart from console/admin/tasks.py so the task page stays about rollbacks.
 """

@@ -223,7 +223,7 @@ class ContextVersionAdmin(ProjectScopedAdmin, ReadOnlyAdmin):
 
 
 class CheckpointStatusFilter(admin.SimpleListFilter):
-    """By status (seed 003 §3.2): active, archived, corrupt (the checkpoint check's)."""
+    """By status: active, archived, corrupt (the checkpoint check's)."""
 
     title = "status"
     parameter_name = "status"

@@ -79,7 +79,7 @@ def conflict_counts(project_ids: list[str] | None = None) -> dict[str, Any]:
 
 
 def orphaned_tasks(project_ids: list[str] | None = None) -> tuple[list[dict[str, Any]], int]:
-    """Orphaned work (the README's definition, the query check_recovery, the task list and
+    """Orphaned work (docs/user-guide/agent-calls.md; the query check_recovery, the task list and
     get_task_graph use too): unfinished tasks a crashed session worked on and no live
     session works on, newest crash first: (the first LISTED_ROWS of them, how many there
     are)."""

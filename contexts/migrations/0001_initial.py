@@ -1,4 +1,4 @@
-"""The spec's schema (13.1.1): the schemas, the trigger functions, the four context tables.
+"""The spec's schema: the schemas, the trigger functions, the four context tables.
 
 Frozen: the SQL this migration ran, not today's code. Only the configured names are
 substituted: the schema (MCP_SCHEMA), its internal schema ("<schema>_internal") and the

@@ -1,4 +1,4 @@
-"""Store existing checkpoint snapshots compressed (seed 003), as new ones are.
+"""Store existing checkpoint snapshots compressed, as new ones are.
 
 Rows keep their checksum and content digest; only the storage form changes, so a restore
 verifies them exactly as before. Reversible: the reverse writes the clear form back.

@@ -1,4 +1,4 @@
-"""Storage quotas by size (seed 003): per project, the bytes of task versions and
+"""Storage quotas by size: per project, the bytes of task versions and
 checkpoints, kept by triggers, and a limit checked in the same statement as the write.
 
 Frozen: the SQL this migration ran, not today's code.

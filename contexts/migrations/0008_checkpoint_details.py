@@ -1,4 +1,4 @@
-"""Checkpoint details (seed 003 checkpoint metadata): tags, agent and status (active,
+"""Checkpoint details: tags, agent and status (active,
 archived, corrupt) of a checkpoint, in the internal schema beside the spec's table. No
 foreign key: it would stop other programs (and the tests) from truncating the spec's
 table; the checkpoint check removes the rows of checkpoints that are gone."""

@@ -1,4 +1,5 @@
-"""Secondary backends of the write path (spec 7.2.1): the Redis cache and the file backups.
+"""Secondary backends of the write path, written after Postgres commits: the Redis cache
+and the file backups.
 
 Each function reports success as a bool and never raises: a Redis or file failure must
 not fail or undo a save that Postgres already committed. Failures are logged and counted
@@ -108,7 +109,8 @@ FROM {tasks} WHERE project_id = %s
 
 
 def write_registry(project_id: str) -> bool:
-    """Rewrite the project's ``_registry.json`` (spec 6.4.2) from Postgres, now.
+    """Rewrite the project's ``_registry.json`` (each task's name, status, file and last
+    change, and the active task) from Postgres, now.
 
     Reading and writing happen under the file's lock, so of two writers (threads or
     processes) the one that writes last also read last: the file never goes back to an

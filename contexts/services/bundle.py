@@ -1,11 +1,11 @@
-"""A task's context as markdown ready to inject into an agent, tiered by seed 001 (AD-5, AD-6).
+"""A task's context as markdown ready to inject into an agent, in three tiers.
 
-Seed 001's HOT/WARM/COLD tiers, mapped onto a task context:
+HOT/WARM/COLD, by what an agent can least afford to miss, mapped onto a task context:
 
 - HOT (never dropped): where the task stands (status, phase, iteration), its immediate
   context (working on, last action, next step, blockers), the unfinished tasks blocking
   it, its locked elements, its unresolved conflicts and the project's hard rules
-  (seed 001's "guardrails" and "unread messages": what an agent must not miss).
+  (the guardrails and the unread news: what an agent must not miss).
 - WARM: description, notes, key files, the 5 newest technical decisions, the other
   relationships (blocks, depends on, related to) and the tech stack.
 - COLD: older technical decisions, keywords, the stored resume prompt, the last versions'
@@ -14,10 +14,10 @@ Seed 001's HOT/WARM/COLD tiers, mapped onto a task context:
 A task's keys marked critical (``mark_critical``, contexts.services.critical) move from
 WARM or COLD into HOT, labelled "(critical)".
 
-Tokens are estimated as characters / 4 of the text (seed 001 AD-5). Over budget, COLD goes
-first, then WARM; HOT (with the hard rules and the critical keys) is never dropped nor
-cut (AD-5: "Never truncate HOT"): when it alone is over the budget the bundle is whole,
-``overBudget`` is true and its header says so. ``truncated`` stays in the answer for older
+Tokens are estimated as characters / 4 of the text. Over budget, COLD goes first, then
+WARM; HOT (with the hard rules and the critical keys) is never dropped nor cut (what an
+agent must not miss is never shortened): when it alone is over the budget the bundle is
+whole, ``overBudget`` is true and its header says so. ``truncated`` stays in the answer for older
 clients and is always false: nothing is ever cut inside a tier.
 """
 

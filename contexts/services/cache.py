@@ -1,4 +1,4 @@
-"""The Redis side of the read path (spec 7.2.2, 11.3): cache-aside reads and refreshes.
+"""The Redis side of the read path: cache-aside reads and refreshes.
 
 Writes of ``context:task:{id}`` and ``context:hot`` go through ``set_if_not_older``: a
 Lua script that refuses to replace a cached copy of the same task with an OLDER version.
@@ -119,7 +119,7 @@ def load_task_part(task_id: str) -> tuple[dict[str, Any], bool]:
     cached = read_cached_task(task_id)
     if cached is not None:
         metrics.cache_hits_total.inc()
-        logger.debug("Cache hit", extra={"taskId": task_id})  # 9.2.2: cache operations
+        logger.debug("Cache hit", extra={"taskId": task_id})  # cache operations log at DEBUG
         return cached, True
     metrics.cache_misses_total.inc()
     logger.debug("Cache miss", extra={"taskId": task_id})

@@ -1,5 +1,5 @@
-"""The periodic checkpoint check (seed 003 §3.2: a checkpoint's status is active, archived
-or corrupt): every snapshot is read back and verified against its checksum, so a
+"""The periodic checkpoint check (a checkpoint's status is active, archived or corrupt):
+every snapshot is read back and verified against its checksum, so a
 checkpoint that went bad is marked corrupt, logged and shown on the console before anyone
 tries to restore it (rollback_to refuses it: E1624).
 

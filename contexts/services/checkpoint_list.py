@@ -1,5 +1,5 @@
-"""list_checkpoints (seed 003 §3.2: checkpoint listing with pagination, and what an
-operator needs to trust a checkpoint): newest first, with each checkpoint's size, hash,
+"""list_checkpoints: checkpoints a page at a time, with what an operator needs to
+trust one before rolling back to it: newest first, with each checkpoint's size, hash,
 status (active / archived / corrupt), tags and agent."""
 
 from __future__ import annotations

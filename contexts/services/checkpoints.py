@@ -1,4 +1,4 @@
-"""create_checkpoint (spec 4.1.3) and reading checkpoint snapshots back safely.
+"""create_checkpoint and reading checkpoint snapshots back safely.
 
 A snapshot's content is ``{"global": row, "tasks": {taskId: row}}`` where rows are
 ``to_jsonb`` of the table rows (the same snake_case shape as context_versions.snapshot, so

@@ -1,4 +1,4 @@
-"""Critical context keys (seed 003 ``markCritical``): what a task's context
+"""Critical context keys (``mark_critical``): what a task's context
 bundle keeps whole whatever the token budget.
 
 A key names one part of what the bundle shows. The ones of ``MOVABLE`` sit in WARM or

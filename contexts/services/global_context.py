@@ -1,4 +1,4 @@
-"""Editing the project's global context (spec 5.2.5): hard rules, tech stack, key paths,
+"""Editing the project's global context: hard rules, tech stack, key paths,
 services, and rolling it back to an earlier version.
 
 The write path is the tasks' one: validate (E1612), Postgres in one transaction with the

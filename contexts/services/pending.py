@@ -1,5 +1,5 @@
-"""Saves that survive a Postgres outage (spec 6.4.1 ``RECOVERY_DIR/.pending-saves.json``,
-14.1.1 "zero data loss").
+"""Saves that survive a Postgres outage (``RECOVERY_DIR/.pending-saves.json``): an
+agent's acknowledged save is never lost, even while the database is away.
 
 While Postgres is unreachable, a network client's ``save_context_snapshot`` is held: its
 validated input and who sent it are appended to ``.pending-saves.json`` (fsynced before

@@ -12,7 +12,7 @@ from django.db import connection
 
 from orchestrator.core.db import qualified
 
-# The spec's ready-task rule (6.3.4): a blocker counts until it is 'completed'.
+# The ready-task rule: a blocker counts until it is 'completed'.
 _UNFINISHED_BLOCKERS_SQL = """
 SELECT t.task_id, t.name, t.status, t.current_phase, t.priority, t.score
 FROM {tasks} t JOIN {relationships} r ON r.source_task_id = t.task_id

@@ -1,4 +1,5 @@
-"""camelCase shapes of a task (spec 4.1.1 task part, 6.2.3 hot context, 6.4.3 file format)."""
+"""camelCase shapes of a task: the ``task`` part of get_unified_context, the hot context
+(Redis and ``_hot_context.json``) and the task backup file."""
 
 from __future__ import annotations
 
@@ -42,7 +43,7 @@ def immediate_context(task: TaskContext) -> dict[str, Any]:
 
 
 def task_part(task: TaskContext) -> dict[str, Any]:
-    """The ``task`` object of get_unified_context (spec 4.1.1)."""
+    """The ``task`` object of get_unified_context."""
     data: dict[str, Any] = {
         "taskId": task.task_id,
         "name": task.name,
@@ -67,7 +68,7 @@ def task_part(task: TaskContext) -> dict[str, Any]:
 
 
 def hot_context(task: TaskContext) -> dict[str, Any]:
-    """Spec 6.2.3: the value of ``context:hot``."""
+    """The value of ``context:hot`` (and ``_hot_context.json``): the active task's state."""
     return {
         "taskId": task.task_id,
         "name": task.name,
@@ -78,13 +79,13 @@ def hot_context(task: TaskContext) -> dict[str, Any]:
         "keyFiles": list(task.key_files or []),
         "resumePrompt": task.resume_prompt,
         "updatedAt": iso(task.updated_at),
-        # Beyond 6.2.3: lets readers and the cache writer tell which state this is.
+        # Beyond the spec's fields: lets readers and the cache writer tell which state this is.
         "version": task.version,
     }
 
 
 def task_file(task: TaskContext) -> dict[str, Any]:
-    """Spec 6.4.3: ``task-agents/{taskId}.json``."""
+    """``task-agents/{taskId}.json``: the task's content, readable without the server."""
     return {
         "taskId": task.task_id,
         "name": task.name,

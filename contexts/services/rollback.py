@@ -1,4 +1,4 @@
-"""rollback_to (spec 4.1.4): restore every content column from a version or a checkpoint.
+"""rollback_to: restore every content column from a version or a checkpoint.
 
 The restore is an ordinary task write (``write_task``), so the trigger records it as a NEW
 version (a rollback can itself be rolled back). Backup checkpoint, restore and version

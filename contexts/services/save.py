@@ -1,4 +1,4 @@
-"""save_context_snapshot (spec 4.1.2): apply updates to a task through ``write_task``.
+"""save_context_snapshot: apply updates to a task through ``write_task``.
 
 The write itself (validation, lock rule, the one-statement fast path, versioning, the
 graph outbox, Redis and files) is ``contexts.services.write``; this is the tool's answer.

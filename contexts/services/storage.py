@@ -1,4 +1,4 @@
-"""Storage quotas by size (seed 003): what each project stores against its limit.
+"""Storage quotas by size: what each project stores against its limit.
 
 The bytes of a project's task versions and checkpoints (their snapshots' JSON text) are
 counted by triggers (contexts migration 0005) in ``<internal schema>.storage_usage``, one

@@ -1,4 +1,4 @@
-"""switch_task (spec 4.1.5, 7.3): one transaction, then the hot context in Redis and files.
+"""switch_task: one transaction, then the hot context in Redis and files.
 
 The source save (with currentTaskUpdates), global_context.active_task_id and the target's
 last_session_at commit together or not at all. Both task rows are locked in task_id
@@ -68,7 +68,7 @@ def _switch_in_db(from_task_id: str | None, to_task_id: str, changes: TaskChange
         # From Postgres, in this transaction: a switch never waits on the graph server.
         blocked_by = relationships.unfinished_blockers(to_task_id)
         notify_changed(to_task_id, "switch")
-        # Spec 4.1.5 step 2, the session's work on the new task, is recorded by the
+        # A switch also says which session now works on the new task: recorded by the
         # sessions app's receiver, inside this transaction.
         signals.task_switched.send(sender=TaskContext, session_id=session_id,
                                    from_task_id=from_task_id, to_task_id=to_task_id)

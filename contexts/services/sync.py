@@ -1,4 +1,4 @@
-"""sync_hot_context (spec 4.1.10): rewrite Redis and the file backups from Postgres.
+"""sync_hot_context: rewrite Redis and the file backups from Postgres.
 
 This is how a Redis or file failure on the write path gets repaired. Cache writes use the
 same version guard as saves, so a sync racing a save never puts the older state back.

@@ -1,4 +1,4 @@
-"""get_unified_context (spec 4.1.1) with the tiered bundle of seed 001.
+"""get_unified_context, tiered HOT / WARM / COLD as the context bundle is.
 
 Tiers: HOT = projectId, global, task (never dropped); WARM = relationships and unresolved
 conflicts; COLD = version history. ``depth`` chooses the deepest tier to include;
@@ -40,7 +40,7 @@ def estimate_tokens(bundle: dict[str, Any]) -> int:
 # versions (as four arrays, newest first) and, when %(critical)s, the keys marked
 # critical (the context bundle's; without them here a bundle took two round trips more).
 # Relationships come from task_relationships, the source of truth, rather than from the
-# graph mirror (spec 4.1.1 says "from Neo4j"): one task's direct edges are an index
+# graph mirror (the spec reads them from Neo4j): one task's direct edges are an index
 # lookup here, while the Bolt query cost more than the rest of a cached read (3.7 ms
 # against 1.3 ms per read, graph on vs off, bench run of 2026-11-23) and could answer
 # from a mirror still catching up on the outbox. Traversals (get_task_graph) still use

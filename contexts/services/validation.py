@@ -1,4 +1,4 @@
-"""E1612 checks for task content (spec 4.1.2 updates plus the create_task fields).
+"""E1612 checks for task content (a save's updates plus the create_task fields).
 
 The tool schemas already reject most bad input at the door; these checks run again in the
 service because admin actions, commands, other apps and rollbacks write through it too.
@@ -102,7 +102,7 @@ def _immediate_context(value: Any) -> dict[str, Any] | None:
     if value is None:
         return None
     if not isinstance(value, dict):
-        raise _fail("immediateContext", "must be an object (spec 4.2.11)", value)
+        raise _fail("immediateContext", "must be an object", value)
     unknown = sorted(value.keys() - IMMEDIATE_FIELDS)
     if unknown:
         raise _fail("immediateContext", f"unknown field(s): {', '.join(unknown)}")

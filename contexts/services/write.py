@@ -1,4 +1,5 @@
-"""``write_task``: the one door for every change to a task's content (spec 7.2.1).
+"""``write_task``: the one door for every change to a task's content: Postgres first, then
+Redis, then files.
 
 save_context_snapshot, rollback_to, switch_task's save of the task it leaves, conflict
 resolutions and the keyFiles an agent's edits add all call it, so a task write is done
@@ -56,8 +57,8 @@ from orchestrator.observability import metrics, tracing
 
 logger = logging.getLogger("orchestrator.contexts")
 
-# A change to these columns changes the registry file (6.4.2); others leave it as it is,
-# which keeps a save from rewriting a 10k-task registry every time.
+# A change to these columns changes the registry file (``_registry.json``); others leave
+# it as it is, which keeps a save from rewriting a 10k-task registry every time.
 REGISTRY_COLUMNS = frozenset({"name", "status"})
 # The columns the graph mirror shows (its outbox trigger fires on these, migration
 # graph/0003): a write changing one of them queues a graph update.

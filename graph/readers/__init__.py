@@ -1,6 +1,6 @@
 """Two answers to the same graph questions: Cypher on the mirror, SQL on task_relationships.
 
-Both readers return plain dicts in the output shapes of get_task_graph (4.1.9), sorted the
+Both readers return plain dicts in the output shapes of get_task_graph, sorted the
 same way, so callers (and the dual-backend tests) can compare them directly.
 """
 

@@ -77,7 +77,7 @@ class CypherReader:
     def _with_open_prerequisites(self, status_filter: str, keep: str,
                                  task_ids: set[str] | None) -> list[Node]:
         # One query: each candidate task with the count of what it waits for: unfinished
-        # blockers (spec 6.3.4: a BLOCKS edge from a task that is not completed) and
+        # blockers (a BLOCKS edge from a task that is not completed) and
         # unfinished dependencies (a DEPENDS_ON edge from it to a task that is not
         # completed: the source depends on the target). graph.readers.postgres asks the same.
         # On ArcadeDB this is twice as fast as listing candidates and blocked ids apart and

@@ -1,6 +1,6 @@
 """Graph answers from Postgres: task_contexts plus recursive CTEs over task_relationships.
 
-Used when ENABLE_NEO4J is off (spec 14.2.2) and as the fallback while the graph server is
+Used when ENABLE_NEO4J is off and as the fallback while the graph server is
 down. Semantics match graph.readers.cypher exactly (see tests/graph).
 """
 
@@ -41,9 +41,9 @@ def _scope(alias: str, task_ids: set[str] | None) -> tuple[str, list[Any]]:
 
 def _waits_on_unfinished(alias: str) -> str:
     """SQL true when the task ``alias`` must wait: an unfinished task BLOCKS it (stored
-    source = the blocker, spec 6.3.4) or it DEPENDS_ON an unfinished task (stored source =
-    the dependent task, target = what it waits for). Unfinished = not 'completed', the
-    spec's blocker rule, for both kinds (graph.readers.cypher asks the same)."""
+    source = the blocker) or it DEPENDS_ON an unfinished task (stored source =
+    the dependent task, target = what it waits for). Unfinished = not 'completed', for
+    both kinds (graph.readers.cypher asks the same)."""
     rels, tasks = qualified("task_relationships"), qualified("task_contexts")
     return (f"(EXISTS (SELECT 1 FROM {rels} r "
             f"JOIN {tasks} o ON o.task_id = r.source_task_id "

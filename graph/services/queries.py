@@ -1,4 +1,4 @@
-"""Read side of the graph: get_task_graph (spec 4.1.9) and the queries other apps use.
+"""Read side of the graph: get_task_graph and the queries other apps use.
 
 The reader is chosen per call: the Bolt mirror when ENABLE_NEO4J is on, its breaker is
 closed and the outbox holds no change it has yet to apply, else Postgres. A failing graph
@@ -113,7 +113,7 @@ def _visible(node: Node, include_completed: bool) -> bool:
 def get_task_graph(task_id: str | None = None, depth: int = 2,
                    include_completed: bool = False,
                    project_ids: list[str] | None = None) -> dict[str, Any]:
-    """Spec 4.1.9. With ``task_id``: the tasks within ``depth`` edges (either direction) of it
+    """get_task_graph. With ``task_id``: the tasks within ``depth`` edges (either direction) of it
     (relationships never leave a project), else the whole graph of ``project_ids`` (None:
     of every project). readyTasks, blockedTasks and summary cover the same scope; summary
     counts completed tasks even when ``include_completed`` hides them."""

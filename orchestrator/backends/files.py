@@ -1,4 +1,5 @@
-"""File backups (spec 6.4): atomic JSON writes and ids that are safe as file names."""
+"""File backups of what Postgres holds, under CONTEXT_DIR and RECOVERY_DIR: atomic JSON
+writes and ids that are safe as file names."""
 
 from __future__ import annotations
 
@@ -231,7 +232,7 @@ def read_json(path: Path) -> Any | None:
         return None
 
 
-# The default project's files keep the spec's layout (6.4) right under CONTEXT_DIR and
+# The default project's files keep the spec's layout right under CONTEXT_DIR and
 # RECOVERY_DIR; every other project has the same layout under projects/<projectId>/.
 PROJECTS_SUBDIR = "projects"
 
@@ -254,7 +255,7 @@ def task_file(task_id: str, project_id: str | None = None) -> Path:
 
 
 def hot_context_file(project_id: str | None = None) -> Path:
-    """``_hot_context.json`` of ``project_id`` (spec 6.4.1)."""
+    """``_hot_context.json`` of ``project_id``: the project's active task and its hot context."""
     return _context_path(settings.CONTEXT_DIR, namespace(project_id) if project_id else None,
                          "_hot_context.json")
 

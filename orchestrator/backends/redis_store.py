@@ -1,4 +1,5 @@
-"""The Redis client for the spec's keys (6.2.2): JSON values, short timeouts, a circuit breaker.
+"""The Redis client for the spec's keys (``context:*``): JSON values, short timeouts, a
+circuit breaker.
 
 Redis is a cache: callers must survive it being down. ``RedisUnavailable`` is the only
 exception this module raises; after a failure the breaker stays open for

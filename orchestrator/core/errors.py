@@ -1,8 +1,9 @@
-"""The E16xx error registry (spec 11.5), the one exception type and the spec's error format.
+"""The E16xx error registry, the one exception type and the spec's error format.
 
 Every failure a client can see is an ``OrchestratorError``; the REST handler and the MCP
 server both turn it into ``{"success": false, "error": {...}, "timestamp": ...}``.
-Codes added beyond the spec sit inside the range of their category (spec 2.3).
+Codes added beyond the spec sit inside the range of their category (E1600-E1609 sessions,
+E1610-E1619 contexts, ...), so a client that knows the ranges still knows what failed.
 """
 
 from __future__ import annotations
@@ -59,7 +60,7 @@ _CODES = [
     ErrorCode("E1631", "RECOVERY_SESSION_NOT_FOUND", 404, "Recovery session not found"),
     ErrorCode("E1632", "RECOVERY_ALREADY_COMPLETE", 409, "Session already recovered"),
     # Beyond the spec: the session categories E1600-E1609 are all taken, and a pause is
-    # seed 004's recovery state (check_recovery lists an overdue one).
+    # a recovery state (check_recovery lists an overdue one).
     ErrorCode("E1633", "SESSION_PAUSED", 409,
               "Session is paused: it takes no new task or file claim until resumed"),
     # Conflict errors (E1640-E1649)

@@ -76,7 +76,7 @@ class ApiToken(models.Model):
 
 
 class SessionOwner(models.Model):
-    """Which token started a session (spec 8.1.2): only that token, or an admin token,
+    """Which token started a session: only that token, or an admin token,
     may write the session afterwards. Sessions started by people or jobs have no row and
     stay writable by any write token. Kept here, beside the tokens, so the access check
     in the tool registry needs nothing from the sessions app."""

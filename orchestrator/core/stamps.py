@@ -1,4 +1,4 @@
-"""Timestamps as the API writes them: ISO 8601 in UTC with a ``Z`` (spec 11.2.1)."""
+"""Timestamps as the API writes them: ISO 8601 in UTC with a ``Z``."""
 
 from __future__ import annotations
 

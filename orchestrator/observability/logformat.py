@@ -1,4 +1,4 @@
-"""JSON log lines in the spec's format (9.2.1).
+"""JSON log lines in the spec's format: timestamp, level, logger, message, context.
 
     {"timestamp", "level", "logger": "session-orchestration", "message", "context": {...},
      "trace_id", "span_id", "session_id", "component"}
@@ -25,7 +25,7 @@ from opentelemetry import trace
 
 SERVICE_NAME = "session-orchestration"
 _STANDARD = set(vars(logging.makeLogRecord({}))) | {"message", "asctime"}
-# The spec's level names (9.2.2) say WARN where Python says WARNING.
+# The spec's level names say WARN where Python says WARNING.
 _LEVELS = {"WARNING": "WARN"}
 # The project of the tool call this thread serves (set by the tool registry).
 call_project: contextvars.ContextVar[str | None] = contextvars.ContextVar(

@@ -1,4 +1,4 @@
-"""The spec's Prometheus metrics (9.1.1), served at /metrics.
+"""The spec's Prometheus metrics (``session_orchestration_*``), served at /metrics.
 
 Counters and histograms count what a process did. With several processes (web workers,
 the Celery worker and beat) each writes its values to files under

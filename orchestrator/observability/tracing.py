@@ -1,11 +1,12 @@
-"""Tracing (spec 9.3) with OpenTelemetry, exported over OTLP/HTTP.
+"""Tracing with OpenTelemetry (a span per tool call, children per backend round trip),
+exported over OTLP/HTTP.
 
 Off unless ``OTEL_EXPORTER_OTLP_ENDPOINT`` (or ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT``) is
 set. Off costs one bool test per instrumented call: every helper here hands back a
 shared no-op context manager, no span object is built, no header is parsed, and the
 Postgres statement hook is not even installed.
 
-On, a trace looks like the spec's 9.3.1:
+On, a trace looks like this:
 
     session_orchestration.save_context_snapshot       one per tool call (registry.call_tool)
     +-- validate_input

@@ -1,4 +1,4 @@
-"""Backup and restore (spec 13.3.2): the database with pg_dump / pg_restore, plus the file roots.
+"""Backup and restore: the database with pg_dump / pg_restore, plus the file roots.
 
 A backup is one ``.tar.gz``:
 

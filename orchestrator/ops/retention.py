@@ -1,11 +1,11 @@
-"""Bounded storage (spec 7.4, seed 003): prune old context versions, checkpoints over a
+"""Bounded storage: prune old context versions, checkpoints over a
 per-task quota and the event logs of sessions long ended.
 
 Run by the Celery beat job ``retention`` and by ``manage.py prune [--dry-run]``; the
 policy comes from the RETENTION_* settings. What is kept, always:
 
 - every context version, unless the operator chose to trim (RETENTION_KEEP_VERSIONS >= 1):
-  the spec's audit trail (000 §8.3.3) is the full history, and STORAGE_QUOTA_BYTES already
+  the audit trail is the full history of a task, and STORAGE_QUOTA_BYTES already
   bounds storage. When trimming, per task the newest RETENTION_KEEP_VERSIONS versions and
   every version younger than RETENTION_KEEP_DAYS;
 - every version a checkpoint needs (its snapshot's ``taskVersions``, or the versions of
@@ -17,9 +17,9 @@ policy comes from the RETENTION_* settings. What is kept, always:
   created only when RETENTION_PRUNE_LABELLED_CHECKPOINTS is set;
 - events of sessions that are still running or still need recovery.
 
-Task backup files (``task-agents/<taskId>.json`` of each project's CONTEXT_DIR, spec 6.4.3)
+Task backup files (``task-agents/<taskId>.json`` of each project's CONTEXT_DIR)
 of archived tasks, and of completed tasks not updated for RETENTION_TASK_FILE_DAYS, leave
-``task-agents/`` (spec 7.4: "archival of old contexts"): appended to the project's
+``task-agents/``, so the directory holds the contexts still in play: appended to the project's
 ``archive/task-agents-<YYYY-MM>.jsonl.gz`` (one JSON line per file: taskId, reason,
 archivedAt, the file) and removed, or only removed with RETENTION_TASK_FILE_ACTION=delete.
 Postgres holds the task; a later save writes its file again, and conflict detection only

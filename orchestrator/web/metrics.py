@@ -53,8 +53,9 @@ class StoredStateCollector:
             "conflicts_unresolved": ("Unresolved conflicts",
                                      f"SELECT count(*) FROM {qualified('context_conflicts')} "
                                      "WHERE resolution_status = 'unresolved'"),
-            # How late crash detection is (KPI 9.1.2): a live session whose heartbeat is
-            # older than the crash threshold should have been marked crashed already.
+            # How late crash detection is (an alert fires past 10 minutes): a live session
+            # whose heartbeat is older than the crash threshold should have been marked
+            # crashed already.
             "oldest_active_heartbeat_age_seconds": (
                 "Age of the oldest heartbeat among active sessions (0 when there are none)",
                 "SELECT COALESCE(EXTRACT(EPOCH FROM now() - min(last_heartbeat)), 0) "

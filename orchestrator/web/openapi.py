@@ -2,7 +2,8 @@
 
 Error answers: drf-spectacular documents only the success answer. A client (and
 ``make fuzz``, which checks every answer against the document) also meets the errors:
-the spec's error object (11.2.1) with an E16xx code. Which statuses an operation can answer:
+the spec's error object ({success: false, error: {code, message, details}, timestamp})
+with an E16xx code. Which statuses an operation can answer:
 
 - every operation: 401 (no or bad token), 429 (the token's rate limit, with Retry-After),
   500 (a server fault) and 503 (PostgreSQL unreachable);
@@ -48,7 +49,7 @@ def status_description(status: int) -> str:
         codes.insert(0, "E1612 (request body too large)")
     if status == 429 and not codes:
         codes = ["the token's rate limit"]
-    return "Spec error object (11.2.1): " + ", ".join(codes)
+    return "Error object: " + ", ".join(codes)
 
 
 def admits_empty(schema: dict[str, Any]) -> bool:

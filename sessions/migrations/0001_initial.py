@@ -1,4 +1,4 @@
-"""The spec's active_sessions table (13.1.1) in MCP_SCHEMA."""
+"""The spec's active_sessions table in MCP_SCHEMA."""
 
 import django.db.models.functions.datetime
 from django.conf import settings

@@ -1,4 +1,4 @@
-"""Session events are append-only (seed 002): the database refuses UPDATE and DELETE.
+"""Session events are append-only, an audit log: the database refuses UPDATE and DELETE.
 
 Reuses the spec schema's guard function ``<MCP_SCHEMA>_internal.forbid_mutation()``
 (contexts/0001), which lets a DELETE through only when the transaction sets

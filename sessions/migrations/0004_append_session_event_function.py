@@ -5,7 +5,7 @@ Why a function: done from Python it took four round trips (BEGIN, the counter UP
 INSERT, COMMIT) while holding the session's row lock, and every agent's every event pays
 for them. Each statement inside a volatile plpgsql function gets a fresh snapshot, so
 the status check still runs after the lock is held and sees an end_session that
-committed while we waited (seed 002: nothing is appended after the end).
+committed while we waited (nothing is appended to an ended session's log).
 """
 
 from django.conf import settings

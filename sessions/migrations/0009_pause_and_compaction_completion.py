@@ -1,4 +1,4 @@
-"""Seed 004 pause and resume (paused_at, reason, remaining, resets_at, resume count) and completed compactions, on the session detail rows; defaults in the database, so the raw inserts of the session services need no change."""
+"""Pause and resume (paused_at, reason, remaining, resets_at, resume count) and completed compactions, on the session detail rows; defaults in the database, so the raw inserts of the session services need no change."""
 
 from django.db import migrations, models
 

@@ -1,7 +1,7 @@
 """record_activity: a batch of agent hook events (the Claude Code client's) in one call.
 
-A hook client flushes what happened since its last call: the tool uses (spec 6.4.1 tool
-history, transport "hook"), the files the edits touched and the conversation summary,
+A hook client flushes what happened since its last call: the tool uses (tool history,
+transport "hook"), the files the edits touched and the conversation summary,
 and it counts as a heartbeat. This runs every few seconds per agent, so it is built to
 cost few round trips:
 

@@ -1,5 +1,5 @@
 """What an agent is handed when it starts or comes back from a compaction: which task it
-works on (when it did not say) and that task's tiered context bundle (seed 001)."""
+works on (when it did not say) and that task's tiered context bundle (HOT, WARM, COLD)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Compaction reports (spec 7.1.2, seed 004).
+"""Compaction reports: the session lives on, what it knew is reloaded.
 
 When an agent's context window is compacted the session lives on, but what it knew is
 gone. ``report_compaction`` counts the compaction, sets status ``compacted`` with a
@@ -6,7 +6,7 @@ recovery record (recovery_type 'compaction', snapshot of task, summary, unsaved 
 and tool history), logs a system event and answers with the resume prompt, which says
 when a full plan reload is due (every second compaction: 2, 4, 6, ...).
 ``complete_compaction`` is the other half, for any agent: the context is reloaded
-(seed 004 ``compaction_complete`` with the number and ``full_reload``).
+(a ``compaction_complete`` event with the number and ``full_reload``).
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ def report_compaction(session_id: str, *, trigger: str = "auto",
                       context_remaining: float | None = None,
                       context_budget_tokens: int | None = None) -> dict[str, Any]:
     """Count and record a compaction; with a token budget, the bundle to re-inject: every
-    tier that fits when a full reload is due (seed 004), else HOT only."""
+    tier that fits when a full reload is due (every second compaction), else HOT only."""
     with transaction.atomic():
         # Same lock order as appends and end_session: detail row, then the session row.
         events.lock_open_session(session_id, action="reporting a compaction")
@@ -95,7 +95,7 @@ def report_compaction(session_id: str, *, trigger: str = "auto",
 def complete_compaction(session_id: str, *, compaction_number: int | None = None,
                         full_reload: bool | None = None, summary: str | None = None,
                         trigger: str | None = None) -> dict[str, Any]:
-    """Seed 004's "Resume Phase" done: the agent has reloaded what it needs after a
+    """The resume after a compaction is done: the agent has reloaded what it needs after a
     compaction. Logs ``compaction_complete`` (compaction_number, full_reload) and, when
     the session was left ``compacted`` by report_compaction, ends that recovery (status
     active again, as check_recovery markRecovered would).

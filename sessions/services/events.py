@@ -1,4 +1,4 @@
-"""The per-session event log and scratchpad (seed 002).
+"""The per-session event log (append-only, numbered 1, 2, 3, ...) and scratchpad.
 
 Sequences come from ``SessionDetail.event_count``, bumped with UPDATE ... RETURNING in
 the append's transaction (one database function call, migration 0004): the row lock
@@ -80,7 +80,7 @@ def event_data(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def estimate_tokens(event: dict[str, Any]) -> int:
-    # Seed 001 AD-5: about four characters per token of the JSON form.
+    # About four characters per token of the JSON form, as the context bundle counts.
     return -(-len(json.dumps(event, default=str)) // 4)
 
 

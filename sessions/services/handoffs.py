@@ -1,4 +1,4 @@
-"""Handoff notes between sessions of one project (seed 001 AD-2): a note left in one clone
+"""Handoff notes between sessions of one project: a note left in one clone
 or worktree of a repository is read by the next session in any other of the same project.
 
 Exactly one active handoff per project: the partial unique index enforces it and an
@@ -37,7 +37,7 @@ LEAVE_STATEMENTS = (
 
 
 # How a starting session reads the project's active note (start_session runs it inside
-# its one statement, RETURNING the note): the note stays active (seed 001: until the next
+# its one statement, RETURNING the note): the note stays active (until the next
 # end_session replaces it), so parallel sessions all get it; the first read sets
 # ``consumed_at`` (and who), every read sets ``last_confirmed_at``. One conditional UPDATE,
 # no project lock: reads must not queue behind each other, and the row lock orders them

@@ -1,4 +1,5 @@
-"""Automatic tool history (spec 6.4.1 ``.tool-history.json``, 4.1.8 toolHistory).
+"""Automatic tool history (mirrored to ``.tool-history.json``, and the ``toolHistory`` of
+resume prompts).
 
 An after-call hook of the tool registry records every call that names a ``sessionId``,
 over REST or MCP, with one INSERT; the caller does nothing. Heartbeats are not recorded:

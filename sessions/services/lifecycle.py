@@ -1,4 +1,4 @@
-"""start_session, heartbeat and end_session (spec 3.2.1, 11.4.1, CONTRACT.md)."""
+"""start_session, heartbeat and end_session."""
 
 from __future__ import annotations
 
@@ -36,7 +36,8 @@ from sessions.services.work import UPSERT_WORK_SQL, WORK_TABLE, record_work
 
 
 def new_session_id() -> str:
-    # Spec 8.1.1: session-<ms>-<uuid4>; uuid4 comes from the OS's secure random source.
+    # session-<ms>-<uuid4>, the format every client knows; uuid4 comes from the OS's
+    # secure random source.
     return f"session-{int(time.time() * 1000)}-{uuid.uuid4()}"
 
 
@@ -101,8 +102,8 @@ def start_session(*, session_id: str | None = None, task_id: str | None = None,
                   owner: str | None = None) -> dict[str, Any]:
     """Register a session in its project, hand it the project's handoff (or, for a
     resumed conversation, the note its previous session left) and tell it what needs
-    recovery there. ``owner``: the name of the token that starts it (spec 8.1.2), None
-    for in-process callers."""
+    recovery there. ``owner``: the name of the token that starts it (only that token may
+    write the session), None for in-process callers."""
     session_id = session_id or new_session_id()
     task_source = "argument" if task_id else None
     if task_id is None and resolve_task:
@@ -247,7 +248,7 @@ _ENDED = f"current_setting('{_ENDING}', true) = %(session)s::varchar"
 _END_STATEMENTS = (
     f"SELECT set_config('{_ENDING}', '', true)",
     # The detail row first: event appends take it too, so none can slip in between this
-    # end and its commit (seed 002: no events after the end).
+    # end and its commit (nothing is appended to an ended session's log).
     f"SELECT agent_id FROM {DETAIL_TABLE} WHERE session_id = %(session)s FOR UPDATE",
     f"UPDATE {sessions_table()} SET status = 'ended', ended_at = now(), "
     "recovery_needed = FALSE WHERE session_id = %(session)s "

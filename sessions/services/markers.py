@@ -1,4 +1,4 @@
-"""A live session's markers outside Postgres (spec 11.4.1): the Redis key
+"""A live session's markers outside Postgres: the Redis key
 ``context:heartbeat:{sessionId}`` and the file ``RECOVERY_DIR/.session-heartbeat.json``.
 
 Failures are reported (savedTo, a metric), never raised: Postgres holds the truth.
@@ -29,7 +29,7 @@ _marker_written: dict[str, float] = {}  # marker path -> monotonic time of the l
 def mark_alive(session_id: str, task_id: str | None, project_id: str,
                project_dir: str | None, at: Any, *, force_file: bool = False
                ) -> dict[str, bool]:
-    """Redis key and file marker of a live session (11.4.1); failures are reported only.
+    """Redis key and file marker of a live session; failures are reported only.
     The file marker is the project's (its RECOVERY_DIR)."""
     redis_ok = file_ok = True
     try:
@@ -88,9 +88,9 @@ def write_state_file(project_id: str, session_id: str, event: str, *,
                      task_id: str | None = None, compaction_count: int = 0,
                      full_reload_due: bool = False,
                      pause: dict[str, Any] | None = None) -> bool:
-    """Seed 004's state file, ``RECOVERY_DIR/.session-state.json`` of the project (spec
-    6.4.1): what a resume without the server needs to know, rewritten whole on a session's
-    start, pause, resume and compaction (``event``). The last session to do one of those owns it.
+    """The state file, ``RECOVERY_DIR/.session-state.json`` of the project: what a resume
+    without the server needs to know, rewritten whole on a session's start, pause, resume
+    and compaction (``event``). The last session to do one of those owns it.
     Renamed into place at once and fsynced by the background writer, as the heartbeat
     file: start_session is a hook call. A failure is reported, never raised."""
     try:

@@ -1,4 +1,5 @@
-"""Notifications behind a small port (seed 001 AD-3) with a Slack incoming-webhook adapter.
+"""Notifications behind a small port (a new channel is one adapter) with a Slack
+incoming-webhook adapter.
 
 A notification never fails the operation that sent it: the answer reports
 ``notificationStatus`` sent | skipped | failed, and a failure is logged and counted.

@@ -1,4 +1,4 @@
-"""Pause and resume (seed 004 "Session Pause Procedure", "After Session Pause").
+"""Pause and resume: a session that cannot work for a while is not a crashed one.
 
 A session is paused when its agent cannot work for a while: a usage limit (the Claude
 Code client says so from StopFailure), a user stop or a system error. The pause lives on
@@ -13,7 +13,8 @@ spec's status column keeps its value (active or compacted), so programs reading
   limit) and leave the pause as it is;
 - ``record_activity`` with a heartbeat (a hook reporting real work: a prompt, a tool
   use, a finished turn) resumes it, as ``resume_session`` does;
-- it takes no new work (seed 004 "Stop all new task assignments"): ``switch_task`` and
+- it takes no new work, so nothing is assigned to an agent that cannot do it:
+  ``switch_task`` and
   ``acquire_task_lock`` naming it, and ``claim_files`` for it, are refused with E1633
   and the pause's reason; saving its own work (save_context_snapshot, events, the
   scratchpad, checkpoints) is allowed, so nothing it did is lost;
@@ -145,7 +146,7 @@ def pause_session(session_id: str, *, reason: str, resets_at: datetime | None = 
                 "event": "session_pause", "reason": reason,
                 "remaining_percent": remaining_percent, "resets_at": iso(resets_at),
                 "auto_resume_at": pause["resumeAt"]})
-    # Seed 004 step 3: the state written where a resume without the server finds it.
+    # The state written where a resume without the server finds it.
     markers.write_state_file(project_id, session_id, "pause", task_id=task_id,
                              compaction_count=compactions, full_reload_due=False,
                              pause=pause)
@@ -235,7 +236,7 @@ def _log_line(session_id: str, answer: dict[str, Any], trigger: str) -> None:
 
 
 def _tasks_to_revalidate(session_id: str, since: datetime) -> list[str]:
-    """Seed 004: tasks of the session's project completed within RECENT_COMPLETION_WINDOW
+    """Tasks of the session's project completed within RECENT_COMPLETION_WINDOW
     hours before the pause (or since), to check before new work."""
     window = timedelta(hours=settings.RECENT_COMPLETION_WINDOW)
     with connection.cursor() as cursor:
@@ -251,7 +252,7 @@ RESUMED_NOTICE = "SESSION RESUMED - Reset complete"
 
 
 def resume_paused_sessions() -> list[str]:
-    """Seed 004 step 6-7 "Wait until resets_at + 5 minutes, auto-resume": end the pause of
+    """Resume a pause once its limit has reset (resets_at + the grace): end the pause of
     every live session whose ``resets_at`` + PAUSE_RESUME_GRACE_MINUTES has passed (a
     pause without a reset time waits for resume_session or activity). Each is resumed as
     resume_session does (event ``session_resume`` with trigger ``auto_resume``, a log

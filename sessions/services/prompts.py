@@ -1,4 +1,5 @@
-"""Resume prompts in the exact markdown of spec 4.1.8, with actions derived from state."""
+"""Resume prompts in the markdown every client expects (the spec's template, headings
+unchanged), with actions derived from state."""
 
 from __future__ import annotations
 
@@ -47,7 +48,7 @@ class RecoveryState:
     conversation_summary: str | None = None
     compaction_count: int = 0
     git_branch: str | None = None
-    # Seed 004: unfinished tasks this session worked on that no live session took over.
+    # Orphaned work: unfinished tasks this session worked on that no live session took over.
     orphaned_tasks: list[dict[str, Any]] = field(default_factory=list)
     # What the client saw when the agent's process died (its crash_report event): the tool
     # call that was running, the last request and the last answer.
@@ -55,7 +56,7 @@ class RecoveryState:
 
     @property
     def full_reload_due(self) -> bool:
-        # Seed 004: compactions 2, 4, 6, ... need the whole plan re-read.
+        # Compactions 2, 4, 6, ... need the whole plan re-read: each loses more of it.
         return self.compaction_count > 0 and self.compaction_count % 2 == 0
 
 

@@ -1,4 +1,5 @@
-"""Crash and compaction recovery (spec 4.1.8, 7.1, 11.4.2; seed 004).
+"""Crash and compaction recovery: sessions that died or lost their context, their resume
+prompts, and the work they left orphaned.
 
 A session needing recovery carries ``context_snapshot``: the task row as the database
 had it at that moment (``to_jsonb``, taken from the task's current version row), its last
@@ -68,7 +69,7 @@ _STAMP = "'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"'"
 
 def log_capped(one: str, many: str, recovery_type: str,
                sessions: list[dict[str, Any]]) -> None:
-    """One WARN line per session (spec 9.2.3), but a mass end (a host died, a long
+    """One WARN line per session ("Session crashed"), but a mass end (a host died, a long
     outage) must not flood the log: past CRASH_LOG_LINES, one line with the count."""
     for extra in sessions[:CRASH_LOG_LINES]:
         logger.warning(one, extra={**extra, "recoveryType": recovery_type})
@@ -307,7 +308,7 @@ def _current_task(task_id: str | None) -> dict[str, Any] | None:
 
 
 def _stale_file_state(project_id: str, known: set[str]) -> RecoveryState | None:
-    """Source 2 (4.1.8): a project's stale heartbeat file whose session the database
+    """The second source of recovery: a project's stale heartbeat file whose session the database
     cannot vouch for."""
     marker = markers.read_heartbeat_file(project_id)
     if not marker or marker.get("status", "active") != "active":
@@ -332,11 +333,12 @@ def check_recovery(*, mark_recovered_id: str | None = None, include_history: boo
                    exclude_session: str | None = None,
                    crashed_session_ids: list[str] | None = None) -> dict[str, Any]:
     """Sessions of ``project_ids`` (None: every project) needing recovery, with resume
-    prompts (4.1.8); ``project_dir`` narrows them to one directory. Optionally marks one
+    prompts; ``project_dir`` narrows them to one directory. Optionally marks one
     recovered first."""
     marked_row, orphans_before = None, []
     if mark_recovered_id:
-        # What the recovery takes over, as it was before the mark (seed 004's log lines).
+        # What the recovery takes over, as it was before the mark (for the orphan_agent_detected
+        # and coordinator_recovered events).
         marked_row = ActiveSession.objects.filter(session_id=mark_recovered_id).first()
         orphans_before = orphaned_work(project_ids=project_ids, project_dir=project_dir)
     marked = mark_recovered(mark_recovered_id, project_ids) if mark_recovered_id else None
@@ -489,7 +491,7 @@ STATE_RECONCILED_SHOWN = 20
 
 
 def events_since_saved_state(session_ids: list[str]) -> dict[str, dict[str, Any]]:
-    """Seed 004 ``state_reconciled``: per session, the events it wrote after its last
+    """``state_reconciled``: per session, the events it wrote after its last
     saved state, the newest version of its task (what a recovering agent reads back), or
     all of them when it has no task or the task no version: {savedStateAt, count,
     events (the newest STATE_RECONCILED_SHOWN, oldest first)}. Two queries for all."""
@@ -528,7 +530,7 @@ def events_since_saved_state(session_ids: list[str]) -> dict[str, dict[str, Any]
 
 
 def recent_completions(project_ids: list[str] | None) -> list[dict[str, Any]]:
-    """Seed 004: the tasks completed within RECENT_COMPLETION_WINDOW hours, newest first,
+    """The tasks completed within RECENT_COMPLETION_WINDOW hours, newest first,
     for a recovering agent to validate before it assigns new work."""
     from contexts.models import TaskContext
 
@@ -544,7 +546,7 @@ def recent_completions(project_ids: list[str] | None) -> list[dict[str, Any]]:
 
 def _log_coordinator_recovered(session_id: str, row: ActiveSession | None,
                                orphans: list[OrphanedWork], result: dict[str, Any]) -> None:
-    """Seed 004's recovery events, as structured log lines: one orphan_agent_detected per
+    """A recovery's events, as structured log lines: one orphan_agent_detected per
     orphaned task (the crashed session that left it), then coordinator_recovered."""
     project_id = row.project_id if row else None
     agents = dict(SessionDetail.objects.filter(
@@ -601,7 +603,7 @@ PAUSE_REASON_TEXT = {"usage_limit": "Usage limit", "user_stop": "User stop",
 
 
 def _pause_prompt(session_id: str, pause_info: dict[str, Any]) -> str:
-    """Seed 004's "SESSION PAUSED" notice for a pause whose reset time has passed."""
+    """The "SESSION PAUSED" notice for a pause whose reset time has passed."""
     reason = PAUSE_REASON_TEXT.get(str(pause_info.get("reason")), "paused")
     lines = [f"## Session Paused - {reason}", "",
              f"- **Paused at**: {pause_info.get('pausedAt')}",

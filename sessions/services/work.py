@@ -48,9 +48,9 @@ def record_work(session_id: str, task_id: str) -> None:
 
 def record_switch(sender: Any, *, session_id: str | None, to_task_id: str,
                   **kwargs: Any) -> None:
-    """Receiver of contexts' ``task_switched``, inside the switch's transaction (spec 4.1.5
-    step 2): the switching session now works on the new task. A paused session takes no
-    new task (seed 004): E1633, and the switch rolls back with nothing changed."""
+    """Receiver of contexts' ``task_switched``, inside the switch's transaction: the
+    switching session now works on the new task. A paused session takes no new task:
+    E1633, and the switch rolls back with nothing changed."""
     if session_id:
         pause.refuse_if_paused(session_id, action="switching tasks")
         record_work(session_id, to_task_id)
@@ -73,7 +73,7 @@ def forget_sessions(session_ids: list[str]) -> set[str]:
         return {r[0] for r in cursor.fetchall()}
 
 
-# Orphaned work (seed 004, the README's definition): an unfinished task (not completed or
+# Orphaned work: an unfinished task (not completed or
 # archived) that a crashed session worked on and that no live (active or compacted) session
 # works on. Marking the crash recovered, or a live session on the task, ends it. This is
 # the one query every page asks: check_recovery, the console's overview and task list, and

@@ -64,7 +64,7 @@ def db_figures() -> dict[str, str]:
         "#conflicts-unresolved": str(unresolved.count()),
         "#conflicts-critical": str(unresolved.filter(severity="critical").count()),
         "#conflicts-high": str(unresolved.filter(severity="high").count()),
-        # Orphaned work, the README's definition (sessions.services.work)
+        # Orphaned work, the definition in docs/user-guide/agent-calls.md (sessions.services.work)
         "#orphaned-count": str(len(orphaned_tasks())),
         "#saves-last-hour": str(ContextVersion.objects.filter(created_at__gte=since).count()),
         "#tool-calls-last-hour": str(ToolInvocation.objects.filter(timestamp__gte=since)

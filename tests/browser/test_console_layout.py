@@ -223,7 +223,7 @@ COLUMNS_VISIBLE = r"""(selector) => {
 }"""
 
 KEY_COLUMNS = {
-    # The overview's columns the README promises; with "All projects" there is one more.
+    # The overview's columns docs/user-guide/console.md promises; with "All projects" there is one more.
     "overview": ["#active-sessions th", "#recovery-sessions th", "#contested-files th",
                  "#periodic-jobs th", "#storage-projects th"],
     "tasks": ["#result_list thead th"],
@@ -287,7 +287,7 @@ def test_every_console_page_fits_1280_to_1920_px_without_horizontal_scrolling(co
     report.write_text(json.dumps(results, indent=1) + "\n")
     assert not failures, "\n".join(failures)
 
-    # The overview shows what the README promises for a live session, uncut.
+    # The overview shows what docs/user-guide/console.md promises for a live session, uncut.
     page = console.page
     page.set_viewport_size({"width": 1280, "height": 900})
     console.open("/admin/")

@@ -9,7 +9,7 @@ the dns-rebinding-protection scenario probes are the server's own.
 
 ``make conformance`` runs every server scenario against a real server with the
 baseline ``expected-failures.yml`` (each entry a capability the server does not offer;
-README, "MCP conformance"); tests/clients/test_conformance_suite.py runs
+docs/agents/mcp.md); tests/clients/test_conformance_suite.py runs
 dns-rebinding-protection in ``make test``.
 """
 

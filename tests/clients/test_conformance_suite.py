@@ -1,7 +1,7 @@
 """The official MCP conformance suite against the real server's /mcp (tests/clients/
 mcp_conformance.py): dns-rebinding-protection passes, and every scenario of the active
 suite passes except the ones in expected-failures.yml, each a capability the server does
-not offer (README, "MCP conformance"). ``make conformance`` runs the second with the
+not offer (docs/agents/mcp.md). ``make conformance`` runs the second with the
 suite's output shown."""
 
 from __future__ import annotations

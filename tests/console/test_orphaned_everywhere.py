@@ -1,4 +1,4 @@
-"""Orphaned work has one definition (the README's, seed 004) and one query
+"""Orphaned work has one definition (docs/user-guide/agent-calls.md) and one query
 (sessions.services.work): the overview, the task list, check_recovery and get_task_graph
 list the same tasks (issue 23 item 2).
 

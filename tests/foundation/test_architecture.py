@@ -1,4 +1,4 @@
-"""The layers of the README's Architecture section, as a checked rule: import-linter's
+"""The layers of the architecture page (docs/architecture/index.md), as a checked rule: import-linter's
 contracts in pyproject.toml (arrows point down, the hook client imports no server code,
 no import cycles inside a package). `make lint` runs the same check."""
 
@@ -19,14 +19,13 @@ def test_import_contracts_are_kept():
     assert "0 broken" in result.stdout
 
 
-def test_readme_lists_the_contracts_layers():
-    """The README's layer list is the contract's, in the same order."""
+def test_architecture_page_lists_the_contracts_layers():
+    """The architecture page's layer list is the contract's, in the same order."""
     import tomllib
 
     contract = next(c for c in tomllib.loads((ROOT / "pyproject.toml").read_text())
                     ["tool"]["importlinter"]["contracts"] if c["type"] == "layers")
-    readme = (ROOT / "README.md").read_text()
-    section = readme[readme.index("## Architecture"):]
+    section = (ROOT / "docs" / "architecture" / "index.md").read_text()
     listed = [line.split("`")[1].replace("\\|", "|") for line in section.splitlines()
               if line.startswith("| `") and line.count("`") >= 2][:len(contract["layers"])]
     assert listed == contract["layers"]

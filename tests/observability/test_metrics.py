@@ -45,7 +45,7 @@ def value(samples: Samples, name: str, **labels: str) -> float:
 @pytest.mark.django_db
 def test_stored_state_per_project(tools, client):
     """Gauges of stored state carry the project (bounded: projects x a few statuses);
-    the per-call counters do not (documented in the README's Observability section)."""
+    the per-call counters do not (documented in docs/operations/observability.md)."""
     tools.ok("create_project", {"projectId": "web", "name": "Web"})
     for task_id, project in (("pm-a", "web"), ("pm-b", "web"), ("pm-c", None)):
         tools.ok("create_task", {"taskId": task_id, "name": task_id, "keyFiles": ["k.py"],

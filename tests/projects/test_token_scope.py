@@ -143,7 +143,7 @@ def test_the_same_rules_over_mcp(live_api):
 def test_a_taken_id_is_refused_alike_wherever_it_is_held(tools):
     """Issue 34: ids are unique across the server, so creating one another project holds
     must be refused; the refusal is the one for an id of the token's own project and
-    carries only the id sent: one bit (taken), never where or what (README, "Tokens")."""
+    carries only the id sent: one bit (taken), never where or what (docs/operations/tokens.md)."""
     ids = populate(tools)
     own_session = tools.ok("start_session", {"taskId": "a1"})["sessionId"]
     _, client = limited()

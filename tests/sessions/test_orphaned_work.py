@@ -1,5 +1,5 @@
-"""The one query of orphaned work (sessions.services.work, the README's definition, seed
-004): one row per crashed session and task, one per task for the pages that list tasks,
+"""The one query of orphaned work (sessions.services.work; the definition is in
+docs/user-guide/agent-calls.md): one row per crashed session and task, one per task for the pages that list tasks,
 newest crash first; check_recovery's orphanedTasks are exactly those rows."""
 
 from __future__ import annotations

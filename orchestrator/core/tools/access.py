@@ -1,4 +1,5 @@
-"""Who may call what: token scopes, projects and session ownership (spec 8.1.2).
+"""Who may call what: token scopes, projects and session ownership (a session is written
+only by the token that started it).
 
 A token has a scope (``orchestrator.core.models.TokenScope``): ``read`` calls only tools the
 registry marks read-only (E1608 otherwise); ``write`` calls every tool but writes only

@@ -97,8 +97,8 @@ class Tool:
     # an unreachable database still answers 503 and details.cause says E1654.
     database_code: str | None = None
     # The answer when Postgres is unreachable, for a network client's call (REST, MCP):
-    # save_context_snapshot holds the save in RECOVERY_DIR/.pending-saves.json (spec
-    # 6.4.1) and answers that it is pending. None (every other tool), or a handler that
+    # save_context_snapshot holds the save in RECOVERY_DIR/.pending-saves.json
+    # and answers that it is pending. None (every other tool), or a handler that
     # returns None: the call fails with E1654 as usual.
     when_database_down: Handler | None = field(default=None, compare=False)
     task_group: tuple[str, ...] = ()

@@ -137,7 +137,7 @@ IMMEDIATE_CONTEXT = obj(
         "blockers": string_list(max_items=100),
         "notes": string(nullable=True, max_length=20000),
     },
-    description="ImmediateContext (spec 4.2.11)",
+    description="Where the agent stands: working on, last action, next step, blockers",
 )
 
 TIMESTAMP = string("ISO 8601 timestamp", fmt="date-time")
@@ -149,7 +149,7 @@ ERROR_OBJECT = obj(
         "timestamp": TIMESTAMP,
     },
     ["success", "error", "timestamp"],
-    description="Spec 11.2.1 error response",
+    description="Error response: success false, an E16xx code, a message and details",
 )
 
 

@@ -7,7 +7,7 @@ from sessions.tasks import resume_paused_sessions_task
 
 class Command(BaseCommand):
     help = ("Resume every paused session whose resetsAt + PAUSE_RESUME_GRACE_MINUTES has "
-            "passed (seed 004 auto-resume).")
+            "passed.")
 
     def handle(self, *args, **options) -> None:
         # The beat job, run from here: the run is recorded for the console.
