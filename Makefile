@@ -8,6 +8,9 @@
 # make promtool - Prometheus's rule checker into .venv/bin (the tests check deploy/ with it)
 # make browser - install Debian's chromium for the browser tests (run by make test)
 # make conformance - the official MCP conformance suite (every server scenario) against a real /mcp
+# make lock  - resolve requirements/{prod,dev,bench}.lock from pyproject.toml (uv, hashes,
+#              Python 3.11-3.13), then check every locked package has a wheel for 3.12 and 3.13
+# make dist  - the server's wheel (and the agent client's, when client/ exists) into dist/
 # make docs  - the documentation site (mkdocs.yml) into site/, --strict: a broken link fails it
 
 VENV    := .venv
@@ -24,17 +27,52 @@ BENCH_ARGS ?=
 FUZZ_SECONDS ?= 300
 FUZZ_ARGS ?=
 
-.PHONY: run test lint install bench promtool browser conformance fuzz docs
+.PHONY: run test lint install bench promtool browser conformance fuzz lock dist docs
+
+# The locks (requirements/*.lock): every package pinned with its hashes. `make install`, CI
+# (through make test) and the Dockerfile install exactly these. prod: the server's own
+# dependencies (the image); dev: + the dev tools, the docs site's and the development servers
+# ([servers]); bench: + the bench extra. prod and bench are resolved with dev's versions as
+# constraints, so a package has one version in all three.
+LOCKS   := requirements/prod.lock requirements/dev.lock requirements/bench.lock
+# The agent client (client/, once it is its own distribution) is installed from the tree,
+# never from an index: kept out of the locks and installed with --no-deps beside the server.
+# (uv reads it as the requirement ./client from stdin, which provides the name the server
+# depends on).
+CLIENT  := $(wildcard client/pyproject.toml)
+LOCAL   := $(if $(CLIENT),-e ./client) -e .
+UVPC    := $(if $(CLIENT),printf './client\n' |) $(VENV)/bin/uv pip compile pyproject.toml \
+	$(if $(CLIENT),- --no-emit-package session-orchestrator-agent)
+COMPILE := $(UVPC) --universal --generate-hashes --python-version 3.11 --no-header --quiet
 
 install: $(STAMP)
 
 $(PY):
 	python3.11 -m venv $(VENV) || python3 -m venv $(VENV)
 
-# Reinstall only when pyproject.toml changed since the last successful install.
-$(STAMP): pyproject.toml | $(PY)
-	$(PY) -m pip install -e '.[dev,docs]'
+# Reinstall only when the lock changed since the last successful install: the locked
+# versions, checked against their hashes, then this checkout (and client/) without
+# resolving anything again.
+$(STAMP): requirements/dev.lock pyproject.toml $(CLIENT) | $(PY)
+	$(PY) -m pip install --require-hashes -r requirements/dev.lock
+	$(PY) -m pip install --no-deps $(LOCAL)
 	touch $@
+
+# After a change to the dependencies in pyproject.toml (a one-liner for whoever merges).
+lock: $(STAMP)
+	$(COMPILE) --extra dev --extra docs --extra servers -o requirements/dev.lock
+	$(COMPILE) -c requirements/dev.lock -o requirements/prod.lock
+	$(COMPILE) --extra dev --extra docs --extra servers --extra bench -c requirements/dev.lock \
+		-o requirements/bench.lock
+	for v in 3.12 3.13; do $(UVPC) --extra dev --extra docs --extra servers \
+		--python-version $$v --python-platform x86_64-manylinux_2_34 --only-binary :all: \
+		-c requirements/dev.lock --quiet -o /dev/null || exit 1; done
+
+# The wheels, with every app's templates and static files (pyproject.toml's package-data).
+dist: $(STAMP)
+	rm -rf dist build
+	$(PY) -m pip wheel --no-deps -w dist . $(if $(CLIENT),./client)
+	rm -rf build
 
 run: $(STAMP)
 	exec $(PY) -m orchestrator.ops.launcher --data-dir .data -- $(PY) -m orchestrator.ops.serve
@@ -75,8 +113,9 @@ lint: $(STAMP)
 		manage.py makemigrations --check --dry-run
 	$(VENV)/bin/mypy
 
-$(VENV)/.bench-installed: pyproject.toml $(STAMP)
-	$(PY) -m pip install -e '.[dev,docs,bench]'
+$(VENV)/.bench-installed: requirements/bench.lock $(STAMP)
+	$(PY) -m pip install --require-hashes -r requirements/bench.lock
+	$(PY) -m pip install --no-deps $(LOCAL)
 	touch $@
 
 bench: $(VENV)/.bench-installed

@@ -30,7 +30,7 @@ is <= ``--p99-ms`` (100) with no error. Closed loop: an agent waits for an answe
 it thinks again, like the real client, so a slow server lowers the request rate rather
 than piling up requests; read the rate next to the latencies.
 
-What one agent sends: the hook client's traffic (orchestrator_hook/), call for call
+What one agent sends: the hook client's traffic (client/src/orchestrator_hook/), call for call
 -----------------------------------------------------------------------------------------
 - SessionStart (handlers.start): ``start_session`` with sessionId (the client's own
   ``session-<ms>-<uuid4>``), projectDir, agentId ``claude-code``, contextBudgetTokens 2000

@@ -31,6 +31,22 @@ the full /mcp, in a project whose .mcp.json points at it, with tool search off
 API; ``tool definitions: N bytes (M tools)`` is the JSON of the ``mcp__orchestrator__``
 tools in its first model request. ``--no-claude`` skips it.
 
+Last, command hook against Claude Code's ``http`` hook (issue 36), per tool use as the
+agent pays it: the real ``claude`` runs a script of ``--tool-uses`` Bash calls (``true``)
+once per kind of PostToolUse handler, every kind ``--claude-runs`` times, interleaved.
+One tool use is the time between two requests of the run to the model stand-in (the
+tool, its hooks, Claude Code's own work); a hook's cost is the median of its tool uses
+less the median with no PostToolUse hook (medians of every tool use of every run: the
+machine's noise spreads the quartiles, not the medians). Kinds: ours (the command claude_setup writes:
+``python -S launch.py``, which appends to the local buffer and flushes every
+ORCHESTRATOR_FLUSH_SECONDS), the same with ``async: true`` (Claude Code does not wait for
+it; a notice it prints arrives a turn later), and an ``http`` handler POSTing the event to a listener of
+the bench's own that answers 200 at once (the floor of any endpoint), to the orchestrator
+(a tool call, ``heartbeat``: token, input check, answer), and to a port with nothing
+listening; each with the service up and down. Every run has our SessionStart hook (it
+maps the session; the command's buffer needs it). ``http dispatched`` counts the POSTs
+the listener received against the tool uses.
+
 With embedded servers:
 
     .venv/bin/python -m orchestrator.ops.launcher --temp -- .venv/bin/python -m bench.hooks
@@ -68,7 +84,14 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--url", help="base URL of a running server (default: start one)")
     parser.add_argument("--runs", type=int, default=40, help="hook processes per row")
     parser.add_argument("--no-claude", action="store_true",
-                        help="skip the tool definitions the real Claude Code sends the model")
+                        help="skip what needs the real Claude Code (tool definitions, "
+                             "command vs http hooks)")
+    parser.add_argument("--tool-uses", type=int, default=30,
+                        help="tool uses per Claude Code run (command vs http hooks)")
+    parser.add_argument("--claude-runs", type=int, default=3,
+                        help="Claude Code runs per hook kind (command vs http hooks)")
+    parser.add_argument("--only-hook-kinds", action="store_true",
+                        help="measure only command vs http hooks")
     return parser.parse_args()
 
 
@@ -368,6 +391,120 @@ def bench_tool_definitions(url: str, token: str) -> list[str]:
     return lines
 
 
+class CountingListener:
+    """An HTTP endpoint that answers every POST with 200 ``{}`` at once and counts them:
+    the cheapest server an ``http`` hook could have."""
+
+    def __init__(self) -> None:
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        listener = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                listener.posts += 1
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", "2")
+                self.end_headers()
+                self.wfile.write(b"{}")
+
+        self.posts = 0
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_port}/hook"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def __enter__(self) -> CountingListener:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def hook_settings(commands: dict[str, str], kind: str, target: str | None) -> dict:
+    """.claude/settings.local.json of one run: our SessionStart, and the PostToolUse
+    handler being measured (none, ours, or an http one POSTing to ``target``)."""
+    hooks: dict = {"SessionStart": [{"hooks": [{"type": "command", "timeout": 15,
+                                                "command": commands["SessionStart"]}]}]}
+    if kind in ("command", "command async"):
+        handler = {"type": "command", "command": commands["PostToolUse"], "timeout": 10}
+        if kind == "command async":
+            handler["async"] = True
+        hooks["PostToolUse"] = [{"matcher": "*", "hooks": [handler]}]
+    elif kind == "http":
+        hooks["PostToolUse"] = [{"matcher": "*", "hooks": [
+            {"type": "http", "url": target, "timeout": 10,
+             "headers": {"Authorization": "Bearer $ORCHESTRATOR_TOKEN"},
+             "allowedEnvVars": ["ORCHESTRATOR_TOKEN"]}]}]
+    return {"hooks": hooks}
+
+
+def bench_hook_kinds(commands: dict[str, str], url: str, token: str, task: str,
+                     tool_uses: int, runs: int) -> tuple[list[list[str]], list[str]]:
+    """Milliseconds per tool use of each PostToolUse handler kind, service up and down,
+    with the real Claude Code (see the module's docstring)."""
+    from tests.claude_code.installation import ensure_claude_code
+    from tests.claude_code.model_standin import ModelStandIn, call, say
+    from tests.claude_code.runner import ClaudeCode
+
+    binary, version = ensure_claude_code()
+    closed = f"http://127.0.0.1:{free_port()}"
+    with tempfile.TemporaryDirectory() as temp, CountingListener() as listener:
+        project = Path(temp) / "project"
+        (project / ".claude").mkdir(parents=True)
+        claude = ClaudeCode(binary, version, home=Path(temp) / "home")
+        variants = [("none", "-", "none", None, url),
+                    ("command (ours)", "up", "command", None, url),
+                    ("command (ours)", "down", "command", None, closed),
+                    ("command (ours), async: true", "up", "command async", None, url),
+                    ("http -> listener answering at once", "up", "http", listener.url, url),
+                    ("http -> orchestrator tool call", "up", "http",
+                     f"{url}/api/v1/tools/heartbeat/", url),
+                    ("http -> nothing listening", "down", "http", f"{closed}/hook", closed)]
+        gaps: dict[tuple[str, str], list[float]] = {(v[0], v[1]): [] for v in variants}
+        posts_expected = posts_before = 0
+        for _ in range(runs):
+            for name, service, kind, target, service_url in variants:
+                configure(project, service_url, token, task)
+                (project / ".claude" / "settings.local.json").write_text(
+                    json.dumps(hook_settings(commands, kind, target)))
+                steps = [call("Bash", command="true", description="nothing")
+                         for _ in range(tool_uses)] + [say("done")]
+                before = listener.posts
+                with ModelStandIn(steps) as model:
+                    run = claude.run(project, "run true", model.url, timeout=600,
+                                     env={"ORCHESTRATOR_TOKEN": token})
+                if run.returncode != 0:
+                    raise RuntimeError(f"claude exited {run.returncode}: {run.stderr[-2000:]}")
+                # One tool use (and its hooks) between two model requests: the gaps.
+                arrivals = [r.received_at for r in model.scripted_requests]
+                gaps[(name, service)] += [b - a for a, b in zip(arrivals, arrivals[1:], strict=False)]
+                if target == listener.url:
+                    posts_expected += tool_uses
+                    posts_before += listener.posts - before
+
+    def quartiles(samples: list[float]) -> tuple[float, float, float]:
+        ordered = sorted(samples)
+        return tuple(ordered[int(q * (len(ordered) - 1))] * 1000 for q in (0.25, 0.5, 0.75))
+
+    base = quartiles(gaps[("none", "-")])[1]
+    rows = []
+    for (name, service), samples in gaps.items():
+        low, median, high = quartiles(samples)
+        rows.append([name, service, str(len(samples)), f"{median:.1f}",
+                     f"{low:.1f} .. {high:.1f}",
+                     "-" if name == "none" else f"{median - base:+.1f}"])
+    notes = [f"http dispatched: {posts_before} POSTs for {posts_expected} tool uses",
+             f"claude {version}, {tool_uses} tool uses per run"]
+    return rows, notes
+
+
 def main() -> None:
     args = parse_args()
     setup_django()
@@ -392,6 +529,14 @@ def main() -> None:
             floor[i] = time.perf_counter() - started
         rows.append([name, "-", "20", f"{percentile(floor, 0.5) * 1000:.1f}",
                      f"{percentile(floor, 0.99) * 1000:.1f}", f"{max(floor) * 1000:.1f}", ""])
+    if args.only_hook_kinds:
+        with tempfile.TemporaryDirectory() as temp:
+            server = contextlib.nullcontext() if args.url else ServerProcess(free_port())
+            with server as live:
+                commands = install_hooks(Path(temp) / "project", args.url or live.url, token,
+                                         task)
+                print_hook_kinds(commands, args.url or live.url, token, task, args)
+        return
     with tempfile.TemporaryDirectory() as temp:
         project = Path(temp) / "project"
         server = contextlib.nullcontext() if args.url else ServerProcess(free_port())
@@ -412,6 +557,9 @@ def main() -> None:
                 end_session(session_id)
             definitions = [] if args.no_claude else \
                 bench_tool_definitions(args.url or live.url, token)
+            if not args.no_claude:
+                kinds = Path(temp) / "kinds"
+                kind_commands = install_hooks(kinds, args.url or live.url, token, task)
         configure(project, f"http://127.0.0.1:{free_port()}", token, task)
         edit_rows += bench_edit_unreachable(project, commands, args.runs, claude, "down",
                                             answers)
@@ -429,6 +577,21 @@ def main() -> None:
         print(line)
     print(f"hook command: {commands['PostToolUse']}")
     for line in definitions:
+        print(line)
+    if not args.no_claude:
+        # After the table above: its server is gone, a fresh one for these runs.
+        with ServerProcess(free_port()) if not args.url else contextlib.nullcontext() as live:
+            url = args.url or live.url
+            print_hook_kinds(kind_commands, url, token, task, args)
+
+
+def print_hook_kinds(commands: dict[str, str], url: str, token: str, task: str,
+                     args: argparse.Namespace) -> None:
+    rows, notes = bench_hook_kinds(commands, url, token, task, args.tool_uses,
+                                   args.claude_runs)
+    print_table(["PostToolUse handler", "service", "tool uses", "ms per tool use (median)",
+                 "p25 .. p75", "hook's cost ms (median - none)"], rows)
+    for line in notes:
         print(line)
 
 

@@ -130,8 +130,9 @@ register(Tool(
         "Lock a task for one session (Redis SET NX EX at context:lock:{taskId}, "
         "TaskLock JSON, expiresAt = now + ttlSeconds). Re-acquiring your own lock extends "
         "it; an expired lock of another session is taken over atomically; a live lock of "
-        "another session is E1613; an unknown task is E1610; Redis down is E1650. "
-        + LOCK_RULE
+        "another session is E1613; an unknown task is E1610; Redis down is E1650; a "
+        "paused session (pause_session) takes no new lock: E1633 with the pause's reason "
+        "and resumeAt (renewing or releasing a lock it holds still works). " + LOCK_RULE
     ),
     input_schema=LOCK_INPUT,
     output_schema=obj({"success": boolean(), "lock": TASK_LOCK, "acquired": boolean(),

@@ -25,6 +25,7 @@ from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
+from console.board_views import board_context
 from console.projects import choose, project_names, selected_project, selected_project_ids
 from console.services.overview import fleet_overview
 
@@ -60,6 +61,10 @@ def _with_links(overview: dict[str, Any], names: dict[str, str]) -> dict[str, An
     runs = reverse("admin:orchestrator_jobrun_changelist")
     for job in overview["jobs"]:
         job["url"] = f"{runs}?{urlencode({'job_name': job['name']})}"
+    claims = reverse("console_claims")
+    overview["fileClaims"]["url"] = claims
+    for row in overview["fileClaims"]["contested"]:
+        row["url"] = f"{claims}?{urlencode({'path': row['path']})}"
     conflicts = reverse("admin:conflicts_contextconflict_changelist")
     overview["conflicts"]["url"] = conflicts + "?resolution_status__exact=unresolved"
     overview["conflicts"]["escalatedUrl"] = conflicts + "?resolution_status__exact=escalated"
@@ -80,8 +85,10 @@ def _overview_context(request: HttpRequest) -> dict[str, Any]:
 
 
 def index(request: HttpRequest) -> HttpResponse:
-    """The admin index (app list included) with the fleet overview on top."""
-    return admin.site.index(request, extra_context=_overview_context(request))
+    """The admin index: the agent board and its "needs you" queue on top, the fleet
+    overview and the app list under them."""
+    return admin.site.index(request, extra_context={**_overview_context(request),
+                                                    **board_context(request)})
 
 
 def overview_fragment(request: HttpRequest) -> HttpResponse:

@@ -210,3 +210,25 @@ class CheckpointDetails(models.Model):
 
     def __str__(self) -> str:
         return f"{self.checkpoint_id}: {self.status}"
+
+
+class ProjectLearning(models.Model):
+    """What a session learned and left for the project's next sessions (end_session's
+    ``learnings``): shown in the WARM tier of
+    every context bundle of the project (contexts.services.bundle), newest first.
+
+    Beside the shared tables: a learning belongs to the project, not to a task version,
+    so a rollback does not undo it. Kept whole (no retention): they are short and few."""
+
+    project_id = models.CharField(max_length=255)
+    text = models.TextField()
+    session_id = models.CharField(max_length=255, null=True, blank=True)
+    agent_id = models.CharField(max_length=255, null=True, blank=True)
+    created_at = models.DateTimeField(db_default=Now())
+
+    class Meta:
+        db_table = f'{internal_schema(settings.MCP_SCHEMA)}"."project_learnings'
+        indexes = [models.Index(fields=["project_id", "-id"], name="project_learning_recent")]
+
+    def __str__(self) -> str:
+        return f"{self.project_id}: {self.text[:60]}"

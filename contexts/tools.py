@@ -427,8 +427,9 @@ register(Tool(
         "Rewrite the Redis cache (task keys, hot context) and the file backups (task "
         "files, _registry.json, _hot_context.json, shared/project-constants.json) from "
         "Postgres. Without taskIds: every pending, in-progress or blocked "
-        "task of the caller's projects (projectId: of that one). If any target fails: "
-        "E1653 with the answer (synced, errors) as details."
+        "task of the caller's projects (projectId: of that one). If a target fails, the "
+        "answer (synced, errors) is the details of E1650 (only Redis failed), E1651 (only "
+        "file writes failed) or E1653 (both)."
     ),
     input_schema=obj({
         "syncRedis": boolean(default=True),

@@ -30,6 +30,7 @@ from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 
+from locks import signals
 from locks.models import TaskLockHint
 from orchestrator.backends import redis_store
 from orchestrator.core.db import qualified
@@ -189,8 +190,10 @@ def acquire_lock(task_id: str, session_id: str, ttl: int | None = None) -> dict[
     """Take the task lock for ``session_id``: {lock, acquired, tookOverExpired}.
 
     Free key: SET NX EX. A lock this session already holds is extended. A lock whose
-    expiresAt is past is taken over. A live lock of another session: E1613.
+    expiresAt is past is taken over. A live lock of another session: E1613. A receiver
+    of ``lock_requested`` may refuse first (a paused session: E1633), nothing written.
     """
+    signals.lock_requested.send(sender=TaskLockHint, task_id=task_id, session_id=session_id)
     ttl = ttl or settings.REDIS_LOCK_TTL
     hint_lock(task_id, ttl)
     lock = _new_lock(task_id, session_id, ttl)

@@ -102,6 +102,10 @@ class Settings(BaseModel):
     TEST_DATABASE_NAME: str = ""
     DB_CONN_MAX_AGE: Count = 60
     DB_CONNECT_TIMEOUT: Positive = 5   # 0 would be libpq's "wait forever"
+    # The web server's connection pool, per web worker process (settings.py): 0 turns it off.
+    DB_POOL_MIN_SIZE: Count = 2
+    DB_POOL_MAX_SIZE: Count = 10
+    DB_POOL_TIMEOUT: Duration = 10
     REQUEST_STATEMENT_TIMEOUT_MS: Count = 10000
     ORCHESTRATOR_SERVES_REQUESTS: bool = False
     STORAGE_QUOTA_BYTES: Count = 1024 ** 3
@@ -135,6 +139,12 @@ class Settings(BaseModel):
     MAX_VERSIONS_DEFAULT: Positive = 5
     MAX_VERSIONS_LIMIT: Positive = 100
     SLACK_WEBHOOK_URL: str = ""
+    # Active sessions one stack is sized for: /metrics exports it and the alert rules
+    # (deploy/prometheus/alerts.yml) fire relative to it. 1,000: the figure measured on
+    # one server (bench/).
+    FLEET_CAPACITY_SESSIONS: Positive = 1000
+    SLACK_NOTIFY_RETRIES: Count = 5
+    SLACK_NOTIFY_RETRY_SECONDS: Duration = 10
     RECENT_COMPLETION_WINDOW: Duration = 24
     PAUSE_RESUME_GRACE_MINUTES: Span = 5
     FILE_CLAIM_TTL_SECONDS: Positive = 1800
@@ -184,6 +194,11 @@ class Settings(BaseModel):
     DJANGO_CSRF_TRUSTED_ORIGINS: str = ""
     # TLS ends at a reverse proxy in front (settings.py says what it turns on).
     BEHIND_TLS_PROXY: bool = False
+    # Behind that proxy: Strict-Transport-Security's max-age (0: no header) and its
+    # includeSubDomains / preload flags.
+    SECURE_HSTS_SECONDS: Count = 31536000
+    SECURE_HSTS_INCLUDE_SUBDOMAINS: bool = True
+    SECURE_HSTS_PRELOAD: bool = True
     LOG_LEVEL: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = "INFO"
     # PORT and WEB_WORKERS are read by make run's supervisor (orchestrator.ops.serve) before
     # Django starts; listed here so the migrate it runs first refuses a bad value.
@@ -251,7 +266,13 @@ class Settings(BaseModel):
 
     @cached_property
     def celery_broker_url(self) -> str:
-        return self.CELERY_BROKER_URL or self.redis_url
+        """CELERY_BROKER_URL, else the Redis of REDIS_URL as kombu spells it: a Unix socket
+        ``unix://`` (redis-py's spelling) is kombu's ``redis+socket://``, on database 0."""
+        if self.CELERY_BROKER_URL:
+            return self.CELERY_BROKER_URL
+        if self.redis_url.startswith("unix://"):
+            return "redis+socket://" + self.redis_url[len("unix://"):].split("?", 1)[0]
+        return self.redis_url
 
     @cached_property
     def neomodel_url(self) -> str:
@@ -368,6 +389,9 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         name = str(error["loc"][0])
         got = "" if name in SECRETS else f", got {raw.get(name)!r}"
         raise ConfigError(CONFIG_INVALID, name, f"{_describe(error)}{got}") from None
+    if settings.DB_POOL_MAX_SIZE and settings.DB_POOL_MIN_SIZE > settings.DB_POOL_MAX_SIZE:
+        raise ConfigError(CONFIG_INVALID, "DB_POOL_MIN_SIZE",
+                          f"({settings.DB_POOL_MIN_SIZE}) exceeds DB_POOL_MAX_SIZE")
     if settings.MAX_VERSIONS_DEFAULT > settings.MAX_VERSIONS_LIMIT:
         raise ConfigError(CONFIG_INVALID, "MAX_VERSIONS_DEFAULT",
                           f"({settings.MAX_VERSIONS_DEFAULT}) exceeds MAX_VERSIONS_LIMIT")

@@ -48,10 +48,21 @@ CSRF_TRUSTED_ORIGINS = comma_list(ORCH.DJANGO_CSRF_TRUSTED_ORIGINS)
 # X-Forwarded-Proto says it was https (so the console's CSRF origin check compares
 # https with https), and the console's cookies are never sent over plain HTTP. Off by
 # default: a server reached directly must not believe a header any client can send.
+# A plain-HTTP request that came through the proxy is redirected to https, and browsers
+# are told to use https only (HSTS, SECURE_HSTS_*: includeSubDomains covers the names
+# below the orchestrator's own host only, and "preload" enrols nothing until someone
+# submits the domain, so both are on: `manage.py check --deploy` is clean). /healthz and
+# /metrics are exempt: the stack's own healthcheck and Prometheus ask them over the
+# internal network in plain HTTP, never through the proxy.
 if ORCH.BEHIND_TLS_PROXY:
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
     SESSION_COOKIE_SECURE = True
     CSRF_COOKIE_SECURE = True
+    SECURE_SSL_REDIRECT = True
+    SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^metrics$"]
+    SECURE_HSTS_SECONDS = ORCH.SECURE_HSTS_SECONDS
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = ORCH.SECURE_HSTS_INCLUDE_SUBDOMAINS
+    SECURE_HSTS_PRELOAD = ORCH.SECURE_HSTS_PRELOAD
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -96,7 +107,9 @@ ASGI_APPLICATION = "orchestrator.asgi.application"
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
-        "DIRS": [BASE_DIR / "templates"],
+        # The project's templates/ (admin overrides), through orchestrator/templates: a
+        # link in the checkout, the files themselves in a built wheel (make dist).
+        "DIRS": [Path(__file__).resolve().parent / "templates"],
         "APP_DIRS": True,
         "OPTIONS": {
             "context_processors": [
@@ -165,6 +178,22 @@ DATABASES = {
         "TEST": {"NAME": ORCH.TEST_DATABASE_NAME or None},
     }
 }
+# The web server's processes borrow connections from a pool (Django's psycopg pool):
+# each holds DB_POOL_MIN_SIZE to DB_POOL_MAX_SIZE connections whatever its threads
+# (WEB_THREADS + TOOL_THREADS, 16 by default, each kept a connection of its own before),
+# and a request waits up to DB_POOL_TIMEOUT seconds for one (then 503, E1654's kind). A
+# stack then uses at most WEB_WORKERS x DB_POOL_MAX_SIZE connections for web, plus one per
+# Celery worker process (docs/operations/deploying.md has the figures). Not in
+# manage.py, Celery or the test process: a pool there would only hold idle connections
+# (and the pool needs CONN_MAX_AGE 0, which would reconnect for every job).
+DB_POOL = SERVES_REQUESTS and ORCH.DB_POOL_MAX_SIZE > 0
+if DB_POOL:
+    DATABASES["default"]["CONN_MAX_AGE"] = 0  # a closed connection goes back to the pool
+    # The pool checks each connection it lends with the backend's free socket poll
+    # (orchestrator/backends/postgres/base.py), not Django's round trip per loan.
+    DATABASES["default"]["OPTIONS"]["pool"] = {
+        "min_size": ORCH.DB_POOL_MIN_SIZE, "max_size": ORCH.DB_POOL_MAX_SIZE,
+        "timeout": ORCH.DB_POOL_TIMEOUT}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 CACHES = {
@@ -194,6 +223,8 @@ LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True
+# One time format on every page: 24-hour, year first (console/formats/en/formats.py).
+FORMAT_MODULE_PATH = ["console.formats"]
 
 STATIC_URL = "static/"
 STATIC_ROOT = BASE_DIR / "staticfiles"
@@ -299,6 +330,13 @@ MAX_VERSIONS_DEFAULT = ORCH.MAX_VERSIONS_DEFAULT
 MAX_VERSIONS_LIMIT = ORCH.MAX_VERSIONS_LIMIT
 HOT_SYNC_INTERVAL_SECONDS = ORCH.HOT_SYNC_INTERVAL_SECONDS
 SLACK_WEBHOOK_URL = ORCH.SLACK_WEBHOOK_URL
+# The active sessions a stack is sized for: the alert rules measure against it (/metrics
+# exports it as session_orchestration_fleet_capacity_sessions).
+FLEET_CAPACITY_SESSIONS = ORCH.FLEET_CAPACITY_SESSIONS
+# Posted by the Celery worker (sessions/services/notifications.py); a failed post is tried
+# again this many times, the first after SLACK_NOTIFY_RETRY_SECONDS, doubling.
+SLACK_NOTIFY_RETRIES = ORCH.SLACK_NOTIFY_RETRIES
+SLACK_NOTIFY_RETRY_SECONDS = ORCH.SLACK_NOTIFY_RETRY_SECONDS
 # The index files (_registry.json, .tool-history.json) are rewritten off the request path
 # at most this often per process (orchestrator/backends/coalesce.py); 0: by every call.
 INDEX_FILE_DELAY_MS = ORCH.INDEX_FILE_DELAY_MS

@@ -1,13 +1,16 @@
 from django.contrib import admin
 from django.urls import include, path
+from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
+from orchestrator.web.enroll import EnrollView
 from orchestrator.web.health import healthz
 from orchestrator.web.metrics import metrics_view
 from orchestrator.web.rest import tool_urlpatterns
 
 api_v1 = [
     path("tools/", include(tool_urlpatterns())),
+    path("enroll/", EnrollView.as_view(), name="enroll"),
     path("", include("contexts.api.urls")),
     path("", include("sessions.api.urls")),
     path("", include("conflicts.api.urls")),
@@ -16,6 +19,8 @@ api_v1 = [
 ]
 
 urlpatterns = [
+    # The address the startup banner prints: the console, not a bare 404.
+    path("", RedirectView.as_view(pattern_name="admin:index", permanent=False), name="home"),
     path("healthz", healthz, name="healthz"),
     path("api/v1/", include(api_v1)),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),

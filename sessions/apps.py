@@ -18,4 +18,9 @@ class AgentSessionsConfig(AppConfig):
         from sessions.services.work import agent_of, record_switch
 
         task_switched.connect(record_switch, dispatch_uid="sessions.record_switch")
+
+        from locks.signals import lock_requested
+        from sessions.services.pause import refuse_paused_lock
+
+        lock_requested.connect(refuse_paused_lock, dispatch_uid="sessions.refuse_paused_lock")
         agent_of_session.connect(agent_of, dispatch_uid="sessions.agent_of")

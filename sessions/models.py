@@ -68,10 +68,21 @@ class SessionDetail(models.Model):
     pause_remaining_percent = models.FloatField(null=True, blank=True)
     pause_resets_at = models.DateTimeField(null=True, blank=True)
     resume_count = models.IntegerField(db_default=0)
+    # What runs the session and for what (start_session): the kind of agent
+    # (claude-code, codex, gemini, ...), the workflow and skill it runs,
+    # and a small metadata object; get_active_session finds the live session by them.
+    agent_kind = models.CharField(max_length=64, null=True, blank=True)
+    workflow = models.CharField(max_length=200, null=True, blank=True)
+    skill = models.CharField(max_length=200, null=True, blank=True)
+    metadata = models.JSONField(null=True, blank=True)
 
     class Meta:
         indexes = [models.Index(fields=["pause_resets_at"], name="session_detail_paused",
-                                condition=models.Q(paused_at__isnull=False))]
+                                condition=models.Q(paused_at__isnull=False)),
+                   models.Index(fields=["agent_kind"], name="session_detail_agent_kind",
+                                condition=models.Q(agent_kind__isnull=False)),
+                   models.Index(fields=["workflow"], name="session_detail_workflow",
+                                condition=models.Q(workflow__isnull=False))]
 
     def __str__(self) -> str:
         return self.session_id

@@ -9,6 +9,7 @@ from typing import Any
 from django.utils import timezone
 
 from contexts.services import bundle
+from contexts.services import learnings as project_learnings
 from orchestrator.core.stamps import now_iso
 from orchestrator.core.tools import Tool, ToolContext, register
 from orchestrator.core.tools.access import (
@@ -32,6 +33,7 @@ from orchestrator.core.tools.schema import (
 )
 from sessions.models import EVENT_ROLES, EVENT_TYPES
 from sessions.services import (
+    active,
     activity,
     agent_context,
     compaction,
@@ -42,9 +44,20 @@ from sessions.services import (
 )
 
 SESSION_ID = safe_id("Session id (letters, digits, . _ : -)")
+# What runs a session and for what (start_session; get_active_session finds it by them).
+AGENT_KIND = string("Kind of agent: claude-code, codex, gemini, other, ... (free text, "
+                    "letters, digits, . _ -)", min_length=1, max_length=64,
+                    pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+WORKFLOW = string("Workflow the session runs (e.g. create-service)", min_length=1,
+                  max_length=200)
+SKILL = string("Skill the session uses (e.g. backend-service-builder)", min_length=1,
+               max_length=200)
+METADATA = {"type": "object", "maxProperties": 50,
+            "description": "Small free-form object (at most 50 keys, 4,096 bytes of JSON)"}
 TASK_ID = safe_id("Task the session works on")
-NOTIFICATION_STATUS = string("Slack notification outcome; never fails the call",
-                             enum=("sent", "skipped", "failed"))
+NOTIFICATION_STATUS = string("Slack notification: queued (the worker posts it, with retries), "
+                             "skipped (no webhook) or failed (not queued); never fails the call",
+                             enum=("queued", "skipped", "failed"))
 CRASHED_SESSIONS = array(
     SESSION_ID, "Sessions whose agent process the caller saw exit without ending them (a "
     "hook finding the process gone): marked crashed now, not CRASH_THRESHOLD_MINUTES later; "
@@ -139,7 +152,9 @@ def _start(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
         resolve_task=args.get("resolveTask", False), create_task=args.get("createTask", False),
         previous_session_id=args.get("previousSessionId"),
         context_budget_tokens=args.get("contextBudgetTokens"),
-        crashed_session_ids=args.get("crashedSessionIds"), owner=owner)
+        crashed_session_ids=args.get("crashedSessionIds"), owner=owner,
+        agent_kind=args.get("agentKind"), workflow=args.get("workflow"),
+        skill=args.get("skill"), metadata=args.get("metadata"))
     remember_session_owner(result["sessionId"], owner)
     return result
 
@@ -159,11 +174,16 @@ register(Tool(
         "active = the project's active task; with createTask, created = a new task for "
         "the branch, id <project>-<branch>, or without gitBranch for projectDir). "
         "previousSessionId (a resumed conversation) hands over that session's own note. "
-        "contextBudgetTokens > 0 adds the task's tiered contextBundle."
+        "contextBudgetTokens > 0 adds the task's tiered contextBundle (its WARM tier "
+        "carries the project's newest learnings). agentKind, workflow, skill and metadata "
+        "are recorded with the session: get_active_session finds it by them; "
+        "metadata over 4,096 bytes of JSON is E1612."
     ),
     input_schema=obj({"sessionId": SESSION_ID, "taskId": TASK_ID, "projectId": project_id(),
                       "projectDir": string(max_length=1000), "gitBranch": string(max_length=255),
                       "agentId": string(max_length=255),
+                      "agentKind": AGENT_KIND, "workflow": WORKFLOW, "skill": SKILL,
+                      "metadata": METADATA,
                       "processId": integer("Agent process id (crash detection)",
                                            minimum=0),
                       "resolveTask": boolean("Without taskId, pick the task from the branch "
@@ -183,6 +203,8 @@ register(Tool(
                                                   "active", "created")),
                        "projectId": string(), "projectDir": string(nullable=True),
                        "gitBranch": string(nullable=True), "agentId": string(nullable=True),
+                       "agentKind": string(nullable=True), "workflow": string(nullable=True),
+                       "skill": string(nullable=True), "metadata": {"type": "object"},
                        "processId": {"type": ["integer", "null"]},
                        "heartbeatIntervalMs": integer(), "handoff": HANDOFF,
                        "contextBundle": CONTEXT_BUNDLE,
@@ -225,7 +247,8 @@ register(Tool(
 
 def _end(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
     return lifecycle.end_session(args["sessionId"], summary=args.get("summary"),
-                                 open_items=args.get("openItems"), agent_id=args.get("agentId"))
+                                 open_items=args.get("openItems"), agent_id=args.get("agentId"),
+                                 learnings=args.get("learnings"))
 
 
 register(Tool(
@@ -233,17 +256,65 @@ register(Tool(
     description=(
         "End a session. With a summary and/or openItems it leaves the project's handoff "
         "note for the next session (replacing the previous one: one active per project). "
+        f"learnings (at most {project_learnings.MAX_PER_CALL}, each 1-"
+        f"{project_learnings.MAX_LENGTH} characters, not blank; E1612 otherwise, nothing "
+        "written) are kept for the project: the next sessions see the "
+        f"{project_learnings.IN_BUNDLE} newest in the WARM tier of their context bundle. "
         "Unknown session: E1600; already ended: E1602; crashed: E1603."
     ),
     input_schema=obj({"sessionId": SESSION_ID, "summary": string(max_length=20000),
                       "openItems": string_list("Open items for the next session", max_items=100),
-                      "agentId": string(max_length=255)}, ["sessionId"]),
+                      "agentId": string(max_length=255),
+                      "learnings": array(
+                          string(min_length=1, max_length=project_learnings.MAX_LENGTH),
+                          "What this session learned, for the project's next sessions",
+                          max_items=project_learnings.MAX_PER_CALL)}, ["sessionId"]),
     output_schema=obj({"success": boolean(), "sessionId": string(), "status": {"const": "ended"},
                        "endedAt": TIMESTAMP, "durationSeconds": number(nullable=True),
                        "taskId": string(nullable=True), "tasksWorked": integer(),
-                       "handoff": HANDOFF, "notificationStatus": NOTIFICATION_STATUS},
+                       "handoff": HANDOFF,
+                       "learningsRecorded": integer("Learnings kept for the project"),
+                       "notificationStatus": NOTIFICATION_STATUS},
                       ["success", "sessionId", "status", "endedAt", "notificationStatus"]),
     handler=_end,
+))
+
+
+def _get_active(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
+    return active.get_active_session(
+        criteria={key: args.get(key) for key in active.CRITERIA},
+        project_ids=ctx.visible_projects(args.get("projectId")))
+
+
+ACTIVE_SESSION = obj({
+    "sessionId": string(), "projectId": string(), "taskId": string(nullable=True),
+    "status": string(enum=SESSION_STATUSES), "startedAt": string(nullable=True),
+    "lastHeartbeat": string(nullable=True), "projectDir": string(nullable=True),
+    "gitBranch": string(nullable=True), "agentId": string(nullable=True),
+    "agentKind": string(nullable=True), "workflow": string(nullable=True),
+    "skill": string(nullable=True), "metadata": {"type": "object"},
+    "paused": boolean("Paused (pause_session): live, but takes no new work")},
+    ["sessionId", "projectId", "status"])
+
+register(Tool(
+    name="get_active_session",
+    description=(
+        "The live session (active or compacted, paused or not) of an agent (agentId or "
+        "agentKind, as start_session recorded them) or a workflow, optionally "
+        "narrowed by skill and projectId, in the caller's projects: the newest that "
+        "matches every criterion given, with liveCount the number that match; found "
+        "false and session null when none does. Without agentId, agentKind and "
+        "workflow: E1612."
+    ),
+    input_schema=obj({"agentId": string(max_length=255, min_length=1),
+                      "agentKind": AGENT_KIND, "workflow": WORKFLOW, "skill": SKILL,
+                      "projectId": project_id("Only sessions of this project")}),
+    output_schema=obj({"success": boolean(), "found": boolean(),
+                       "session": {**ACTIVE_SESSION, "type": ["object", "null"]},
+                       "liveCount": integer()},
+                      ["success", "found", "session", "liveCount"]),
+    handler=_get_active,
+    read_only=True,
 ))
 
 
@@ -281,6 +352,17 @@ register(Tool(
 ))
 
 
+COMPACTION_PROGRESS = obj({
+    "total": integer("The project's tasks that are not archived"),
+    "completed": integer(), "restoring": integer("Tasks in progress"),
+    "pendingAudit": integer("Tasks completed within RECENT_COMPLETION_WINDOW hours, to "
+                            "validate before new work")},
+    ["total", "completed", "restoring", "pendingAudit"],
+    description="Compaction summary counters of the session's project")
+COMPACTION_SUMMARY = string("The 'RESUMED - Compaction #N complete' text with the "
+                            "counters (Completed: N/total, Restoring, Pending audit)")
+
+
 def _report_compaction(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
     return compaction.report_compaction(
         args["sessionId"], trigger=args.get("trigger", "auto"),
@@ -297,7 +379,9 @@ register(Tool(
         "recovery record (type 'compaction': task state, summary, unsaved changes, tool "
         "history), counts compactions and returns the resume prompt; every second compaction "
         "needs a full plan reload (fullReloadDue). contextBudgetTokens > 0 adds the task's "
-        "contextBundle to re-inject: every tier that fits when fullReloadDue, else HOT only."
+        "contextBundle to re-inject: every tier that fits when fullReloadDue, else HOT only. "
+        "progress and summary: the counters of the project (completed / total, "
+        "restoring = in progress, pending audit = completed lately)."
     ),
     input_schema=obj({"sessionId": SESSION_ID, "trigger": string(enum=("manual", "auto")),
                       "conversationSummary": string(max_length=50000),
@@ -309,6 +393,7 @@ register(Tool(
                        "status": {"const": "compacted"}, "recoveryType": {"const": "compaction"},
                        "compactionNumber": integer(), "fullReloadDue": boolean(),
                        "resumePrompt": string(), "timestamp": TIMESTAMP,
+                       "progress": COMPACTION_PROGRESS, "summary": COMPACTION_SUMMARY,
                        "contextBundle": CONTEXT_BUNDLE},
                       ["success", "sessionId", "compactionNumber", "fullReloadDue",
                        "resumePrompt"]),
@@ -334,7 +419,8 @@ register(Tool(
         "client that never calls report_compaction); a number already completed changes "
         "nothing (alreadyCompleted), one past the next is E1612. fullReload defaults to "
         "every second compaction. summary: what the compacted conversation kept (stored "
-        "as the conversation summary). E1600 unknown, E1602 ended, E1603 crashed."
+        "as the conversation summary). The answer carries the summary counters "
+        "(progress, summary). E1600 unknown, E1602 ended, E1603 crashed."
     ),
     input_schema=obj({"sessionId": SESSION_ID,
                       "compactionNumber": integer("Which compaction finished (1, 2, ...)",
@@ -347,6 +433,7 @@ register(Tool(
                        "compactionNumber": integer(), "compactionCount": integer(),
                        "fullReload": boolean(), "alreadyCompleted": boolean(),
                        "sequence": integer("The compaction_complete event's sequence"),
+                       "progress": COMPACTION_PROGRESS, "summary": COMPACTION_SUMMARY,
                        "timestamp": TIMESTAMP},
                       ["success", "sessionId", "status", "compactionNumber", "fullReload",
                        "alreadyCompleted"]),
@@ -380,9 +467,10 @@ register(Tool(
         "resetsAt when the limit resets; remainingPercent what the usage script reported. "
         "A paused session expects no heartbeats and is never marked crashed; heartbeats "
         "are still taken and leave it paused. While paused it takes no new work: "
-        "switch_task naming it and claim_files for it are refused with E1633 (409, the "
-        "reason and resumeAt in details); saving its own work (save_context_snapshot, "
-        "checkpoints, events, scratchpad) still works. The pause is written to "
+        "switch_task and acquire_task_lock naming it and claim_files for it are refused "
+        "with E1633 (409, the reason and resumeAt in details); saving its own work "
+        "(save_context_snapshot, checkpoints, events, scratchpad, renewing or releasing "
+        "its locks, end_session) still works. The pause is written to "
         "RECOVERY_DIR/.session-state.json. resume_session ends the pause, and so does "
         "the next record_activity with a heartbeat (an agent at work again); "
         "PAUSE_RESUME_GRACE_MINUTES after resetsAt the periodic job resume_paused_sessions "

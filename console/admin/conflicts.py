@@ -25,6 +25,7 @@ from console.admin.base import (
     run_tool,
 )
 from console.projects import selected_project_ids
+from contexts.models import TaskContext
 from orchestrator.core.errors import OrchestratorError
 
 SEVERITY_COLOURS = {"critical": "#ba2121", "high": "#e67e22", "medium": "#d4ac0d",
@@ -136,6 +137,10 @@ class ContextConflictAdmin(ProjectScopedAdmin, MissingObjectIs404):
             "resolved_value": request.POST.get("resolved_value")
             or console.resolved_value_template(conflict),
             "colour": SEVERITY_COLOURS.get(conflict.severity, "#666"),
+            # Names and pages of the two tasks; the claims page shows who holds the files.
+            "tasks": [t for t in (TaskContext.objects.filter(task_id=task_id).only(
+                "pk", "task_id", "name").first() for task_id in
+                (conflict.task_a_id, conflict.task_b_id) if task_id) if t is not None],
         }
         return TemplateResponse(request, "conflicts/conflict_detail.html", context)
 

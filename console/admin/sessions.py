@@ -3,14 +3,30 @@ history, event log, unsaved changes and handoff; actions are tool calls (run_too
 
 from __future__ import annotations
 
-import json
-
 from django.contrib import admin, messages
+from django.contrib.admin.utils import unquote
 from django.db.models import IntegerField, OuterRef, Subquery
+from django.http import HttpResponseNotAllowed, HttpResponseRedirect
+from django.urls import path, reverse
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
-from console.admin.base import MissingObjectIs404, ProjectFilter, ProjectScopedAdmin, run_tool
+from console.admin.base import (
+    MissingObjectIs404,
+    ProjectFilter,
+    ProjectScopedAdmin,
+    object_or_404,
+    run_tool,
+)
+from console.services.states import LIVE_STATUSES, MEANINGS, SessionState, session_state
+from console.templatetags.console_format import (
+    heartbeat_age,
+    pretty_json,
+    session_mark,
+    short_id,
+    when,
+)
+from contexts.models import TaskContext
 from orchestrator.core.errors import OrchestratorError
 from sessions.models import (
     ActiveSession,
@@ -29,22 +45,34 @@ SHOWN_EVENTS = 50
 
 @admin.register(ActiveSession)
 class ActiveSessionAdmin(ProjectScopedAdmin, MissingObjectIs404):
-    list_display = ("session_id", "project", "status", "task_id", "heartbeat_age",
-                    "recovery_needed", "recovery_type", "compactions", "project_dir",
-                    "started_at")
+    # Names before ids: the agent and the task's name lead, the 60-character session id is
+    # shortened (whole on hover, one click to copy). The state mark replaces the stored
+    # status and the recovery flag's icons (a green tick on a crash read as "fine").
+    # Eight columns fit 1280 px; the compaction count is on the session's page.
+    list_display = ("session", "agent", "project", "state", "task", "heartbeat",
+                    "recovery", "started")
+    list_display_links = ("session",)
     list_filter = (ProjectFilter, "status", "recovery_needed", "recovery_type", "project_dir")
     search_fields = ("session_id", "task_id", "project_dir")
     actions = ("mark_recovered", "mark_crashed", "end_sessions", "release_locks")
-    fields = ("session_id", "project", "status", "task_id", "project_dir", "git_branch",
-              "started_at", "last_heartbeat", "ended_at", "recovery_needed", "recovery_type",
-              "ownership", "prompt", "unsaved", "conversation_summary", "timeline",
-              "tasks_worked_on", "tool_history", "event_log", "handoff")
+    fields = ("session_id", "state", "agent", "project", "status", "task", "compactions",
+              "project_dir",
+              "git_branch", "started", "last_seen", "ended", "recovery",
+              "recovery_type", "ownership", "prompt", "unsaved", "conversation_summary",
+              "timeline", "tasks_worked_on", "tool_history", "event_log", "handoff")
     readonly_fields = fields
+    change_form_template = "console/session_change_form.html"
 
     def get_queryset(self, request):
         compactions = SessionDetail.objects.filter(session_id=OuterRef("session_id"))
-        return super().get_queryset(request).annotate(compactions_n=Subquery(
-            compactions.values("compaction_count")[:1], output_field=IntegerField()))
+        tasks = TaskContext.objects.filter(task_id=OuterRef("task_id"))
+        return super().get_queryset(request).annotate(
+            compactions_n=Subquery(compactions.values("compaction_count")[:1],
+                                   output_field=IntegerField()),
+            console_agent=Subquery(compactions.values("agent_id")[:1]),
+            console_paused_at=Subquery(compactions.values("paused_at")[:1]),
+            console_task_name=Subquery(tasks.values("name")[:1]),
+            console_task_pk=Subquery(tasks.values("pk")[:1]))
 
     def has_add_permission(self, request) -> bool:
         return False  # sessions start through start_session only
@@ -52,13 +80,128 @@ class ActiveSessionAdmin(ProjectScopedAdmin, MissingObjectIs404):
     def has_change_permission(self, request, obj=None) -> bool:
         return False  # read-only page; state changes are the actions below
 
-    @admin.display(description="heartbeat age")
-    def heartbeat_age(self, obj: ActiveSession) -> str:
-        if not obj.last_heartbeat:
-            return "-"
-        seconds = int((timezone.now() - obj.last_heartbeat).total_seconds())
-        return f"{seconds // 3600}h {seconds % 3600 // 60}m" if seconds >= 3600 else \
-            f"{seconds // 60}m {seconds % 60}s"
+    def get_urls(self):
+        own = [path("<path:object_id>/recover/", self.admin_site.admin_view(self.recover_view),
+                    name="agent_sessions_activesession_recover")]
+        return own + super().get_urls()
+
+    @staticmethod
+    def judged(obj: ActiveSession) -> SessionState:
+        paused_at = getattr(obj, "console_paused_at", None)
+        if not hasattr(obj, "console_paused_at"):
+            paused_at = SessionDetail.objects.filter(session_id=obj.session_id).values_list(
+                "paused_at", flat=True).first()
+        return session_state(obj.status, obj.recovery_needed, obj.last_heartbeat, paused_at,
+                             timezone.now())
+
+    @admin.display(description="session", ordering="session_id")
+    def session(self, obj: ActiveSession) -> str:
+        return short_id(obj.session_id)
+
+    @admin.display(description="agent")
+    def agent(self, obj: ActiveSession) -> str:
+        agent = getattr(obj, "console_agent", None)
+        if agent is None and not hasattr(obj, "console_agent"):
+            agent = SessionDetail.objects.filter(session_id=obj.session_id).values_list(
+                "agent_id", flat=True).first()
+        return agent or "—"
+
+    @admin.display(description="state")
+    def state(self, obj: ActiveSession) -> str:
+        judged = self.judged(obj)
+        return session_mark(judged.state)
+
+    @admin.display(description="task", ordering="task_id")
+    def task(self, obj: ActiveSession) -> str:
+        if not obj.task_id:
+            return "—"
+        name, task = getattr(obj, "console_task_name", None), getattr(obj, "console_task_pk",
+                                                                      None)
+        if not hasattr(obj, "console_task_pk"):
+            name, task = TaskContext.objects.filter(task_id=obj.task_id).values_list(
+                "name", "pk").first() or (None, None)
+        label = format_html('<a href="{}">{}</a>', reverse(
+            "admin:contexts_taskcontext_change", args=[task]), name) if task else (name or "")
+        return format_html('<span class="name-then-id"><span class="label">{}</span>{}</span>',
+                           label, short_id(obj.task_id))
+
+    @admin.display(description="heartbeat", ordering="last_heartbeat")
+    def heartbeat(self, obj: ActiveSession) -> str:
+        judged = self.judged(obj)
+        if judged.state not in ("live", "late", "overdue", "paused"):
+            return when(obj.last_heartbeat)
+        return heartbeat_age(judged.heartbeat_age_seconds, judged.state == "paused")
+
+    @admin.display(description="recovery", ordering="recovery_needed")
+    def recovery(self, obj: ActiveSession) -> str:
+        if not obj.recovery_needed:
+            return "—"
+        if obj.status in LIVE_STATUSES:  # a compaction: the agent itself reloads
+            return f"reload after {obj.recovery_type or 'compaction'}"
+        return format_html('<strong class="needs-recovery">needs recovery</strong> ({})',
+                           obj.recovery_type or obj.status)
+
+    @admin.display(description="started", ordering="started_at")
+    def started(self, obj: ActiveSession) -> str:
+        return when(obj.started_at)
+
+    @admin.display(description="last heartbeat")
+    def last_seen(self, obj: ActiveSession) -> str:
+        return when(obj.last_heartbeat)
+
+    @admin.display(description="ended")
+    def ended(self, obj: ActiveSession) -> str:
+        return when(obj.ended_at)
+
+    def changelist_view(self, request, extra_context=None):
+        response = super().changelist_view(
+            request, {"title": "Sessions: choose one to see its state, prompt and history",
+                      **(extra_context or {})})
+        cl = getattr(response, "context_data", {}).get("cl")
+        if cl is not None:
+            # The count under the list, split by state: the stored "active" status alone
+            # counted paused sessions as live (and the model's name, "active sessions",
+            # made every ended and crashed row sound running).
+            counts: dict[str, int] = {}
+            now = timezone.now()
+            for row in cl.queryset.values_list("status", "recovery_needed", "last_heartbeat",
+                                               "console_paused_at"):
+                state = session_state(*row, now).state
+                counts[state] = counts.get(state, 0) + 1
+            cl.console_state_counts = [(state, counts[state]) for state in MEANINGS
+                                       if counts.get(state)]
+        return response
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        obj = self.get_object(request, unquote(object_id))
+        extra = dict(extra_context or {})
+        if obj is not None:
+            judged = self.judged(obj)
+            extra.update(session_state=judged, state_paused=judged.state == "paused",
+                         can_recover=bool(obj.recovery_needed) and
+                         obj.status not in LIVE_STATUSES,
+                         recover_url=reverse("admin:agent_sessions_activesession_recover",
+                                             args=[obj.pk]))
+        return super().change_view(request, object_id, form_url, extra)
+
+    def recover_view(self, request, object_id):
+        """The crashed session page's "Mark recovered" button: check_recovery with
+        markRecovered (the tool agents call), as the signed-in operator, recorded in the
+        session's admin history with their name."""
+        if request.method != "POST":
+            return HttpResponseNotAllowed(["POST"])
+        obj = object_or_404(ActiveSession, object_id)
+        try:
+            run_tool(request, "check_recovery", {"markRecovered": obj.session_id})
+        except OrchestratorError as exc:
+            self.message_user(request, f"{exc.code} {exc.message}", messages.WARNING)
+        else:
+            self.log_change(request, obj, f"Marked recovered (check_recovery markRecovered) "
+                                          f"by {request.user.get_username()}")
+            self.message_user(request, "Marked recovered: the session no longer needs "
+                                       "recovery.", messages.SUCCESS)
+        return HttpResponseRedirect(reverse("admin:agent_sessions_activesession_change",
+                                            args=[obj.pk]))
 
     @admin.display(description="compactions", ordering="compactions_n")
     def compactions(self, obj: ActiveSession) -> int:
@@ -73,7 +216,12 @@ class ActiveSessionAdmin(ProjectScopedAdmin, MissingObjectIs404):
 
     @admin.display(description="resume prompt")
     def prompt(self, obj: ActiveSession) -> str:
-        return format_html('<pre id="resume-prompt" style="white-space:pre-wrap">{}</pre>',
+        # Only a session that needs recovery has a resume prompt: a live one would be shown
+        # "Recovery Required ... marked recovered", the opposite of its state.
+        if not obj.recovery_needed:
+            return format_html('<p id="no-resume-prompt">No recovery needed ({}).</p>',
+                               self.judged(obj).meaning)
+        return format_html('<pre id="resume-prompt">{}</pre>',
                            resume_prompt(recovery.recovery_state(obj.session_id)))
 
     @admin.display(description="unsaved changes")
@@ -90,7 +238,8 @@ class ActiveSessionAdmin(ProjectScopedAdmin, MissingObjectIs404):
         entries = session_timeline(obj)
         return format_html('<table id="session-timeline">{}</table>', format_html_join(
             "", '<tr class="timeline-{}"><td>{}</td><td>{}</td><td>{}</td></tr>',
-            ((e["kind"], e["at"] or "now", e["kind"], e["text"]) for e in entries))) if entries \
+            ((e["kind"], when(e["at"]) if e["at"] else "now", e["kind"], e["text"])
+             for e in entries))) if entries \
             else "none"
 
     @admin.display(description="tasks worked on")
@@ -101,14 +250,14 @@ class ActiveSessionAdmin(ProjectScopedAdmin, MissingObjectIs404):
             return "none"
         return format_html("<table>{}</table>", format_html_join(
             "", "<tr><td>{}</td><td>since {}</td><td>as {}</td></tr>",
-            ((r.task_id, r.started_at, r.agent_id or "-") for r in rows)))
+            ((short_id(r.task_id), when(r.started_at), r.agent_id or "-") for r in rows)))
 
     @admin.display(description="tool history (latest 20)")
     def tool_history(self, obj: ActiveSession) -> str:
         rows = ToolInvocation.objects.filter(session_id=obj.session_id)[:20]
         return format_html("<table>{}</table>", format_html_join(
             "", "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-            ((r.timestamp, r.tool, "ok" if r.success else f"failed {r.error_code or ''}",
+            ((when(r.timestamp), r.tool, "ok" if r.success else f"failed {r.error_code or ''}",
               r.transport) for r in rows))) if rows else "none"
 
     @admin.display(description=f"event log (latest {SHOWN_EVENTS})")
@@ -118,9 +267,9 @@ class ActiveSessionAdmin(ProjectScopedAdmin, MissingObjectIs404):
         if not rows:
             return "none"
         return format_html("<table>{}</table>", format_html_join(
-            "", "<tr><td>#{}</td><td>{}</td><td>{}</td><td>{}</td><td><code>{}</code></td></tr>",
+            "", "<tr><td>#{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             ((e.sequence, e.event_type, e.role, e.content[:500],
-              json.dumps(e.parts)[:300] if e.parts is not None else "")
+              pretty_json(e.parts) if e.parts is not None else "")
              for e in reversed(rows))))
 
     @admin.display(description="handoff")
@@ -165,6 +314,9 @@ class ActiveSessionAdmin(ProjectScopedAdmin, MissingObjectIs404):
                 self.message_user(request, f"{session.session_id}: {exc.code} {exc.message}",
                                   messages.WARNING)
             else:
+                # The audit trail: the session's admin history names the operator.
+                self.log_change(request, session, f"{tool}: {done(result)} "
+                                                  f"by {request.user.get_username()}")
                 self.message_user(request, f"{session.session_id}: {done(result)}")
 
 

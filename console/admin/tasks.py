@@ -7,13 +7,13 @@ read-only, and tasks are shown, not edited, so every change stays versioned and 
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from django.contrib import admin, messages
 from django.db.models import (
     BooleanField,
     Case,
+    Count,
     Exists,
     Func,
     IntegerField,
@@ -30,7 +30,7 @@ from django.template import TemplateDoesNotExist
 from django.template.loader import get_template
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
-from django.utils.html import format_html
+from django.utils.html import format_html, format_html_join
 from django.utils.http import urlencode
 
 from conflicts import selectors
@@ -45,6 +45,9 @@ from console.admin.base import (
 from console.admin.orphans import OrphanedFilter, orphaned_task_ids
 from console.admin.task_locks import can_release, task_lock
 from console.projects import selected_project_ids
+from console.services.states import LIVE_STATUSES
+from console.services.work_now import last_session_at, task_live_panel
+from console.templatetags.console_format import pretty_json, short_id, when
 from contexts.models import (
     Checkpoint,
     CheckpointDetails,
@@ -55,6 +58,7 @@ from contexts.models import (
 from contexts.services import rollback
 from contexts.services.checkpoints import snapshot_for_display
 from orchestrator.core.errors import OrchestratorError
+from sessions.models import ActiveSession
 
 CONFLICT_HISTORY_TEMPLATE = "conflicts/_task_history.html"
 
@@ -99,8 +103,19 @@ def _confirmation_url(task: TaskContext, target: dict[str, Any]) -> str:
 
 @admin.register(TaskContext)
 class TaskContextAdmin(ProjectScopedAdmin, ReadOnlyAdmin):
-    list_display = ("task_id", "project", "name", "status", "current_phase", "iteration",
-                    "version", "updated_at", "active", "orphaned")
+    # Names before ids; "on it now" is who works on the task (live, late and paused
+    # sessions), where "active" only said whether the project's global context named it.
+    list_display = ("task_label", "project", "status", "current_phase", "version",
+                    "updated", "active", "orphaned")
+    list_display_links = ("task_label",)
+    # The page's fields in the model's order; JSON ones indented (``pretty_json``) instead
+    # of Django's one-line dump, and "last session at" from live heartbeats too.
+    fields = ("task_id", "project_id", "name", "description", "agent_type", "status",
+              "priority", "current_phase", "iteration", "score", "locked_elements_shown",
+              "immediate_context_shown", "key_files_shown", "technical_decisions_shown",
+              "resume_prompt", "keywords_shown", "token_estimate", "created_at",
+              "updated_at", "last_session", "version")
+    readonly_fields = fields
     list_filter = (ProjectFilter, "status", "agent_type", OrphanedFilter)
     search_fields = ("task_id", "name")
     ordering = ("-updated_at",)
@@ -112,10 +127,17 @@ class TaskContextAdmin(ProjectScopedAdmin, ReadOnlyAdmin):
         # A task is active when its own project's global context names it.
         active = GlobalContext.objects.filter(project_id=OuterRef("project_id"),
                                               active_task_id=OuterRef("task_id"))
-        orphaned = orphaned_task_ids(selected_project_ids(request)
+        # By keyword: the first positional parameter is task ids, and a project's id given
+        # there matched no task, so with one project chosen no task was ever orphaned here
+        # while the overview listed some (issue 38, item 5).
+        orphaned = orphaned_task_ids(project_ids=selected_project_ids(request)
                                      if is_list_view(request) else None)
+        live = ActiveSession.objects.filter(task_id=OuterRef("task_id"),
+                                            status__in=LIVE_STATUSES)
         return super().get_queryset(request).annotate(
             is_active=Exists(active),
+            live_sessions=Subquery(live.order_by().values("task_id").annotate(
+                n=Count("pk")).values("n")[:1], output_field=IntegerField()),
             is_orphaned=Case(When(task_id__in=orphaned, then=Value(True)),
                              default=Value(False), output_field=BooleanField()))
 
@@ -124,9 +146,50 @@ class TaskContextAdmin(ProjectScopedAdmin, ReadOnlyAdmin):
         return format_html('<strong style="color:#ba2121">{}</strong>',
                            "⚠ orphaned") if obj.is_orphaned else ""
 
-    @admin.display(description="active")
+    @admin.display(description="on it now", ordering="live_sessions")
     def active(self, obj: TaskContext) -> str:
-        return format_html("<strong>{}</strong>", "● active") if obj.is_active else ""
+        live = getattr(obj, "live_sessions", None) or 0
+        parts = []
+        if live:
+            parts.append(format_html('<span class="mark mark-live">{} session{}</span>', live,
+                                     "" if live == 1 else "s"))
+        if obj.is_active:
+            parts.append(format_html('<span class="help" title="{}">project\'s active task'
+                                     '</span>', "its project's global context names it"))
+        return format_html_join(" ", "{}", ((p,) for p in parts)) if parts else "—"
+
+    @admin.display(description="task", ordering="name")
+    def task_label(self, obj: TaskContext) -> str:
+        return format_html('<span class="name-then-id"><span class="label">{}</span>{}</span>',
+                           obj.name, short_id(obj.task_id))
+
+    @admin.display(description="updated", ordering="updated_at")
+    def updated(self, obj: TaskContext) -> str:
+        return when(obj.updated_at)
+
+    @admin.display(description="last session at")
+    def last_session(self, obj: TaskContext) -> str:
+        return when(last_session_at(obj))
+
+    @admin.display(description="locked elements")
+    def locked_elements_shown(self, obj: TaskContext) -> str:
+        return pretty_json(obj.locked_elements) if obj.locked_elements else "—"
+
+    @admin.display(description="immediate context")
+    def immediate_context_shown(self, obj: TaskContext) -> str:
+        return pretty_json(obj.immediate_context)
+
+    @admin.display(description="key files")
+    def key_files_shown(self, obj: TaskContext) -> str:
+        return pretty_json(obj.key_files)
+
+    @admin.display(description="technical decisions")
+    def technical_decisions_shown(self, obj: TaskContext) -> str:
+        return pretty_json(obj.technical_decisions)
+
+    @admin.display(description="keywords")
+    def keywords_shown(self, obj: TaskContext) -> str:
+        return pretty_json(obj.keywords)
 
     def get_urls(self):
         return [path("<path:object_id>/rollback/",
@@ -156,6 +219,8 @@ class TaskContextAdmin(ProjectScopedAdmin, ReadOnlyAdmin):
                     Value(CheckpointDetails.ACTIVE))).order_by("-created_at")[:50],
             "task_conflicts": selectors.conflicts_for_task(task.task_id),
             "task_lock": task_lock(task),
+            "live": task_live_panel(task),
+            "claims_url": f"{reverse('console_claims')}?{urlencode({'task': task.task_id})}",
             "conflict_history_template": _conflict_history_template(),
             "diff_version": diff_version,
             "diff": diff,
@@ -196,7 +261,8 @@ class TaskContextAdmin(ProjectScopedAdmin, ReadOnlyAdmin):
             **self.admin_site.each_context(request),
             "opts": self.model._meta, "title": f"Roll back {task.task_id}?",
             "task": task, "target": target, "changes": changes, "change_url": page,
-            "task_lock": task_lock(task), "can_release": can_release(request)})
+            "task_lock": task_lock(task), "can_release": can_release(request),
+            "live": task_live_panel(task)})
 
     def _release_lock(self, request: HttpRequest, task: TaskContext, holder: str) -> bool:
         """Release the lock ``holder`` holds on ``task`` (release_task_lock as that session,
@@ -301,7 +367,7 @@ class CheckpointAdmin(ProjectScopedAdmin, ReadOnlyAdmin):
         if obj.console_checked_at is None:
             return "not checked yet"
         reason = f": {obj.console_reason}" if obj.console_reason else ""
-        return f"{obj.console_checked_at:%Y-%m-%d %H:%M:%S} UTC{reason}"
+        return format_html("{}{}", when(obj.console_checked_at), reason)
 
     @admin.display(description="size (bytes)", ordering="console_size")
     def size(self, obj: Checkpoint) -> int:
@@ -329,5 +395,4 @@ class CheckpointAdmin(ProjectScopedAdmin, ReadOnlyAdmin):
 
     @admin.display(description="snapshot")
     def snapshot_pretty(self, obj: Checkpoint) -> str:
-        return format_html("<pre>{}</pre>", json.dumps(snapshot_for_display(obj), indent=2,
-                                                       default=str))
+        return pretty_json(snapshot_for_display(obj))

@@ -20,6 +20,8 @@ from django.utils import timezone
 
 from claims.services import file_claims, live_claim_counts
 from conflicts.models import ContextConflict
+from console.services.states import session_state
+from contexts.models import TaskContext
 from contexts.services import storage
 from orchestrator.backends import redis_store
 from orchestrator.core import jobruns
@@ -47,22 +49,40 @@ def active_sessions(now: datetime, project_ids: list[str] | None = None
     """Live sessions, oldest heartbeat first (the likeliest to be in trouble)."""
     sessions = list(_of(ActiveSession.objects.filter(status="active"), project_ids)
                     .order_by("last_heartbeat")[:LISTED_ROWS])
-    agents = dict(SessionDetail.objects.filter(session_id__in=[s.session_id for s in sessions])
-                  .values_list("session_id", "agent_id"))
-    return [{
-        "pk": str(s.pk), "sessionId": s.session_id, "projectId": s.project_id,
-        "agentId": agents.get(s.session_id),
-        "taskId": s.task_id, "lastHeartbeat": iso(s.last_heartbeat),
-        "heartbeatAgeSeconds": int((now - s.last_heartbeat).total_seconds())
-        if s.last_heartbeat else None,
-    } for s in sessions]
+    details = {d[0]: d[1:] for d in SessionDetail.objects.filter(
+        session_id__in=[s.session_id for s in sessions]).values_list(
+        "session_id", "agent_id", "paused_at")}
+    names = _task_names({s.task_id for s in sessions})
+    rows = []
+    for s in sessions:
+        agent, paused_at = details.get(s.session_id, (None, None))
+        # Judged as every console page judges a session: a paused one is "paused", not
+        # live, and a heartbeat is fresh, late or overdue against the crash threshold.
+        judged = session_state(s.status, s.recovery_needed, s.last_heartbeat, paused_at, now)
+        rows.append({
+            "pk": str(s.pk), "sessionId": s.session_id, "projectId": s.project_id,
+            "agentId": agent, "taskId": s.task_id, "taskName": names.get(s.task_id),
+            "lastHeartbeat": iso(s.last_heartbeat),
+            "heartbeatAgeSeconds": judged.heartbeat_age_seconds,
+            "state": judged.state, "heartbeat": judged.heartbeat,
+            "paused": paused_at is not None})
+    return rows
+
+
+def _task_names(task_ids: set[str | None]) -> dict[str, str]:
+    return dict(TaskContext.objects.filter(task_id__in=[t for t in task_ids if t])
+                .values_list("task_id", "name"))
 
 
 def sessions_needing_recovery(project_ids: list[str] | None = None) -> list[dict[str, Any]]:
-    rows = _of(ActiveSession.objects.filter(recovery_needed=True), project_ids).order_by(
-        "-last_heartbeat")[:LISTED_ROWS]
+    rows = list(_of(ActiveSession.objects.filter(recovery_needed=True), project_ids).order_by(
+        "-last_heartbeat")[:LISTED_ROWS])
+    names = _task_names({s.task_id for s in rows})
+    agents = dict(SessionDetail.objects.filter(session_id__in=[s.session_id for s in rows])
+                  .values_list("session_id", "agent_id"))
     return [{"pk": str(s.pk), "sessionId": s.session_id, "projectId": s.project_id,
-             "taskId": s.task_id,
+             "taskId": s.task_id, "taskName": names.get(s.task_id),
+             "agentId": agents.get(s.session_id),
              "status": s.status, "recoveryType": s.recovery_type,
              "lastHeartbeat": iso(s.last_heartbeat)} for s in rows]
 
@@ -155,6 +175,8 @@ def contested_files(project_ids: list[str] | None = None) -> list[dict[str, Any]
         rows.append({
             "path": path, "live": path in listed["contested"],
             "tasks": [c for c in dict.fromkeys(c["taskId"] for c in claims) if c],
+            "taskNames": [n for n in dict.fromkeys(c["taskName"] or c["taskId"]
+                                                   for c in claims) if n],
             "sessions": list(dict.fromkeys(c["sessionId"] for c in claims)),
             "agents": [a for a in dict.fromkeys(c["agentId"] for c in claims) if a],
             "lastEditSecondsAgo": int(min(c["secondsSinceEdit"] for c in claims)),

@@ -7,7 +7,8 @@ HOT/WARM/COLD, by what an agent can least afford to miss, mapped onto a task con
   it, its locked elements, its unresolved conflicts and the project's hard rules
   (the guardrails and the unread news: what an agent must not miss).
 - WARM: description, notes, key files, the 5 newest technical decisions, the other
-  relationships (blocks, depends on, related to) and the tech stack.
+  relationships (blocks, depends on, related to), the tech stack and the project's 10
+  newest learnings (left by end_session for the next sessions).
 - COLD: older technical decisions, keywords, the stored resume prompt, the last versions'
   change summaries and the project's key paths and services.
 
@@ -26,6 +27,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from contexts.services import learnings
 from contexts.services.critical import MOVABLE, in_bundle_order
 from contexts.services.unified import unified_context
 
@@ -128,7 +130,8 @@ def _critical(task: dict[str, Any], context: dict[str, Any], critical: list[str]
 def _warm(task: dict[str, Any], context: dict[str, Any],
           critical: list[str] | tuple[str, ...] = ()) -> list[str]:
     return [line for key, part in WARM_KEYS if key not in critical
-            for line in _key_lines(key, task, context, part)]
+            for line in _key_lines(key, task, context, part)] + [
+        f"- **Learning**: {text}" for text in context.get("learnings") or []]
 
 
 def _cold(task: dict[str, Any], context: dict[str, Any],
@@ -162,7 +165,8 @@ def context_bundle(task_id: str, budget_tokens: int = DEFAULT_BUDGET_TOKENS,
     ``tiers`` limits what is wanted (HOT is always in); E1610 for an unknown task.
     """
     context, marked = unified_context(task_id, include_version_history=True,
-                                      max_versions=VERSION_LINES, critical=True)
+                                      max_versions=VERSION_LINES, critical=True,
+                                      learnings=learnings.IN_BUNDLE)
     task = context["task"]
     critical = in_bundle_order(marked)
     sections = {"hot": _hot(task, context) + _critical(task, context, critical),

@@ -66,7 +66,8 @@ def sync_hot_context(*, sync_redis: bool = True, sync_files: bool = True,
                      task_ids: list[str] | None = None, update_registry: bool = True,
                      project_ids: list[str] | None = None,
                      progress: Progress | None = None) -> dict[str, Any]:
-    """The spec's answer; E1653 (details = that answer) when some target failed.
+    """The sync's answer; when some target failed, E1650 (only Redis failed), E1651
+    (only files failed) or E1653 (both), details = that answer.
 
     Every project's tasks, hot context, registry and constants (``project_ids``: only
     these projects'); with ``task_ids``, those tasks and their projects' files.
@@ -129,9 +130,21 @@ def sync_hot_context(*, sync_redis: bool = True, sync_files: bool = True,
     logger.info("Hot context synced", extra={
         "tasks": total, "errors": len(errors), "duration_ms": round(duration * 1000, 1)})
     if errors:
-        raise OrchestratorError("E1653", f"Partial sync: {len(errors)} target(s) failed: "
-                                f"{errors[0]}", result)
+        raise OrchestratorError(failure_code(errors), f"Sync failed: {len(errors)} "
+                                f"target(s) failed: {errors[0]}", result)
     return result
+
+
+# The backend a failed target belongs to (each error starts with it), and its spec code.
+BACKEND_CODES = {"redis": "E1650", "file": "E1651"}
+
+
+def failure_code(errors: list[str]) -> str:
+    """The code for a sync with these failed targets: the failing backend's own (E1650
+    REDIS_SYNC_FAILED, E1651 FILE_SYNC_FAILED) when only one failed, E1653 PARTIAL_SYNC
+    ("some backends failed") when both did."""
+    failed = {error.split(":", 1)[0] for error in errors}
+    return BACKEND_CODES[failed.pop()] if len(failed) == 1 else "E1653"
 
 
 def _sync_project_files(project: GlobalContext, *, sync_redis: bool, sync_files: bool,

@@ -15,7 +15,7 @@ from typing import Any
 from django.conf import settings
 from django.db import connection
 
-from contexts.models import CriticalKeys
+from contexts.models import CriticalKeys, ProjectLearning
 from contexts.services import cache
 from contexts.services.tasks import get_global_context, project_of_task
 from orchestrator.backends import prepared
@@ -37,8 +37,9 @@ def estimate_tokens(bundle: dict[str, Any]) -> int:
 # project (of the given project without a task) and, for a task, its unresolved conflicts
 # (newest first), its direct relationships, each as
 # [type, task is the source, other task's id, name, status], its %(versions)s newest
-# versions (as four arrays, newest first) and, when %(critical)s, the keys marked
-# critical (the context bundle's; without them here a bundle took two round trips more).
+# versions (as four arrays, newest first), when %(critical)s, the keys marked
+# critical (the context bundle's; without them here a bundle took two round trips more),
+# and the project's %(learnings)s newest learnings (the bundle's WARM tier).
 # Relationships come from task_relationships, the source of truth, rather than from the
 # graph mirror (the spec reads them from Neo4j): one task's direct edges are an index
 # lookup here, while the Bolt query cost more than the rest of a cached read (3.7 ms
@@ -73,7 +74,12 @@ SELECT g.project_id,
        END AS relationships,
        h.versions, h.created, h.change_types, h.summaries,
        CASE WHEN %(critical)s THEN (SELECT k.keys FROM {critical_keys} k
-                                    WHERE k.task_id = %(task)s) END AS critical
+                                    WHERE k.task_id = %(task)s) END AS critical,
+       CASE WHEN %(learnings)s::int > 0 THEN (
+         SELECT COALESCE(json_agg(l.text ORDER BY l.id DESC), '[]')::text
+         FROM (SELECT id, text FROM {learnings} WHERE project_id = g.project_id
+               ORDER BY id DESC LIMIT %(learnings)s::int) l)
+       END AS learnings
 FROM {global_context} g
 LEFT JOIN LATERAL (
   SELECT array_agg(v.version ORDER BY v.version DESC) AS versions,
@@ -106,10 +112,11 @@ def _relationships(rows: list[list[Any]]) -> dict[str, list[dict[str, Any]]]:
 
 
 def hot_read(task_id: str | None, project_id: str, *, versions: int = 0,
-             critical: bool = False) -> dict[str, Any]:
+             critical: bool = False, learnings: int = 0) -> dict[str, Any]:
     """projectId, global, and for a task its unresolved conflicts and relationships
     (None without a task), its ``versions`` newest versions (versionHistory) and, with
-    ``critical``, its critical keys (criticalKeys, as stored); the task's project wins
+    ``critical``, its critical keys (criticalKeys, as stored), the project's
+    ``learnings`` newest learnings (None when 0), texts newest first; the task's project wins
     over ``project_id``. E1611 if the global context is missing."""
     sql = _HOT_READ_SQL.format(conflicts=qualified("context_conflicts"),
                                relationships=qualified("task_relationships"),
@@ -117,10 +124,12 @@ def hot_read(task_id: str | None, project_id: str, *, versions: int = 0,
                                global_context=qualified("global_context"),
                                versions=qualified("context_versions"),
                                critical_keys=connection.ops.quote_name(
-                                   CriticalKeys._meta.db_table))
+                                   CriticalKeys._meta.db_table),
+                               learnings=connection.ops.quote_name(
+                                   ProjectLearning._meta.db_table))
     row = prepared.fetch_one(sql, {"task": task_id, "kinds": list(_DIRECTIONS),
                                    "project": project_id, "versions": versions,
-                                   "critical": critical})
+                                   "critical": critical, "learnings": learnings})
     if row is None:
         get_global_context(project_of_task(task_id) or project_id)  # raises E1611
     history = zip(row["versions"] or (), row["created"] or (), row["change_types"] or (),
@@ -133,7 +142,8 @@ def hot_read(task_id: str | None, project_id: str, *, versions: int = 0,
             "versionHistory": [{"version": version, "createdAt": iso(created),
                                 "changeType": change_type, "changeSummary": summary or ""}
                                for version, created, change_type, summary in history],
-            "criticalKeys": json.loads(marked) if isinstance(marked, str) else marked or []}
+            "criticalKeys": json.loads(marked) if isinstance(marked, str) else marked or [],
+            "learnings": None if row["learnings"] is None else json.loads(row["learnings"])}
 
 
 def _apply_budget(bundle: dict[str, Any], max_tokens: int | None) -> list[str]:
@@ -167,10 +177,11 @@ def get_unified_context(task_id: str | None = None, *, project_id: str | None = 
 def unified_context(task_id: str | None = None, *, project_id: str | None = None,
                     include_relationships: bool = True, include_version_history: bool = False,
                     max_versions: int | None = None, depth: str | None = None,
-                    max_tokens: int | None = None, critical: bool = False
-                    ) -> tuple[dict[str, Any], list[str]]:
+                    max_tokens: int | None = None, critical: bool = False,
+                    learnings: int = 0) -> tuple[dict[str, Any], list[str]]:
     """get_unified_context's answer and, with ``critical``, the task's keys marked
-    critical as stored (else []): both from the same round trip."""
+    critical as stored (else []): both from the same round trip. ``learnings`` > 0 (the
+    context bundle) adds the project's newest learnings as ``learnings``."""
     if task_id is not None:
         check_safe_id(task_id)
     tier = TIERS.index(depth) if depth else len(TIERS) - 1
@@ -178,8 +189,10 @@ def unified_context(task_id: str | None = None, *, project_id: str | None = None
     limit = (min(max_versions or settings.MAX_VERSIONS_DEFAULT, settings.MAX_VERSIONS_LIMIT)
              if history else 0)
     read = hot_read(task_id, project_id or default_project(), versions=limit,
-                    critical=critical)
+                    critical=critical, learnings=learnings)
     bundle: dict[str, Any] = {"projectId": read["projectId"], "global": read["global"]}
+    if learnings:
+        bundle["learnings"] = read["learnings"]
     cache_hit = False
     database_parts = False
     if task_id is not None:

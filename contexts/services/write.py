@@ -301,9 +301,11 @@ def _apply(task: TaskContext, values: dict[str, Any]) -> None:
     fields = [TaskContext._meta.get_field(column) for column in values]
     assignments = ", ".join(f"{connection.ops.quote_name(f.column)} = %s" for f in fields)
     params = [f.get_db_prep_save(values[f.name], connection) for f in fields]
-    updated = list(TaskContext.objects.raw(
-        f"UPDATE {qualified('task_contexts')} SET {assignments} WHERE id = %s RETURNING *",
-        [*params, task.pk]))[0]
+    with tracing.version_save_span(task.task_id) as span:
+        updated = list(TaskContext.objects.raw(
+            f"UPDATE {qualified('task_contexts')} SET {assignments} WHERE id = %s RETURNING *",
+            [*params, task.pk]))[0]
+        tracing.set_version(span, updated.version)
     for model_field in TaskContext._meta.concrete_fields:
         setattr(task, model_field.attname, getattr(updated, model_field.attname))
 
@@ -362,7 +364,7 @@ def _update_in_one_statement(task_id: str, changes: TaskChanges, *, change_type:
               for field, value in zip(fields, changes.columns.values(), strict=True)]
     params += [change_type or "", summary or "", session_id or "",
                actor or session_id or "", task_id]
-    return _written(_one_statement(sql, params), task_id, change_type)
+    return _written(_one_statement(sql, params, task_id), task_id, change_type)
 
 
 def _append_in_one_statement(task_id: str, appending: ListAppend, *, change_type: str,
@@ -373,11 +375,11 @@ def _append_in_one_statement(task_id: str, appending: ListAppend, *, change_type
     write listed the items first: the full path then finds nothing to add)."""
     row = _one_statement(_append_sql(appending.column, enforce_locks), [
         change_type or "", summary or "", session_id or "", actor or session_id or "",
-        list(appending.items), LIST_LIMITS[appending.field][0], task_id])
+        list(appending.items), LIST_LIMITS[appending.field][0], task_id], task_id)
     return _written(row, task_id, change_type)
 
 
-def _one_statement(sql: str, params: list[Any]) -> dict[str, Any] | None:
+def _one_statement(sql: str, params: list[Any], task_id: str) -> dict[str, Any] | None:
     """Run a one-statement write, again if Postgres aborts it to break a deadlock: it is
     its own transaction, so running it again is the whole write. The cycle it meets: its
     version row adds to the project's storage count (a row per backend pid modulo 16,
@@ -385,7 +387,10 @@ def _one_statement(sql: str, params: list[Any]) -> dict[str, Any] | None:
     transaction that wrote another task of the project first (an overlap batch listing a
     contested file in both tasks' keyFiles) holds the count row and waits for this task.
     Seen at 3,000 agents: one record_activity in two minutes answered E1654."""
-    return retried_statement(lambda: prepared.fetch_one(sql, params))
+    with tracing.version_save_span(task_id) as span:
+        row = retried_statement(lambda: prepared.fetch_one(sql, params))
+        tracing.set_version(span, row and row["version"])
+    return row
 
 
 def _written(row: dict[str, Any] | None, task_id: str, change_type: str) -> Done | None:

@@ -15,7 +15,8 @@ class CoreConfig(AppConfig):
     def ready(self) -> None:
         # Every app declares its tools in tools.py; importing them fills the registry.
         autodiscover_modules("tools")
-
+        # The core's own tool (the registry package is its ``tools``): enrollment codes.
+        from orchestrator.core import enrollment  # noqa: F401
         from orchestrator.observability import tracing
 
         tracing.configure()

@@ -75,6 +75,33 @@ class ApiToken(models.Model):
         return token, raw
 
 
+class EnrollmentCode(models.Model):
+    """A code an operator hands to a developer's machine (issue 36): ``orchestrator-agent
+    setup --enroll CODE`` exchanges it for a token of the machine's own, limited to the
+    code's project (``orchestrator.core.enrollment``). Only its sha256 is stored, like a
+    token's; it works ``max_uses`` times and never after ``expires_at``."""
+
+    code_hash = models.CharField(max_length=64, unique=True, editable=False)
+    prefix = models.CharField(max_length=12, editable=False,
+                              help_text="First characters, to tell codes apart")
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="+")
+    max_uses = models.PositiveIntegerField(default=1)
+    uses = models.PositiveIntegerField(default=0)
+    expires_at = models.DateTimeField()
+    created_at = models.DateTimeField(auto_now_add=True)
+    created_by = models.CharField(max_length=150, blank=True, default="")
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    # The tokens it issued, by name (each is an ApiToken, listed and revocable with them).
+    issued = ArrayField(models.CharField(max_length=100), default=list, blank=True)
+
+    class Meta:
+        db_table = "orchestrator_enrollment_code"
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.prefix}… for {self.project_id}"
+
+
 class SessionOwner(models.Model):
     """Which token started a session: only that token, or an admin token,
     may write the session afterwards. Sessions started by people or jobs have no row and

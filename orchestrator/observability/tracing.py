@@ -11,7 +11,9 @@ On, a trace looks like this:
     session_orchestration.save_context_snapshot       one per tool call (registry.call_tool)
     +-- validate_input
     +-- postgres_update                               the save's transaction
-    |   +-- postgres SELECT / postgres UPDATE         one per statement
+    |   +-- postgres SELECT                           one per statement
+    |   +-- trigger_version_save                      the UPDATE whose trigger versions
+    |       +-- postgres UPDATE
     +-- redis_update
     |   +-- redis                                     one per Redis round trip
     +-- file_sync
@@ -140,6 +142,24 @@ def span(name: str, **attributes: Any):
     if not enabled:
         return _NOOP
     return _tracer.start_as_current_span(name, attributes=attributes)
+
+
+# The trigger that writes a task's version (migration contexts/0001).
+VERSION_TRIGGER = "auto_save_context_version"
+
+
+def version_save_span(task_id: str):
+    """``trigger_version_save``, under ``postgres_update``: the UPDATE of
+    task_contexts whose versioning trigger writes the version. The trigger runs inside
+    that statement, so the span is the statement (its ``postgres UPDATE`` span is the
+    child); ``context.version`` is set from the row it returns (``set_version``)."""
+    return backend_span("trigger_version_save", "postgres",
+                        **{"task.id": task_id, "db.trigger": VERSION_TRIGGER})
+
+
+def set_version(span: Span | None, version: int | None) -> None:
+    if span is not None and version is not None:
+        span.set_attribute("context.version", version)
 
 
 def backend_span(name: str, backend: str, **attributes: Any):

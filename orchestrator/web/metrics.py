@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 
+from django.conf import settings
 from django.db import InterfaceError, OperationalError, connection
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from prometheus_client import (
@@ -61,11 +62,24 @@ class StoredStateCollector:
                 "SELECT COALESCE(EXTRACT(EPOCH FROM now() - min(last_heartbeat)), 0) "
                 f"FROM {qualified('active_sessions')} WHERE status = 'active'"),
         }
+        # Not stored state: the fleet this stack is sized for (FLEET_CAPACITY_SESSIONS),
+        # which the alert rules and the dashboard measure the active sessions against.
+        yield GaugeMetricFamily(P + "fleet_capacity_sessions",
+                                "Active sessions this stack is sized for (FLEET_CAPACITY_SESSIONS)",
+                                value=float(settings.FLEET_CAPACITY_SESSIONS))
+        queries["file_claims_live"] = (
+            "File claims held now (not released, not past their TTL)",
+            "SELECT count(*) FROM file_claims WHERE released_at IS NULL AND expires_at > now()")
         for name, (doc, sql) in queries.items():
             rows = _rows(sql)
             if rows is not None:
                 yield GaugeMetricFamily(P + name, doc, value=float(rows[0][0]))
         labelled = {
+            # Agents by state: every session row by its status (active, paused, crashed,
+            # ended, ...): a handful of series.
+            "sessions_by_status": (
+                "Sessions per status", ["status"],
+                f"SELECT status, count(*) FROM {qualified('active_sessions')} GROUP BY status"),
             # The spec's conflicts_unresolved has no labels; the critical-conflict alert
             # needs the severity.
             "conflicts_unresolved_by_severity": (

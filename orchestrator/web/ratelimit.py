@@ -120,3 +120,33 @@ def mcp_refusal(seconds: int) -> tuple[int, dict, dict[str, str]]:
                     "error": {"code": JSONRPC_SERVER_ERROR,
                               "message": f"{error['code']}: {error['message']}",
                               "data": body}}, headers
+
+
+# Attempts without a token (an enrollment code's exchange), per client address: enough for
+# a team enrolling its machines, too few to guess a 192-bit code (none could anyway; the
+# limit keeps a flood of them off the database).
+UNAUTHENTICATED_ATTEMPTS = parse("10/minute")
+
+
+def attempt_retry_after(address: str) -> int | None:
+    """Count one unauthenticated attempt from ``address``: None when it may go ahead, else
+    the whole seconds to wait. Fails open when Redis is unreachable, as ``retry_after``."""
+    identity = f"address:{address}"
+    item = UNAUTHENTICATED_ATTEMPTS
+    try:
+        limiter = _strategy()
+        if redis_store.run(lambda _: limiter.hit(item, identity)):
+            return None
+        stats = redis_store.run(lambda _: limiter.get_window_stats(item, identity))
+    except redis_store.RedisUnavailable:
+        return None
+    return max(1, math.ceil(stats.reset_time - time.time()))
+
+
+def attempt_refusal(seconds: int) -> tuple[int, dict, dict[str, str]]:
+    """The 429 for too many attempts without a token from one address."""
+    limit = describe(UNAUTHENTICATED_ATTEMPTS)
+    body = error_body("E1618", f"Too many attempts from this address (limit {limit}); "
+                               f"retry after {seconds} s",
+                      {"limit": limit, "retryAfterSeconds": seconds})
+    return 429, body, {"Retry-After": str(seconds)}

@@ -41,8 +41,11 @@ from sessions.services.common import (
 )
 from sessions.services.notices import take_notices
 
-# Claude Code tools whose file paths are edits (Read, Grep and Bash touch nothing named).
-EDIT_TOOLS = frozenset({"Edit", "Write", "MultiEdit", "NotebookEdit"})
+# Tools whose file paths are edits (Read, Grep and Bash touch nothing named): Claude Code's,
+# Codex CLI's apply_patch and Gemini CLI's replace / write_file (the client's agent adapters
+# name the files in filePaths the same way for all of them).
+EDIT_TOOLS = frozenset({"Edit", "Write", "MultiEdit", "NotebookEdit", "apply_patch", "replace",
+                      "write_file"})
 
 _RECORD_SQL = """
 WITH commit_mode AS {commit},

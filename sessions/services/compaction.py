@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from django.conf import settings
 from django.db import connection, transaction
 
 from orchestrator.core.errors import OrchestratorError
@@ -27,8 +28,37 @@ from sessions.services.common import (
     refuse_for_status,
     session_status,
     sessions_table,
+    tasks_table,
 )
 from sessions.services.prompts import resume_prompt
+
+
+def progress(project_id: str) -> dict[str, int]:
+    """The compaction summary counters of the session's project, one statement:
+    {total (tasks not archived), completed, restoring (in progress), pendingAudit
+    (completed within RECENT_COMPLETION_WINDOW hours: check_recovery's recentCompletions,
+    to validate before new work)}."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FILTER (WHERE COALESCE(status, '') <> 'archived'), "
+            "count(*) FILTER (WHERE status = 'completed'), "
+            "count(*) FILTER (WHERE status = 'in_progress'), "
+            "count(*) FILTER (WHERE status = 'completed' AND updated_at >= now() - "
+            f"make_interval(secs => %s)) FROM {tasks_table()} WHERE project_id = %s",
+            [settings.RECENT_COMPLETION_WINDOW * 3600, project_id])
+        total, completed, restoring, pending = cursor.fetchone()
+    return {"total": total, "completed": completed, "restoring": restoring,
+            "pendingAudit": pending}
+
+
+def resumed_text(number: int, full_reload: bool, counts: dict[str, int]) -> str:
+    """What an agent says after reloading from a compaction, where the server knows the
+    values (the plan file and its blocked graph are the agent's, not the server's)."""
+    return (f"RESUMED - Compaction #{number} complete"
+            + (" (full plan reload)" if full_reload else "") + "\n\n"
+            f"Completed: {counts['completed']}/{counts['total']} tasks\n"
+            f"Restoring: {counts['restoring']} in-progress tasks\n"
+            f"Pending audit: {counts['pendingAudit']} tasks")
 
 
 def report_compaction(session_id: str, *, trigger: str = "auto",
@@ -80,9 +110,11 @@ def report_compaction(session_id: str, *, trigger: str = "auto",
     markers.write_state_file(project_id, session_id, "compaction",
                              task_id=(state.task or {}).get("taskId"),
                              compaction_count=number, full_reload_due=full_reload)
+    counts = progress(project_id)
     result = {"success": True, "sessionId": session_id, "status": "compacted",
               "recoveryType": "compaction", "compactionNumber": number,
               "fullReloadDue": full_reload, "resumePrompt": resume_prompt(state),
+              "progress": counts, "summary": resumed_text(number, full_reload, counts),
               "timestamp": now_iso()}
     bundle = agent_context.bundle_or_none((state.task or {}).get("taskId"),
                                           context_budget_tokens,
@@ -123,9 +155,11 @@ def complete_compaction(session_id: str, *, compaction_number: int | None = None
                     {"field": "compactionNumber", "compactionCount": count})
             full = bool(full_reload) if full_reload is not None else number % 2 == 0
             if number <= completed:
+                counts = progress(project_id)
                 return {"success": True, "sessionId": session_id, "status": status,
                         "compactionNumber": number, "compactionCount": count,
-                        "fullReload": full, "alreadyCompleted": True,
+                        "fullReload": full, "alreadyCompleted": True, "progress": counts,
+                        "summary": resumed_text(number, full, counts),
                         "timestamp": now_iso()}
             cursor.execute(
                 f"UPDATE {DETAIL_TABLE} SET compaction_count = GREATEST(compaction_count, %s), "
@@ -156,10 +190,11 @@ def complete_compaction(session_id: str, *, compaction_number: int | None = None
     markers.write_state_file(project_id, session_id, "compaction_complete",
                              task_id=_task_of(session_id), compaction_count=count,
                              full_reload_due=count % 2 == 0)
+    counts = progress(project_id)
     return {"success": True, "sessionId": session_id, "status": status,
             "compactionNumber": number, "compactionCount": count, "fullReload": full,
-            "alreadyCompleted": False, "sequence": event["sequence"],
-            "timestamp": event["createdAt"]}
+            "alreadyCompleted": False, "sequence": event["sequence"], "progress": counts,
+            "summary": resumed_text(number, full, counts), "timestamp": event["createdAt"]}
 
 
 def _task_of(session_id: str) -> str | None:

@@ -10,6 +10,7 @@ from typing import Any
 from django.conf import settings
 from django.db import transaction
 
+from contexts.services import learnings as project_learnings
 from contexts.services.tasks import project_of_task
 from orchestrator.backends import prepared
 from orchestrator.core.db import qualified
@@ -69,10 +70,14 @@ WITH started AS (
   RETURNING session_id, project_id, task_id, started_at, last_heartbeat),
 detail AS (
   INSERT INTO {DETAIL_TABLE} (session_id, agent_id, process_id, compaction_count,
-                              event_count, scratchpad, created_at)
-  SELECT session_id, %(agent)s, %(process)s, 0, 0, '{{}}', now() FROM started
+                              event_count, scratchpad, created_at, agent_kind, workflow,
+                              skill, metadata)
+  SELECT session_id, %(agent)s, %(process)s, 0, 0, '{{}}', now(), %(kind)s, %(workflow)s,
+         %(skill)s, %(metadata)s::jsonb FROM started
   ON CONFLICT (session_id) DO UPDATE
-  SET agent_id = EXCLUDED.agent_id, process_id = EXCLUDED.process_id),
+  SET agent_id = EXCLUDED.agent_id, process_id = EXCLUDED.process_id,
+      agent_kind = EXCLUDED.agent_kind, workflow = EXCLUDED.workflow,
+      skill = EXCLUDED.skill, metadata = EXCLUDED.metadata),
 work AS (
   INSERT INTO {WORK_TABLE} (session_id, project_id, task_id, agent_id, started_at)
   SELECT s.session_id, s.project_id, s.task_id, %(agent)s, s.started_at FROM started s
@@ -99,11 +104,16 @@ def start_session(*, session_id: str | None = None, task_id: str | None = None,
                   create_task: bool = False, previous_session_id: str | None = None,
                   context_budget_tokens: int | None = None,
                   crashed_session_ids: list[str] | None = None,
-                  owner: str | None = None) -> dict[str, Any]:
+                  owner: str | None = None, agent_kind: str | None = None,
+                  workflow: str | None = None, skill: str | None = None,
+                  metadata: dict[str, Any] | None = None) -> dict[str, Any]:
     """Register a session in its project, hand it the project's handoff (or, for a
     resumed conversation, the note its previous session left) and tell it what needs
     recovery there. ``owner``: the name of the token that starts it (only that token may
-    write the session), None for in-process callers."""
+    write the session), None for in-process callers. ``agent_kind``, ``workflow``,
+    ``skill`` and ``metadata``: what kind of agent runs it and for what
+    (get_active_session finds a live session by them)."""
+    metadata_json = checked_metadata(metadata)
     session_id = session_id or new_session_id()
     task_source = "argument" if task_id else None
     if task_id is None and resolve_task:
@@ -118,7 +128,8 @@ def start_session(*, session_id: str | None = None, task_id: str | None = None,
     row = prepared.fetch_one(_START_SQL, {
         "session": session_id, "project": project_id, "task": task_id, "dir": project_dir,
         "branch": git_branch, "agent": agent_id, "process": process_id, "owner": owner,
-        "consume": not previous})
+        "consume": not previous, "kind": agent_kind, "workflow": workflow, "skill": skill,
+        "metadata": metadata_json})
     if row is None:
         raise OrchestratorError("E1601", f"Session {session_id!r} already exists",
                                 {"sessionId": session_id})
@@ -147,6 +158,10 @@ def start_session(*, session_id: str | None = None, task_id: str | None = None,
         "projectDir": project_dir,
         "gitBranch": git_branch,
         "agentId": agent_id,
+        "agentKind": agent_kind,
+        "workflow": workflow,
+        "skill": skill,
+        "metadata": metadata or {},
         "processId": process_id,
         "heartbeatIntervalMs": settings.HEARTBEAT_INTERVAL_MS,
         "handoff": handoffs.handoff_data(handoff),
@@ -163,6 +178,26 @@ def start_session(*, session_id: str | None = None, task_id: str | None = None,
     result["notificationStatus"] = notifications.notify(
         f"{project_id} session open - {agent_id or session_id}")
     return result
+
+
+# A session's metadata is a small object: bounded by its JSON size, which the
+# input schema cannot say (it bounds the number of keys).
+MAX_METADATA_BYTES = 4096
+
+
+def checked_metadata(metadata: dict[str, Any] | None) -> str | None:
+    """``metadata`` as the JSON stored, or None; E1612 when it is over MAX_METADATA_BYTES
+    (nothing written)."""
+    if metadata is None:
+        return None
+    text = json.dumps(metadata, separators=(",", ":"), ensure_ascii=False)
+    size = len(text.encode())
+    if size > MAX_METADATA_BYTES:
+        raise OrchestratorError("E1612", f"metadata is {size} bytes of JSON; at most "
+                                f"{MAX_METADATA_BYTES} are kept",
+                                {"field": "metadata", "problem": "too large",
+                                 "maxBytes": MAX_METADATA_BYTES, "bytes": size})
+    return text
 
 
 def heartbeat(session_id: str, *, task_id: str | None = None,
@@ -257,6 +292,14 @@ _END_STATEMENTS = (
                        agent=f"COALESCE(%(agent)s, (SELECT d.agent_id FROM {DETAIL_TABLE} d "
                              "WHERE d.session_id = s.session_id))")
       for statement in handoffs.LEAVE_STATEMENTS),
+    # The learnings, in the order given, for the project's next sessions
+    # (the WARM tier of their context bundles); only when this call ended the session.
+    f"INSERT INTO {project_learnings.TABLE} (project_id, text, session_id, agent_id, "
+    "created_at) SELECT s.project_id, l.text, s.session_id, "
+    f"COALESCE(%(agent)s, (SELECT d.agent_id FROM {DETAIL_TABLE} d "
+    "WHERE d.session_id = s.session_id)), now() "
+    f"FROM {sessions_table()} s, unnest(%(learnings)s::text[]) WITH ORDINALITY AS l(text, n) "
+    f"WHERE s.session_id = %(session)s AND {_ENDED} ORDER BY l.n",
     f"""SELECT s.started_at, s.ended_at, s.task_id, s.project_id, s.project_dir,
        {_ENDED} AS ended_now, COALESCE(%(agent)s, d.agent_id) AS agent_id,
        (SELECT count(DISTINCT v.task_id) FROM {qualified('context_versions')} v
@@ -272,11 +315,14 @@ WHERE s.session_id = %(session)s""",
 
 def end_session(session_id: str, *, summary: str | None = None,
                 open_items: list[str] | None = None,
-                agent_id: str | None = None) -> dict[str, Any]:
+                agent_id: str | None = None,
+                learnings: list[str] | None = None) -> dict[str, Any]:
     open_items = open_items or []
+    learned = project_learnings.checked(learnings)
     row = prepared.fetch_one_after(_END_STATEMENTS, {
         "session": session_id, "agent": agent_id, "summary": summary or "",
-        "open_items": json.dumps(open_items), "leave": bool(summary or open_items)})
+        "open_items": json.dumps(open_items), "leave": bool(summary or open_items),
+        "learnings": learned})
     if row is None or not row["ended_now"]:
         raise refuse_for_status(session_id, session_status(session_id), action="ending it")
     started_at, ended_at, task_id = row["started_at"], row["ended_at"], row["task_id"]
@@ -286,7 +332,8 @@ def end_session(session_id: str, *, summary: str | None = None,
     announce_end(session_id, "ended")
     duration = (ended_at - started_at).total_seconds() if started_at else None
     logger.info("Session ended", extra={"sessionId": session_id, "projectId": project_id,
-                                        "duration": duration, "tasksWorked": tasks_worked})
+                                        "duration": duration, "tasksWorked": tasks_worked,
+                                        "learnings": len(learned)})
     markers.mark_gone(session_id, project_id, "ended")
     status = notifications.notify(
         f"{project_id} session closed - {agent_id or session_id}"
@@ -294,4 +341,4 @@ def end_session(session_id: str, *, summary: str | None = None,
     return {"success": True, "sessionId": session_id, "status": "ended",
             "endedAt": iso(ended_at), "durationSeconds": duration, "taskId": task_id,
             "tasksWorked": tasks_worked, "handoff": handoffs.handoff_data(handoff),
-            "notificationStatus": status}
+            "learningsRecorded": len(learned), "notificationStatus": status}

@@ -1,8 +1,12 @@
 """Notifications behind a small port (a new channel is one adapter) with a Slack
 incoming-webhook adapter.
 
-A notification never fails the operation that sent it: the answer reports
-``notificationStatus`` sent | skipped | failed, and a failure is logged and counted.
+A notification never fails nor slows the operation that sent it: ``notify`` hands the
+message to the Celery worker (task ``sessions.send_notification``, sessions/tasks.py),
+which posts it and retries a failed post SLACK_NOTIFY_RETRIES times, waiting
+SLACK_NOTIFY_RETRY_SECONDS and twice as long each time after. The answer reports
+``notificationStatus``: queued, skipped (no webhook), or failed (the broker refused the
+message); a failed post is logged and counted (backend_failures_total{backend="slack"}).
 """
 
 from __future__ import annotations
@@ -79,6 +83,31 @@ def notifier() -> NotificationPort:
     return SlackWebhookNotifier(url) if url else NoNotifications()
 
 
+SEND_TASK = "sessions.send_notification"
+
+
 def notify(message: str) -> str:
-    """Send and return the notificationStatus for the tool's answer."""
-    return notifier().send(message).status
+    """Queue ``message`` for the worker; the notificationStatus for the tool's answer."""
+    if not settings.SLACK_WEBHOOK_URL:
+        return "skipped"
+    from celery import current_app
+
+    try:
+        # No retry of the publish itself: with the broker down the call answers at once.
+        current_app.send_task(SEND_TASK, args=[message], retry=False)
+    except Exception as exc:  # any broker fault is a failed notification, nothing more
+        metrics.backend_failures_total.labels("slack", "queue").inc()
+        logger.warning("slack notification not queued: %s", exc)
+        return "failed"
+    return "queued"
+
+
+class NotificationFailed(Exception):
+    """A post the worker retries (sessions/tasks.py)."""
+
+
+def deliver(message: str) -> None:
+    """Post ``message`` now (the worker's half of ``notify``); NotificationFailed if not."""
+    delivery = notifier().send(message)
+    if delivery.status == "failed":
+        raise NotificationFailed(delivery.error)

@@ -110,6 +110,13 @@ def refuse_if_paused(session_id: str, *, action: str) -> None:
         raise paused_refusal(session_id, row[0], row[1], action=action)
 
 
+def refuse_paused_lock(sender: Any, *, session_id: str, **kwargs: Any) -> None:
+    """Receiver of locks' ``lock_requested``: a paused session takes no task lock (a lock
+    is new work), E1633 before anything is written. Renewing or releasing a
+    lock it holds stays allowed: that is finishing its own work."""
+    refuse_if_paused(session_id, action="taking a task lock")
+
+
 def pause_data(paused_at: datetime, reason: str | None, resets_at: datetime | None,
                remaining: float | None) -> dict[str, Any]:
     return {"reason": reason, "pausedAt": iso(paused_at), "resetsAt": iso(resets_at),

@@ -14,7 +14,11 @@ from contexts.models import TaskContext
 from contexts.services.representation import task_part
 
 PROMPT_TOOL_USES = 5
-EDITING_TOOLS = frozenset({"Edit", "Write", "MultiEdit", "NotebookEdit"})
+# Tools whose file paths are edits (Read, Grep and Bash touch nothing named): Claude Code's,
+# Codex CLI's apply_patch and Gemini CLI's replace / write_file (the client's agent adapters
+# name the files in filePaths the same way for all of them).
+EDITING_TOOLS = frozenset({"Edit", "Write", "MultiEdit", "NotebookEdit", "apply_patch", "replace",
+                      "write_file"})
 SUBAGENT_PREFIX = re.compile(r"^\(subagent [^)]*\) ")
 _DATETIME_COLUMNS = ("created_at", "updated_at", "last_session_at")
 

@@ -547,7 +547,8 @@ def recent_completions(project_ids: list[str] | None) -> list[dict[str, Any]]:
 def _log_coordinator_recovered(session_id: str, row: ActiveSession | None,
                                orphans: list[OrphanedWork], result: dict[str, Any]) -> None:
     """A recovery's events, as structured log lines: one orphan_agent_detected per
-    orphaned task (the crashed session that left it), then coordinator_recovered."""
+    orphaned task (the crashed session that left it), one state_reconciled per event
+    applied to the saved state, then coordinator_recovered."""
     project_id = row.project_id if row else None
     agents = dict(SessionDetail.objects.filter(
         session_id__in={o.session_id for o in orphans}).values_list("session_id", "agent_id"))
@@ -556,6 +557,14 @@ def _log_coordinator_recovered(session_id: str, row: ActiveSession | None,
             "event": "orphan_agent_detected", "agent_id": agents.get(crashed_id) or crashed_id,
             "sessionId": crashed_id, "task_id": task_id, "type": "session"})
     reconciled = events_since_saved_state([session_id]).get(session_id) or {}
+    # state_reconciled (event_type, task_id): one per event the recovery applies
+    # to the saved state, the ones stateReconciled listed (the newest
+    # STATE_RECONCILED_SHOWN; events_reconciled below counts them all).
+    for applied in reconciled.get("events", []):
+        logger.info("state_reconciled", extra={
+            "event": "state_reconciled", "sessionId": session_id, "projectId": project_id,
+            "event_type": applied["event"] or applied["type"], "task_id": applied["taskId"],
+            "sequence": applied["sequence"]})
     logger.info("coordinator_recovered", extra={
         "event": "coordinator_recovered", "sessionId": session_id, "projectId": project_id,
         "orphaned_agents": len({o.session_id for o in orphans}),

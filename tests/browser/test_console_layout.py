@@ -174,6 +174,9 @@ def console_pages() -> list[tuple[str, str]]:
         ("user", f"/admin/auth/user/{User.objects.first().pk}/change/"),
         ("groups", "/admin/auth/group/"),
         ("app-sessions", "/admin/agent_sessions/"),
+        ("claims", "/admin/claims-and-locks/"),
+        ("claims-of-task", f"/admin/claims-and-locks/?task={LONG_TASK}"),
+        ("projects", "/admin/projects/"),
     ]
 
 
@@ -238,6 +241,8 @@ KEY_COLUMNS = {
     "task-rollback": ["#rollback-changes th"],
     "global-context-diff": ["#global-diff th"],
     "global-context-rollback": ["#rollback-changes th"],
+    "claims": ["#claims-table th", "#locks-table th"],
+    "projects": ["#projects-table th"],
 }
 
 
@@ -291,9 +296,11 @@ def test_every_console_page_fits_1280_to_1920_px_without_horizontal_scrolling(co
     page = console.page
     page.set_viewport_size({"width": 1280, "height": 900})
     console.open("/admin/")
-    row = page.locator("#active-sessions tr", has_text=LONG_SESSION)
+    row = page.locator(f"#active-sessions tr[data-session='{LONG_SESSION}']")
     assert row.count() == 1
-    assert all(value in row.inner_text() for value in (LONG_AGENT, LONG_TASK, "s ago"))
+    # Names before ids: the agent and the task's name whole, the ids shortened.
+    task_name = f"Task {LONG_TASK.replace('_', ' ')}"
+    assert all(value in row.inner_text() for value in (LONG_AGENT, task_name, "ago"))
     # The orphaned marker is a visible cell of the task list.
     console.open("/admin/contexts/taskcontext/")
     marker = page.locator("#result_list td.field-orphaned", has_text="orphaned").first

@@ -32,8 +32,9 @@ def two_projects(tools):
 
 
 def listed_tasks(console) -> set[str]:
-    return {cell.strip() for cell in
-            console.page.locator("#result_list th.field-task_id").all_inner_texts()}
+    # The task column shows the name, then the id (shortened, whole in its title).
+    return {code.get_attribute("title") for code in
+            console.page.locator("#result_list th.field-task_label .short-id code").all()}
 
 
 def test_the_switcher_narrows_the_lists_and_the_overview(console, two_projects):

@@ -84,7 +84,7 @@ def test_list_page_and_session_page(tools, admin_client):
     for expected in ("## Recovery Required: compaction", "hello there", "src/x.py",
                      "append_session_event", "opus", "Tasks worked on"):
         assert expected in html, expected
-    assert "<td>t1</td>" in html and "<td>as opus</td>" in html  # from graph_session_work
+    assert '<code title="t1">t1</code>' in html and "<td>as opus</td>" in html  # session_work
 
 
 def test_actions_go_through_the_services(tools, admin_client):

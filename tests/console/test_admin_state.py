@@ -27,5 +27,5 @@ def test_the_task_list_marks_come_with_its_rows(admin_client, tools):
     tools.ok("switch_task", {"toTaskId": "st-a"})
     page = admin_client.get(reverse("admin:contexts_taskcontext_changelist")).content.decode()
     rows = {line for line in page.split("<tr") if "st-a" in line or "st-b" in line}
-    assert any("st-a" in row and "● active" in row for row in rows)
-    assert not any("st-b" in row and "● active" in row for row in rows)
+    assert any("st-a" in row and "project's active task" in row for row in rows)
+    assert not any("st-b" in row and "project's active task" in row for row in rows)

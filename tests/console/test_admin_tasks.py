@@ -23,7 +23,7 @@ def test_task_list_shows_columns_and_active_marker(admin_client, tools, make_tas
     page = admin_client.get(reverse("admin:contexts_taskcontext_changelist"))
     html = page.content.decode()
     assert page.status_code == 200
-    assert "adm-1" in html and "design" in html and "● active" in html
+    assert "adm-1" in html and "design" in html and "project's active task" in html
 
 
 def test_version_rollback_flow_with_diff_and_confirmation(admin_client, tools, make_task):

@@ -94,7 +94,12 @@ def test_the_page_and_fragment_show_the_claims(admin_client, editing):
         assert 'id="claims-held">4<' in page and 'id="claims-files">3<' in page
         assert 'id="claims-contested" class="severity-critical">1<' in page
         assert 'id="edits-blocked">0<' in page
-        assert 'id="contested-files"' in page and "<code>src/x.py</code>" in page
+        assert 'id="contested-files"' in page and \
+            '<code class="breakable">src/<wbr>x.<wbr>py</code>' in page
+        # The row is a link to the claims page of that file; the heading counts the rows.
+        assert '/admin/claims-and-locks/?path=src%2Fx.py"' in page
+        rows = page.count('<tr class="contested-')
+        assert rows >= 1 and f'id="contested-listed-count">{rows}<' in page
         assert 'class="contested-live"' in page and "agent-a" in page
     switch(admin_client, "web")
     fragment = admin_client.get(reverse("console_overview_fragment")).content.decode()

@@ -1,5 +1,5 @@
 """sync_hot_context: rewrites the hot context, the task caches and every file from Postgres;
-a partial sync is E1653. (Its management command and beat entry: test_sync_jobs.py.)"""
+a failed Redis is E1650, failed file writes E1651, both E1653. (Its management command and beat entry: test_sync_jobs.py.)"""
 
 from __future__ import annotations
 
@@ -33,17 +33,52 @@ def test_sync_hot_context_writes_every_target(tools, make_task, settings):
         "sy-1", "sy-2"}
 
 
+@pytest.fixture
+def files_unwritable(settings, tmp_path):
+    """File backups that cannot be written, as a full or read-only disk: CONTEXT_DIR is a
+    regular file, so every directory and file under it fails (root included)."""
+    blocked = tmp_path / "not-a-directory"
+    blocked.write_text("")
+    settings.CONTEXT_DIR = blocked
+
+
 @pytest.mark.django_db
-def test_partial_sync_is_e1653(tools, make_task, settings):
+def test_redis_down_is_e1650(tools, make_task, settings):
+    """Redis unreachable (a closed port): Redis's own code, the files still written."""
     from tests.conftest import free_port
 
     make_task("ps-1")
     settings.REDIS_URL = f"redis://127.0.0.1:{free_port()}/0"
     response = tools.call("sync_hot_context", {})
-    assert (response.status, response.error_code) == (502, "E1653")
+    assert (response.status, response.error_code) == (502, "E1650"), response.body
     details = response.body["error"]["details"]
     assert details["synced"]["files"]["taskContexts"] == 1
-    assert details["errors"] and details["errors"][0].startswith("redis")
+    assert details["errors"] and all(e.startswith("redis") for e in details["errors"])
+
+
+@pytest.mark.django_db
+def test_files_failing_is_e1651(tools, make_task, files_unwritable):
+    make_task("pf-1")
+    redis_store.run(lambda r: r.flushdb())
+    response = tools.call("sync_hot_context", {})
+    assert (response.status, response.error_code) == (500, "E1651"), response.body
+    details = response.body["error"]["details"]
+    assert details["synced"]["redis"]["taskContexts"] == 1
+    assert details["synced"]["files"]["taskContexts"] == 0
+    assert details["errors"] and all(e.startswith("file") for e in details["errors"])
+    assert redis_store.get_json("context:task:pf-1")["taskId"] == "pf-1"
+
+
+@pytest.mark.django_db
+def test_both_failing_is_e1653(tools, make_task, settings, files_unwritable):
+    from tests.conftest import free_port
+
+    make_task("pb-1")
+    settings.REDIS_URL = f"redis://127.0.0.1:{free_port()}/0"
+    response = tools.call("sync_hot_context", {})
+    assert (response.status, response.error_code) == (502, "E1653"), response.body
+    errors = response.body["error"]["details"]["errors"]
+    assert {e.split(":")[0] for e in errors} == {"redis", "file"}
 
 
 @pytest.mark.django_db

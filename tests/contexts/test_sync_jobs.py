@@ -26,12 +26,12 @@ def test_command_prints_progress_per_hundred(settings):
     assert (settings.CONTEXT_DIR / "task-agents" / "bulk-000.json").exists()
 
 
-def test_command_fails_on_partial_sync(settings):
+def test_command_fails_when_redis_fails(settings):
     from tests.conftest import free_port
 
     TaskContext.objects.create(task_id="cmd-1", name="x")
     settings.REDIS_URL = f"redis://127.0.0.1:{free_port()}/0"
-    with pytest.raises(CommandError, match="E1653"):
+    with pytest.raises(CommandError, match="E1650"):
         call_command("sync_hot_context", "cmd-1", stdout=StringIO(), stderr=StringIO())
 
 

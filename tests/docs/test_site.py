@@ -57,7 +57,4 @@ def test_readme_is_a_front_door():
     assert len(readme.splitlines()) <= 250
     targets = re.findall(r"\]\((docs/[^)#\s]+\.md)(?:#[^)]*)?\)", readme)
     assert targets, "the README links into the site"
-    # docs/client.md (the laptop path) comes with the client work of issue 35; drop this
-    # exception once it is merged.
-    assert [t for t in targets if not (ROOT / t).is_file()
-            and t != "docs/client.md"] == []
+    assert [t for t in targets if not (ROOT / t).is_file()] == []

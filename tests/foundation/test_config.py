@@ -68,6 +68,14 @@ def test_urls_win_over_parts():
     assert s.redis_url == "redis://r:1234/3" and s.celery_broker_url == "redis://r:1234/3"
 
 
+def test_a_unix_socket_redis_url_is_the_brokers_too():
+    # REDIS_URL alone (as docker-compose.yml gives it) must reach Celery, whose kombu does
+    # not know redis-py's unix:// spelling.
+    s = load_settings({"REDIS_URL": "unix://:pw@/run/redis/redis.sock?db=0"})
+    assert s.redis_url == "unix://:pw@/run/redis/redis.sock?db=0"
+    assert s.celery_broker_url == "redis+socket://:pw@/run/redis/redis.sock"
+
+
 def test_database_url_keeps_its_connection_options():
     s = load_settings({"DATABASE_URL": "postgresql://u@db.internal:5432/d?sslmode=verify-full"
                        "&sslrootcert=/etc/ssl/ca.pem&target_session_attrs=read-write"
@@ -249,3 +257,26 @@ def test_server_code_reads_settings_not_the_environment():
                     r"\bos\.(environ|getenv)\b|\bgetenv\(", path.read_text()):
                 readers.add(relative)
     assert readers <= ENVIRONMENT_READERS, sorted(readers - ENVIRONMENT_READERS)
+
+
+@pytest.mark.parametrize(("serves", "pool_max", "expected"), [
+    ("1", "", "0 2 10"),          # the web server's processes: a pool, 2 to 10
+    ("1", "4", "0 2 4"),
+    ("1", "0", "60 None None"),   # DB_POOL_MAX_SIZE=0: no pool, persistent connections
+    ("", "", "60 None None"),     # manage.py, Celery, the tests: no pool
+])
+def test_the_web_servers_processes_borrow_from_a_connection_pool(serves, pool_max, expected):
+    env = {**os.environ, "ORCHESTRATOR_SERVES_REQUESTS": serves, "DB_POOL_MAX_SIZE": pool_max,
+           "DJANGO_SETTINGS_MODULE": "orchestrator.settings"}
+    script = ("from django.conf import settings as s; d = s.DATABASES['default']; "
+              "p = d['OPTIONS'].get('pool') or {}; "
+              "print(d['CONN_MAX_AGE'], p.get('min_size'), p.get('max_size'))")
+    result = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env,
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip().splitlines()[-1] == expected
+
+
+def test_a_pool_minimum_above_its_maximum_stops_start_up():
+    with pytest.raises(ConfigError, match="DB_POOL_MIN_SIZE"):
+        load_settings({"DB_POOL_MIN_SIZE": "5", "DB_POOL_MAX_SIZE": "3"})

@@ -74,9 +74,15 @@ def test_post_compact_completes_the_compaction(live_project):  # noqa: F811
     live_project.hook("SessionStart", fixture("session_start_startup"))
     session_id = live_project.mapped(CLAUDE)["sessionId"]
     live_project.hook("PreCompact", fixture("pre_compact_auto"))
-    live_project.hook("SessionStart", fixture("session_start_compact"))
+    reloaded = live_project.hook("SessionStart", fixture("session_start_compact"))
     assert ActiveSession.objects.get(session_id=session_id).status == "compacted"
+    # Seed 004's summary counters reach the model with the re-injected context (Claude
+    # Code discards PostCompact's output), and PostCompact's answer reaches the hook log.
+    assert "RESUMED - Compaction #1 complete\n\nCompleted: 0/1 tasks\n" \
+        "Restoring: 0 in-progress tasks\nPending audit: 0 tasks" in reloaded.context
     live_project.hook("PostCompact", fixture("post_compact_auto"))
+    assert "RESUMED - Compaction #1 complete: Completed: 0/1 tasks, Restoring: 0 " \
+        "in-progress tasks, Pending audit: 0 tasks" in live_project.log()
     session = ActiveSession.objects.get(session_id=session_id)
     assert (session.status, session.recovery_needed) == ("active", False)
     (parts,) = SessionEvent.objects.filter(session_id=session_id,

@@ -26,7 +26,7 @@ KPI_ALERTS = {
     "cache hit rate < 60%": "CacheHitRateLow",
     "recovery detection time > 10 min": "CrashDetectionLagging",
     "unresolved critical conflicts > 0": "CriticalConflictsUnresolved",
-    "active sessions > 20": "TooManyActiveSessions",
+    "active sessions past 90% of FLEET_CAPACITY_SESSIONS": "TooManyActiveSessions",
     "a periodic job that has not run": "PeriodicJobNotRunning",
 }
 
@@ -82,7 +82,10 @@ def test_dashboard_queries_are_valid_promql(tmp_path):
     assert "SUCCESS" in promtool("check", "rules", "dashboard_rules.yml", cwd=tmp_path)
     titles = " ".join(p["title"] for p in json.loads(DASHBOARD.read_text())["panels"])
     for kpi in ("save p99", "Cache hit rate", "Crash detection lag",
-                "Unresolved critical conflicts", "Active sessions", "Periodic jobs"):
+                "Unresolved critical conflicts", "Active sessions", "Periodic jobs",
+                # an operator's board for a fleet (issue 39)
+                "Agents by state", "Fleet load", "Conflicts", "File claims",
+                "Hook call latency", "Save latency"):
         assert kpi in titles, kpi
 
 

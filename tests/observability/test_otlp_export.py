@@ -78,8 +78,8 @@ def chain_to_outside(spans: list, span) -> tuple[list[str], str]:
 
 
 SAVE_SPANS = ("tools/call save_context_snapshot", "session_orchestration.save_context_snapshot",
-              "postgres_update", "postgres UPDATE", "redis_update", "redis", "file_sync",
-              "file_write")
+              "postgres_update", "trigger_version_save", "postgres UPDATE", "redis_update",
+              "redis", "file_sync", "file_write")
 
 
 @pytest.mark.slow

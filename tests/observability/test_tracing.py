@@ -37,7 +37,14 @@ def test_a_save_is_one_trace_across_postgres_redis_and_files(tools, spans):
         children(finished, root))
     postgres = named(finished, "postgres_update")
     assert postgres.attributes["backend.type"] == "postgres"
-    assert "postgres UPDATE" in children(finished, postgres)
+    # Spec 9.3.1: the versioning trigger's span under postgres_update; the trigger runs
+    # inside the UPDATE, which is its child, and the version it wrote is an attribute.
+    assert "trigger_version_save" in children(finished, postgres)
+    versioned = named(finished, "trigger_version_save")
+    assert dict(versioned.attributes) == {
+        "backend.type": "postgres", "task.id": "tr-1",
+        "db.trigger": "auto_save_context_version", "context.version": 2}
+    assert children(finished, versioned) == ["postgres UPDATE"]
     update = [s for s in finished if s.name == "postgres UPDATE"][0]
     assert update.attributes["db.statement"].startswith('UPDATE "mcp_contexts"."task_contexts"')
     assert children(finished, named(finished, "redis_update")) == ["redis"]

@@ -56,3 +56,42 @@ def test_complete_compaction_refusals(tools):
                                               "compactionNumber": 5}).error_code == "E1612"
     tools.ok("end_session", {"sessionId": "s1"})
     assert tools.call("complete_compaction", {"sessionId": "s1"}).error_code == "E1602"
+
+
+@pytest.mark.django_db
+def test_compaction_answers_carry_seed_004s_summary_counters(tools, settings):
+    """Completed N/total, Restoring (in progress), Pending audit (completed within
+    RECENT_COMPLETION_WINDOW hours), counted over the session's project; archived tasks
+    are not in the total."""
+    from datetime import timedelta
+
+    from django.db import connection
+    from django.utils import timezone
+
+    from contexts.models import TaskContext
+
+    for task_id, status in (("p1", "in_progress"), ("p2", "in_progress"), ("p3", "completed"),
+                            ("p4", "completed"), ("p5", "pending"), ("p6", "archived")):
+        tools.ok("create_task", {"taskId": task_id, "name": task_id, "status": status})
+    with connection.cursor() as cursor:
+        # Past the trigger that stamps updated_at: completed before the window, then the
+        # triggers back on for the rest of the test's transaction.
+        cursor.execute("SET LOCAL session_replication_role = replica")
+        TaskContext.objects.filter(task_id="p4").update(
+            updated_at=timezone.now() - timedelta(hours=settings.RECENT_COMPLETION_WINDOW + 1))
+        cursor.execute("SET LOCAL session_replication_role = origin")
+    tools.ok("start_session", {"sessionId": "sc", "taskId": "p1"})
+    reported = conforms("report_compaction", tools.ok("report_compaction", {"sessionId": "sc"}))
+    counters = {"total": 5, "completed": 2, "restoring": 2, "pendingAudit": 1}
+    assert reported["progress"] == counters
+    assert reported["summary"] == ("RESUMED - Compaction #1 complete\n\n"
+                                   "Completed: 2/5 tasks\nRestoring: 2 in-progress tasks\n"
+                                   "Pending audit: 1 tasks")
+    done = conforms("complete_compaction", tools.ok("complete_compaction", {"sessionId": "sc"}))
+    assert done["progress"] == counters and done["summary"] == reported["summary"]
+    tools.ok("report_compaction", {"sessionId": "sc"})
+    tools.ok("save_context_snapshot", {"taskId": "p2", "updates": {"status": "completed"}})
+    second = tools.ok("complete_compaction", {"sessionId": "sc"})
+    assert second["summary"].startswith("RESUMED - Compaction #2 complete (full plan reload)")
+    assert second["progress"] == {"total": 5, "completed": 3, "restoring": 1,
+                                  "pendingAudit": 2}

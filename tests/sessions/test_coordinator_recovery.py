@@ -61,6 +61,9 @@ def test_a_recovering_coordinator_gets_what_seed_004_lists(tools, caplog, settin
     lines = {r.getMessage(): r for r in caplog.records if r.name == "orchestrator.sessions"}
     orphan = lines["orphan_agent_detected"]
     assert (orphan.agent_id, orphan.task_id, orphan.type) == ("dev-1", "build", "session")
+    reconciled = [r for r in caplog.records if r.getMessage() == "state_reconciled"]
+    assert [(r.sessionId, r.event_type, r.task_id, r.sequence) for r in reconciled] == [
+        ("worker", e["type"], "build", e["sequence"]) for e in entry["stateReconciled"]]
     done = lines["coordinator_recovered"]
     assert (done.sessionId, done.orphaned_agents, done.events_reconciled,
             done.recent_completions) == ("worker", 1, 2, 1)

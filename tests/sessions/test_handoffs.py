@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import http.server
 import json
+import os
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -15,7 +18,9 @@ from bench.roundtrips import PostgresTrace
 from contexts.services.projects import create_project
 from sessions.models import SessionHandoff
 from sessions.services import lifecycle, notifications
+from tests import processes
 from tests.sessions.helpers import conforms
+from tests.waiting import wait_for
 
 
 @pytest.fixture(autouse=True)
@@ -161,13 +166,16 @@ def test_concurrent_end_sessions_leave_exactly_one_active_handoff(tools):
 class _Handler(http.server.BaseHTTPRequestHandler):
     mode = "ok"
     received: list[dict] = []
+    answered: list[int] = []
 
     def do_POST(self):  # noqa: N802 - http.server's naming
         body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
         type(self).received.append(json.loads(body))
         if self.mode == "hang":
             time.sleep(notifications.TIMEOUT_SECONDS + 3)
-        self.send_response(500 if self.mode == "error" else 200)
+        failed = self.mode == "error" or (self.mode == "flaky" and len(self.answered) < 2)
+        type(self).answered.append(500 if failed else 200)
+        self.send_response(500 if failed else 200)
         self.send_header("Content-Length", "2")
         self.end_headers()
         self.wfile.write(b"ok")
@@ -178,7 +186,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 
 @pytest.fixture
 def webhook(request) -> Iterator[tuple[str, type]]:
-    handler = type("Handler", (_Handler,), {"mode": request.param, "received": []})
+    handler = type("Handler", (_Handler,), {"mode": request.param, "received": [],
+                                            "answered": []})
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     server.daemon_threads = True
     thread = threading.Thread(target=server.serve_forever, daemon=True)
@@ -190,41 +199,69 @@ def webhook(request) -> Iterator[tuple[str, type]]:
         server.server_close()
 
 
-@pytest.mark.django_db
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize("webhook", ["ok"], indirect=True)
-def test_slack_notification_sent(tools, settings, webhook):
+def test_slack_notifications_are_queued_and_posted_by_the_worker(tools, settings, webhook,
+                                                                 tmp_path):
     url, handler = webhook
     settings.SLACK_WEBHOOK_URL = url
-    assert tools.ok("start_session", {"sessionId": "s1", "projectId": "repo",
-                                      "agentId": "opus"})["notificationStatus"] == "sent"
-    assert tools.ok("end_session", {"sessionId": "s1", "summary": "done"}
-                    )["notificationStatus"] == "sent"
+    env = processes.service_env(tmp_path, SLACK_WEBHOOK_URL=url)
+    with processes.running({"worker": processes.celery_worker()}, env, tmp_path / "log"):
+        assert tools.ok("start_session", {"sessionId": "s1", "projectId": "repo",
+                                          "agentId": "opus"})["notificationStatus"] == "queued"
+        assert tools.ok("end_session", {"sessionId": "s1", "summary": "done"}
+                        )["notificationStatus"] == "queued"
+        assert wait_for(lambda: len(handler.received) == 2, timeout=60), \
+            (tmp_path / "log").read_text()[-3000:]
     assert handler.received == [{"text": "repo session open - opus"},
                                 {"text": "repo session closed - opus - done"}]
 
 
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("webhook", ["flaky"], indirect=True)
+def test_a_failed_post_is_retried_by_the_worker(tools, settings, webhook, tmp_path):
+    url, handler = webhook  # answers 500 twice, then 200
+    settings.SLACK_WEBHOOK_URL = url
+    env = processes.service_env(tmp_path, SLACK_WEBHOOK_URL=url,
+                                SLACK_NOTIFY_RETRY_SECONDS="0.2")
+    with processes.running({"worker": processes.celery_worker()}, env, tmp_path / "log"):
+        assert tools.ok("start_session", {"sessionId": "s1", "projectId": "repo",
+                                          "agentId": "opus"})["notificationStatus"] == "queued"
+        assert wait_for(lambda: handler.answered == [500, 500, 200], timeout=60), \
+            (handler.answered, (tmp_path / "log").read_text()[-3000:])
+    assert handler.received == [{"text": "repo session open - opus"}] * 3
+
+
 @pytest.mark.django_db
-@pytest.mark.parametrize("webhook", ["error", "hang"], indirect=True)
-def test_slack_failure_or_timeout_never_fails_the_call(tools, settings, webhook):
+@pytest.mark.parametrize("webhook", ["hang"], indirect=True)
+def test_the_call_never_posts_itself(tools, settings, webhook):
+    # A webhook that hangs cannot hold the call: the call only queues the message (no
+    # worker runs here, so nothing is posted at all).
     url, handler = webhook
     settings.SLACK_WEBHOOK_URL = url
-    started = time.monotonic()
     body = tools.ok("start_session", {"sessionId": "s1"})
-    assert body["notificationStatus"] == "failed" and body["status"] == "active"
-    # The webhook hangs 5 s; the call gives up after the notifier's timeout. The margin is
-    # for a loaded 2-core machine (2.56 s was seen once against a 2.5 s bound).
-    assert time.monotonic() - started < notifications.TIMEOUT_SECONDS + 1.5
+    assert body["notificationStatus"] == "queued" and body["status"] == "active"
     ended = tools.ok("end_session", {"sessionId": "s1", "summary": "bye"})
-    assert ended["notificationStatus"] == "failed" and ended["handoff"]["summary"] == "bye"
-    assert len(handler.received) == 2
+    assert ended["notificationStatus"] == "queued" and ended["handoff"]["summary"] == "bye"
+    assert handler.received == []
 
 
-@pytest.mark.django_db
-def test_slack_unreachable_is_failed(tools, settings):
+def test_a_broker_that_does_not_answer_is_a_failed_notification():
+    # Redis (the broker) on a closed port: the message cannot be queued, the call goes on.
     from tests.conftest import free_port
 
-    settings.SLACK_WEBHOOK_URL = f"http://127.0.0.1:{free_port()}/hook"
-    assert tools.ok("start_session", {"sessionId": "s1"})["notificationStatus"] == "failed"
+    env = {**os.environ, "SLACK_WEBHOOK_URL": "http://127.0.0.1:9/hook",
+           "REDIS_URL": f"redis://127.0.0.1:{free_port()}/0", "DJANGO_SETTINGS_MODULE":
+           "orchestrator.settings"}
+    env.pop("CELERY_BROKER_URL", None)
+    script = ("import django; django.setup(); from sessions.services import notifications; "
+              "print(notifications.notify('x'))")
+    done = subprocess.run([sys.executable, "-c", script], cwd=processes.ROOT, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().splitlines()[-1] == "failed"
 
 
 @pytest.mark.django_db

@@ -1,6 +1,6 @@
 """A pause that holds (seed 004, issue 40 item 3): a paused session saves its own work but
-takes no new task (switch_task) and claims no new files (claim_files), both E1633 with the
-reason; the pause is written to the state file; the periodic job resumes it once its
+takes no new task (switch_task), takes no task lock (acquire_task_lock) and claims no new
+files (claim_files), all E1633 with the reason; the pause is written to the state file; the periodic job resumes it once its
 resetsAt + PAUSE_RESUME_GRACE_MINUTES has passed, logs it, and the session's next hook
 answer says so; until that job runs check_recovery lists it."""
 
@@ -65,6 +65,33 @@ def test_a_paused_session_saves_but_takes_no_new_task_or_file(tools):
     assert (state_file()["event"], state_file()["paused"]) == ("resume", None)
     assert tools.ok("claim_files", {"sessionId": "s1", "paths": ["src/new.py"]})["claimed"]
     tools.ok("switch_task", {"fromTaskId": "t1", "toTaskId": "t2", "sessionId": "s1"})
+
+
+@pytest.mark.django_db
+def test_a_paused_session_takes_no_task_lock_but_keeps_and_frees_its_own(tools):
+    """acquire_task_lock is new work (E1633, no lock written); renewing and releasing a
+    lock the session already holds finish its own work and still go through."""
+    from locks.services import current_lock
+
+    tools.ok("create_task", {"taskId": "t1", "name": "Parser"})
+    tools.ok("create_task", {"taskId": "t2", "name": "Lexer"})
+    tools.ok("start_session", {"sessionId": "s1", "taskId": "t1"})
+    tools.ok("acquire_task_lock", {"taskId": "t1", "sessionId": "s1"})
+    tools.ok("pause_session", {"sessionId": "s1", "reason": "user_stop"})
+
+    refused = tools.call("acquire_task_lock", {"taskId": "t2", "sessionId": "s1"})
+    assert (refused.status, refused.error_code) == (409, "E1633"), refused.body
+    assert refused.body["error"]["details"]["reason"] == "user_stop"
+    assert "taking a task lock" in refused.body["error"]["message"]
+    assert current_lock("t2") is None
+    # Its own lock: renewed and released while paused.
+    tools.ok("renew_task_lock", {"taskId": "t1", "sessionId": "s1"})
+    assert tools.ok("release_task_lock", {"taskId": "t1", "sessionId": "s1"})["released"]
+    # Another, unpaused session locks t2 as before; after the resume s1 may lock again.
+    tools.ok("start_session", {"sessionId": "s2", "taskId": "t2"})
+    tools.ok("acquire_task_lock", {"taskId": "t2", "sessionId": "s2"})
+    tools.ok("resume_session", {"sessionId": "s1"})
+    assert tools.ok("acquire_task_lock", {"taskId": "t1", "sessionId": "s1"})["acquired"]
 
 
 @pytest.mark.django_db

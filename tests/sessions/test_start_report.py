@@ -116,3 +116,32 @@ def test_sessions_the_client_saw_die_are_reported(tools):
     tools.ok("start_session", {"sessionId": "killed"})
     report = started_report(tools, "next", crashedSessionIds=["killed"])
     assert [s["sessionId"] for s in report["sessions"]] == ["killed"]
+
+
+@pytest.mark.django_db
+def test_enable_auto_recovery_check_false_turns_the_start_check_off(tools, settings):
+    """ENABLE_AUTO_RECOVERY_CHECK=false, read from the environment as the server reads it:
+    a start neither reports nor sweeps (the stale session stays active, nothing listed);
+    a crash the client saw itself (crashedSessionIds) is still recorded. Back on, the
+    next start finds the stale one."""
+    from orchestrator.config import load_settings
+    from sessions.services.common import session_status
+
+    loaded = load_settings({"ENABLE_AUTO_RECOVERY_CHECK": "false"})
+    assert loaded.ENABLE_AUTO_RECOVERY_CHECK is False
+    settings.ENABLE_AUTO_RECOVERY_CHECK = loaded.ENABLE_AUTO_RECOVERY_CHECK
+    tools.ok("start_session", {"sessionId": "stale"})
+    tools.ok("start_session", {"sessionId": "seen-dead"})
+    backdate("stale", 600)
+
+    started = conforms("start_session", tools.ok("start_session", {
+        "sessionId": "quiet", "crashedSessionIds": ["seen-dead"]}))
+    assert "recovery" not in started
+    assert session_status("stale") == "active"  # no sweep on start
+    assert session_status("seen-dead") == "crashed"  # the client's own report still counts
+
+    settings.ENABLE_AUTO_RECOVERY_CHECK = load_settings({}).ENABLE_AUTO_RECOVERY_CHECK
+    report = started_report(tools, "loud")
+    assert report["needsRecovery"] is True
+    assert {s["sessionId"] for s in report["sessions"]} == {"stale", "seen-dead"}
+    assert session_status("stale") == "crashed"

@@ -52,6 +52,9 @@
     : {name: "cose", animate: false, fit: false, randomize: false,
        nodeDimensionsIncludeLabels: true, componentSpacing: 60, nodeRepulsion: 8000,
        idealEdgeLength: 80, numIter: 1000, stop: laidOut};
+  var LABEL_PX = 13;
+  function nodeFont() { return Math.min(Math.max(LABEL_PX / (cy ? cy.zoom() : 1), 10), 32); }
+  function edgeFont() { return Math.min(Math.max((LABEL_PX - 2) / (cy ? cy.zoom() : 1), 8), 26); }
   var cy = cytoscape({
     container: document.getElementById("task-graph"),
     elements: elements,
@@ -61,13 +64,14 @@
     wheelSensitivity: 0.3,
     style: [
       {selector: "node", style: {"label": "data(label)", "text-wrap": "wrap",
-        "text-max-width": 140, "font-size": 10, "text-valign": "bottom",
+        "text-max-width": function () { return nodeFont() * 12; }, "font-size": nodeFont,
+        "text-valign": "bottom",
         "background-color": function (ele) { return colours[ele.data("category")] || "#999"; }}},
       {selector: "node[orphaned = 1]", style: {"border-width": 3, "border-style": "dashed",
         "border-color": "#6a1b9a"}},
       {selector: "node[focus = 1]", style: {"border-width": 4, "border-color": "#ffb300"}},
       {selector: "edge", style: {"curve-style": "bezier", "target-arrow-shape": "triangle",
-        "width": 2, "font-size": 8, "label": "data(label)", "line-color": "#90a4ae",
+        "width": 2, "font-size": edgeFont, "label": "data(label)", "line-color": "#90a4ae",
         "target-arrow-color": "#90a4ae",
         "line-style": function (ele) { return edgeStyles[ele.data("type")] || "solid"; }}},
       {selector: "edge[type = 'blocks']", style: {"line-color": "#c62828",
@@ -75,6 +79,10 @@
     ]
   });
   cy.on("scrollzoom pinchzoom dragpan", function () { userMoved = true; });
+  // Labels readable at any zoom: 13 px on screen (the page's text size), so a fitted graph
+  // does not shrink them to 6 px; at very low zoom (hundreds of tasks) they stop growing in
+  // the graph's own units, so they shrink rather than cover each other.
+  cy.on("zoom", function () { cy.style().update(); });
   // The container can change size after the first layout (a scrollbar appearing, the
   // window resized): keep everything in view until the operator takes over.
   if (window.ResizeObserver) {

@@ -11,13 +11,21 @@ request after Postgres cut its connections reconnects instead of answering 503.
 The socket is asked with ``poll()``, not ``select()``: ``select()`` refuses a file
 descriptor of 1024 or more, and a busy worker's connection gets such a number, which made
 every check fail and every request reconnect.
+
+With a pool (settings DB_POOL_*: the web server's processes) the pool lends connections
+checked by the same poll (``pool.check_connection``) rather than by Django's check, which
+is a round trip per loan.
 """
 
 from __future__ import annotations
 
 import select
 
+from django.core.exceptions import ImproperlyConfigured
+from django.db.backends.base.base import NO_DB_ALIAS
 from django_prometheus.db.backends.postgresql import base
+
+from orchestrator.backends.postgres.pool import check_connection
 
 
 class DatabaseWrapper(base.DatabaseWrapper):
@@ -34,3 +42,26 @@ class DatabaseWrapper(base.DatabaseWrapper):
         if not events:
             return True
         return super().is_usable()
+
+    @property
+    def pool(self):
+        """Django's pool (``OPTIONS["pool"]``), lending connections checked by
+        ``check_connection``. As Django builds it, but for the check, which Django fixes to
+        psycopg_pool's round trip (CONN_HEALTH_CHECKS) or none."""
+        options = self.settings_dict["OPTIONS"].get("pool")
+        if self.alias == NO_DB_ALIAS or not options:
+            return None
+        if self.alias not in self._connection_pools:
+            if self.settings_dict.get("CONN_MAX_AGE", 0) != 0:
+                raise ImproperlyConfigured("Pooling doesn't support persistent connections.")
+            from psycopg_pool import ConnectionPool
+
+            connect_kwargs = self.get_connection_params()
+            connect_kwargs["autocommit"] = True  # Django sets the connection up later
+            pool = ConnectionPool(kwargs=connect_kwargs, open=False,
+                                  configure=self._configure_connection,
+                                  check=check_connection,
+                                  **(options if isinstance(options, dict) else {}))
+            # The first thread's pool wins (they are not opened until used).
+            self._connection_pools.setdefault(self.alias, pool)
+        return self._connection_pools[self.alias]

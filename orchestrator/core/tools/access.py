@@ -111,6 +111,9 @@ def check_access(tool: Tool, arguments: dict[str, Any], context: ToolContext
         arguments = check_projects(tool, arguments, context.projects)
     if context.scope is None or context.scope == TokenScope.ADMIN:
         return arguments
+    if tool.admin_only:
+        raise OrchestratorError("E1608", f"Only an admin token can call {tool.name}",
+                                {"tool": tool.name, "scope": context.scope})
     if context.scope == TokenScope.METRICS:  # whatever the transport (auth.metrics_only)
         raise OrchestratorError("E1608", f"A metrics token cannot call {tool.name}: it reads "
                                 "/metrics only", {"tool": tool.name, "scope": context.scope})

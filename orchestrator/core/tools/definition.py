@@ -84,6 +84,9 @@ class Tool:
     # not in the OpenAPI document; a network client naming it gets E1615, as for any
     # unknown name.
     internal: bool = False
+    # Only an admin token may call it over the network (in-process callers are trusted):
+    # what it makes is a credential (create_enrollment), not project data.
+    admin_only: bool = False
     # How a call names things, for tokens limited to projects (tools/access.py), which
     # answer for another project's task, session, conflict or checkpoint exactly as the
     # tool answers for a missing one. ``creates``: arguments naming what the call makes

@@ -5,21 +5,20 @@
                            [--mcp-transport http|stdio] [--all-tools] [--dry-run]
     manage.py claude_setup --project-dir DIR --check
 
-The file merging lives in ``orchestrator_hook.install`` (the client owns its format) and
-so does finding the directory's project (``orchestrator_hook.project``: the git remote,
-else the root commit, else the directory); this command adds what needs the server:
-registering the project, issuing a token limited to it, checking the task exists, and
-finding the service: ``--url``, else the URL a running ``make run`` of this checkout
-recorded, else ``$PORT``, else port 8000. ``--check`` reports on a directory already set
-up (``orchestrator.ops.claude_check``).
+The one-machine path: a thin wrapper over the agent client's ``orchestrator-agent setup``
+(``orchestrator_hook.agent_setup``), which writes the files (``orchestrator_hook.install``),
+finds the directory's project (``orchestrator_hook.project``: the git remote, else the root
+commit, else the directory) and checks a setup (``orchestrator_hook.check``). What this
+command adds needs the server's database instead of its HTTP API: registering the
+project, issuing a token limited to it, checking the task exists, the stdio MCP
+transport, and finding the service: ``--url``, else the URL a running ``make run`` of this
+checkout recorded, else ``$PORT``, else port 8000.
 """
 
 from __future__ import annotations
 
 import os
 import sys
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 from django.conf import settings
@@ -31,9 +30,10 @@ from orchestrator.core.errors import OrchestratorError
 from orchestrator.core.models import ApiToken, Project
 from orchestrator.core.projects import check_project_id
 from orchestrator.core.tools import ToolContext, call_tool
-from orchestrator.ops import claude_check
 from orchestrator.ops.localservers import running_service
-from orchestrator_hook import install
+from orchestrator_hook import agent_setup, install
+from orchestrator_hook import check as client_check
+from orchestrator_hook.agents.setup import detect as detect_agent
 from orchestrator_hook.project import ProjectIdentity, identify
 
 # What a stdio MCP server needs to reach the same backends as this process.
@@ -92,6 +92,9 @@ class Command(BaseCommand):
                                  "calls itself (/mcp/agent); the hooks' tools included")
         parser.add_argument("--dry-run", action="store_true",
                             help="Print the changes as a diff and write nothing")
+        parser.add_argument("--agent", choices=("claude-code", "codex", "gemini"), default=None,
+                            help="The agent to set up (default: the one on PATH: claude, "
+                                 "else codex, else gemini; claude-code if none)")
         parser.add_argument("--check", action="store_true",
                             help="Report on a directory already set up: the service, the "
                                  "token, the project, the spool, the watchdogs, the secrets; "
@@ -100,19 +103,15 @@ class Command(BaseCommand):
     def handle(self, *args, project_dir: Path, project_key: str | None, url: str | None,
                token: str | None, token_name: str | None, task_id: str | None,
                mcp_transport: str, hook_command: str | None, dry_run: bool, all_tools: bool,
-               check: bool, **options):
+               check: bool, agent: str | None = None, **options):
         project_dir = project_dir.expanduser().resolve()
         if not project_dir.is_dir():
             raise CommandError(f"--project-dir {project_dir}: not a directory")
         if check:
-            return self._check(project_dir)
+            return self._check(project_dir, agent or detect_agent())
         project = self._project(project_dir, project_key)
         url, url_source = service_url(url)
-        runner = [hook_command] if hook_command else install.launcher_runner(sys.executable)
-        missing = [path for path in (runner[0], runner[-1]) if not Path(path).exists()]
-        if missing:
-            raise CommandError(f"{missing[0]} does not exist: install the package "
-                               "(make install) or pass --hook-command")
+        runner = [hook_command] if hook_command else agent_setup.default_runner()
         task_project = TaskContext.objects.filter(task_id=task_id).values_list(
             "project_id", flat=True).first() if task_id else None
         if task_id and task_project is None:
@@ -122,43 +121,26 @@ class Command(BaseCommand):
             raise CommandError(f"task {task_id!r} is in project {task_project!r}, this "
                                f"directory in {project.key!r}: pass --project {task_project} "
                                "or another task")
+        missing = [path for path in (runner[0], runner[-1]) if not Path(path).exists()]
+        if missing:
+            raise CommandError(f"{missing[0]} does not exist: install the package "
+                               "(make install) or pass --hook-command")
         registered = self._register(project, dry_run)
         token, issued = self._token(project_dir, project.key, token, token_name, dry_run)
         self._warn_literal_secrets(project_dir)
         try:
-            changes = install.plan(
-                project_dir, url=url, token=token, runner=runner, task_id=task_id,
-                project_id=project.key, mcp_transport=mcp_transport, all_tools=all_tools,
+            agent_setup.write(
+                project_dir, url=url, token=token, project_key=project.key,
+                how=agent_setup.HOW[project.source], registered=registered, runner=runner,
+                task_id=task_id, mcp_transport=mcp_transport, all_tools=all_tools,
                 stdio_command=[sys.executable, str(Path(settings.BASE_DIR) / "manage.py"),
                                "mcp_stdio", "--project", project.key],
-                stdio_env={k: os.environ[k] for k in STDIO_ENV if os.environ.get(k)})
-        except ValueError as exc:
+                stdio_env={k: os.environ[k] for k in STDIO_ENV if os.environ.get(k)},
+                dry_run=dry_run, issued=issued,
+                reachable=None if dry_run else f"{url_source}, {self._reachable(url)}",
+                out=self.stdout.write, agent=agent or detect_agent())
+        except agent_setup.SetupError as exc:
             raise CommandError(str(exc)) from None
-
-        if dry_run:
-            for change in changes:
-                if change.changed:
-                    self.stdout.write(change.diff(mask=token))
-            pending = sum(c.changed for c in changes)
-            self.stdout.write(f"project {project.key} ({self._how(project)}; {registered})")
-            self.stdout.write(f"dry run: {pending} file(s) would change, nothing written")
-            return
-        install.apply(changes)
-        for change in changes:
-            state = ("unchanged" if not change.changed
-                     else "created" if change.before is None else "updated")
-            self.stdout.write(f"{state:9} {change.path}")
-        self.stdout.write(f"project {project.key} ({self._how(project)}; {registered})")
-        if issued:
-            self.stdout.write(f"issued API token {issued!r} for project {project.key} (stored "
-                              "in .claude/settings.local.json and .claude/orchestrator/"
-                              "config.json, both git-ignored; .mcp.json names "
-                              f"${{{install.TOKEN_VARIABLE}}})")
-        tools = "every tool (/mcp)" if all_tools else "the agent's tools (/mcp/agent)"
-        self.stdout.write(f"hooks run {install.hook_command(runner, 'EVENT')}; the model is "
-                          f"offered {tools}; the service is {url}, {url_source} "
-                          f"({self._reachable(url)})")
-        self.stdout.write("Done: start Claude Code in the project as usual.")
 
     @staticmethod
     def _project(project_dir: Path, project_key: str | None) -> ProjectIdentity:
@@ -169,12 +151,6 @@ class Command(BaseCommand):
         except OrchestratorError as exc:
             raise CommandError(exc.message) from None
         return ProjectIdentity(project_key, project_key, "option")
-
-    @staticmethod
-    def _how(project: ProjectIdentity) -> str:
-        return {"option": "from --project", "remote": "from the git remote",
-                "root-commit": "from the repository's root commit",
-                "directory": "from the directory: no git remote or commit"}[project.source]
 
     @staticmethod
     def _register(project: ProjectIdentity, dry_run: bool) -> str:
@@ -234,7 +210,7 @@ class Command(BaseCommand):
         found = install.literal_secrets(config if isinstance(config, dict) else {})
         if not found:
             return
-        tracked = claude_check.tracked_by_git(project_dir, path)
+        tracked = client_check.tracked_by_git(project_dir, path)
         self.stderr.write(
             f"warning: {path} holds secrets in plain text ({'; '.join(found)})"
             + (": the file is tracked by git, so they are in its history; revoke them"
@@ -242,20 +218,17 @@ class Command(BaseCommand):
             + (f" (the {install.MCP_SERVER_NAME} entry is rewritten without its token)"
                if any(f.startswith(f"{install.MCP_SERVER_NAME}:") for f in found) else ""))
 
-    def _check(self, project_dir: Path) -> None:
-        report = claude_check.check(project_dir)
-        for line in report.lines:
+    def _check(self, project_dir: Path, agent: str = "claude-code") -> None:
+        lines: list[str] = []
+        if agent_setup.run_check(project_dir, out=lines.append, agent=agent):
+            for line in lines[:-1]:
+                self.stdout.write(line)
+            raise CommandError(lines[-1])
+        for line in lines[:-1]:
             self.stdout.write(line)
-        if report.problems:
-            raise CommandError(f"{report.problems} problem(s); see above")
         self.stdout.write(self.style.SUCCESS("all good"))
 
     @staticmethod
     def _reachable(url: str) -> str:
-        try:
-            with urllib.request.urlopen(f"{url}/healthz", timeout=2) as response:
-                return f"answering, /healthz {response.status}"
-        except urllib.error.HTTPError as exc:
-            return f"answering, /healthz {exc.code}"
-        except OSError:
-            return "not answering now: start it with `make run`; hooks spool until it is up"
+        answer = agent_setup.Api(url).healthz()
+        return answer.replace("hooks spool", "start it with `make run`; hooks spool")
