@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from datetime import datetime, timedelta
+from operator import methodcaller
 from typing import Any
 
 import redis
@@ -57,7 +58,7 @@ def lock_key(task_id: str) -> str:
     return redis_store.key("lock", task_id)
 
 
-def _parse(raw: str | None) -> dict[str, Any] | None:
+def _parse(raw: str | bytes | None) -> dict[str, Any] | None:
     if raw is None:
         return None
     try:
@@ -289,7 +290,7 @@ def scan_locks(task_ids: list[str] | None = None) -> Iterator[dict[str, Any]]:
         names = redis_store.run(lambda r: list(r.scan_iter(match=pattern, count=1000)))
     for start in range(0, len(names), 1000):
         chunk = names[start:start + 1000]
-        values = redis_store.run(lambda r, chunk=chunk: r.mget(chunk))
+        values = redis_store.run(methodcaller("mget", chunk))
         for raw in values:
             lock = _parse(raw)
             if lock and isinstance(lock.get("taskId"), str):
@@ -315,7 +316,7 @@ def check_write_allowed(task, changes: dict[str, Any], session_id: str | None) -
     """
     lock = live_lock(task.task_id) if getattr(task, "may_be_locked", True) else None
     holder = lock.get("sessionId") if lock else None
-    if holder and holder != session_id:
+    if lock and holder and holder != session_id:
         raise OrchestratorError(
             "E1613", f"Task {task.task_id!r} is locked by session {holder}",
             {"taskId": task.task_id, "lockedBy": holder, "expiresAt": lock.get("expiresAt")})

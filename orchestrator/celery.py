@@ -12,6 +12,7 @@ lock sends it, so several stacks sharing the servers run each job once per perio
 
 import os
 from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from celery import Celery
 
@@ -79,9 +80,15 @@ def beat_leadership() -> dict[str, Any]:
 
 def redis_py_url(broker_url: str) -> str:
     """The broker's Redis as redis-py (redbeat's client) spells it: kombu's Unix socket URL
-    ``redis+socket://`` (what `make run`'s Redis gives Celery) is redis-py's ``unix://``."""
+    ``redis+socket://`` (what `make run`'s Redis gives Celery) is redis-py's ``unix://``,
+    and its database, kombu's ``?virtual_host=N``, is redis-py's ``?db=N``."""
     prefix = "redis+socket://"
-    return "unix://" + broker_url[len(prefix):] if broker_url.startswith(prefix) else broker_url
+    if not broker_url.startswith(prefix):
+        return broker_url
+    parts = urlsplit("unix://" + broker_url[len(prefix):])
+    query = [("db" if key == "virtual_host" else key, value)
+             for key, value in parse_qsl(parts.query, keep_blank_values=True)]
+    return urlunsplit(parts._replace(query=urlencode(query)))
 
 
 @app.on_after_configure.connect

@@ -18,6 +18,7 @@ from django.conf import settings
 from django.test import Client
 
 from orchestrator.backends import redis_store
+from orchestrator.core.db import set_harness_blocks
 from orchestrator.core.tools.access import forget_entity_projects, forget_session_owners
 
 # The suite drives thousands of calls a minute through one token (tests/fuzz, the load
@@ -57,17 +58,31 @@ def isolated_backends(settings, tmp_path, request):
     names = request.fixturenames
     uses_db = ("db" in names or "transactional_db" in names
                or request.node.get_closest_marker("django_db") is not None)
+    transactional = uses_db and _is_transactional(request)
     # The default hasher costs seconds per hash on these machines (admin_client logs in).
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
     if uses_db:
         # Set the database up first (pytest-django picks plain or transactional from the
         # test's fixtures and marks), then restore what a transactional flush removed.
         request.getfixturevalue("_django_db_helper")
-        if _is_transactional(request):
+        if transactional:
             truncate_spec_tables()
+        else:
+            # The test case's atomic blocks around the test never commit: the code under
+            # test must not take them for a caller's transaction (core.db).
+            from django.db import connection
+
+            set_harness_blocks(len(connection.atomic_blocks))
         ensure_project_row()
         empty_graph()
     yield
+    if transactional:
+        # What it committed to the spec tables is gone before the next test of this
+        # process, whatever its kind: Django's flush after it does not reach them, and a
+        # plain test of another file (a parallel worker runs files in any order) would
+        # see its rows.
+        truncate_spec_tables()
+    set_harness_blocks(0)
     redis_store.breaker.reset()
 
 

@@ -32,6 +32,7 @@ import logging
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
+from operator import methodcaller
 from typing import Any
 
 from django.conf import settings
@@ -203,7 +204,7 @@ def detect_state_mismatches(scope: Scope) -> list[Candidate]:
     for start in range(0, len(task_ids), _CHUNK):
         chunk = task_ids[start:start + _CHUNK]
         names = [cache.task_cache_key(t) for t in chunk]
-        values = redis_store.run(lambda r, names=names: r.mget(names))
+        values = redis_store.run(methodcaller("mget", names))
         for task_id, raw in zip(chunk, values, strict=True):
             doc = _loads(raw)
             if isinstance(doc, dict) and doc.get("taskId") == task_id:

@@ -130,7 +130,7 @@ def set_status(conflict_id: Any, status: str, *, by: str | None = None,
     with transaction.atomic():
         conflict = _locked_conflict(pk)
         previous = conflict.resolution_status
-        step = {"action": "escalate" if status == "escalated" else "investigate",
+        step: dict[str, Any] = {"action": "escalate" if status == "escalated" else "investigate",
                 "by": by, "at": now_iso()}
         if notes:
             step["notes"] = notes

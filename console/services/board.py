@@ -292,7 +292,7 @@ def _lock_items(now: datetime, project_ids: list[str] | None) -> tuple[list[dict
         task_id__in=[lock.get("taskId") for lock in found]), project_ids)}
     holders = {s.session_id: s for s in ActiveSession.objects.filter(
         session_id__in=[lock.get("sessionId") for lock in found])}
-    others = {}
+    others: dict[str | None, list[str]] = {}
     for s in ActiveSession.objects.filter(task_id__in=list(tasks), status__in=LIVE_STATUSES):
         others.setdefault(s.task_id, []).append(s.session_id)
     items = []

@@ -172,7 +172,7 @@ def context_bundle(task_id: str, budget_tokens: int = DEFAULT_BUDGET_TOKENS,
     sections = {"hot": _hot(task, context) + _critical(task, context, critical),
                 "warm": _warm(task, context, critical), "cold": _cold(task, context, critical)}
     wanted = [t for t in TIERS if t == "hot" or tiers is None or t in tiers]
-    included, dropped = list(wanted), []
+    included, dropped = list(wanted), list[str]()
     max_chars = budget_tokens * CHARS_PER_TOKEN
     text = _render(task, sections, included, dropped)
     for tier in ("cold", "warm"):

@@ -173,10 +173,10 @@ def _duplicate_of(project_id: str, label: str, scope: str, task_ids: list[str],
                   digest: str) -> Checkpoint | None:
     """The latest checkpoint with this label for the same task(s), if its content equals
     ``digest``."""
-    latest = Checkpoint.objects.filter(project_id=project_id, label=label, scope=scope,
-                                       included_tasks=task_ids,
-                                       task_id=task_ids[0] if task_ids else None)
-    latest = latest.order_by("-created_at", "-checkpoint_id").first()
+    same = Checkpoint.objects.filter(project_id=project_id, label=label, scope=scope,
+                                     included_tasks=task_ids,
+                                     task_id=task_ids[0] if task_ids else None)
+    latest = same.order_by("-created_at", "-checkpoint_id").first()
     if latest and isinstance(latest.snapshot, dict) and \
             latest.snapshot.get("contentDigest") == digest:
         return latest
@@ -242,7 +242,7 @@ def create_checkpoint(label: str, *, task_id: str | None = None,
         raise OrchestratorError("E1620", "Could not store the checkpoint",
                                 {"reason": failure_reason(exc)}) from exc
     deduplicated = existing is not None
-    if deduplicated:
+    if existing is not None:
         checkpoint = existing
     else:
         metrics.checkpoints_total.labels(checkpoint_type, scope).inc()

@@ -9,7 +9,8 @@ from typing import Any
 from contexts.models import GlobalContext, TaskContext
 from orchestrator.core.stamps import iso
 
-EMPTY_IMMEDIATE_CONTEXT = {"workingOn": None, "lastAction": None, "nextStep": None, "blockers": []}
+EMPTY_IMMEDIATE_CONTEXT: dict[str, Any] = {"workingOn": None, "lastAction": None,
+                                           "nextStep": None, "blockers": []}
 
 # camelCase input field -> task_contexts column, for every writable content field.
 FIELD_COLUMNS = {

@@ -47,7 +47,7 @@ def overview(project_ids: list[str] | None = None) -> dict[str, Any]:
     usedBytes, percent}], usedBytes (all listed), fullest (percent of the fullest)}."""
     limit = limit_bytes()
     used = usage_by_project(project_ids)
-    rows = [{"projectId": project, "usedBytes": total,
+    rows: list[dict[str, Any]] = [{"projectId": project, "usedBytes": total,
              "percent": round(100 * total / limit, 1) if limit else None}
             for project, total in used.items()]
     rows.sort(key=lambda r: (-r["usedBytes"], r["projectId"]))

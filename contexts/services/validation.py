@@ -76,7 +76,9 @@ def _score(value: Any) -> Decimal | None:
         raise _fail("score", "must be a number between 0 and 100", value) from None
     if not number.is_finite() or not 0 <= number <= 100:
         raise _fail("score", "must be between 0 and 100", value)
-    if number.as_tuple().exponent < -2 and number != number.quantize(Decimal("0.01")):
+    exponent = number.as_tuple().exponent  # an int: the number is finite
+    if isinstance(exponent, int) and exponent < -2 \
+            and number != number.quantize(Decimal("0.01")):
         raise _fail("score", "must have at most 2 decimal places", value)
     return number.quantize(Decimal("0.01"))
 

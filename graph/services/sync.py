@@ -79,9 +79,10 @@ def _sync_handles(via: str, wanted: set[tuple[str, str]]) -> dict[str, int]:
 
 
 def _sync_agent_types() -> dict[str, int]:
-    return _sync_handles("agentType", set(
+    return _sync_handles("agentType", {
+        (agent_type, task_id) for agent_type, task_id in
         TaskContext.objects.exclude(agent_type__isnull=True).exclude(agent_type="")
-        .values_list("agent_type", "task_id")))
+        .values_list("agent_type", "task_id") if agent_type})
 
 
 def _sync_edges(task_ids: set[str]) -> dict[str, int]:

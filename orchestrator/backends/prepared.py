@@ -133,8 +133,10 @@ def _loaders(model: type[Model], db: str) -> tuple[
     a row, and (index, converters) of the fields that have converters: worked out once
     per model and database, not per row."""
     fields = model._meta.concrete_fields
+    # Field.get_db_converters is Django's (5.2) own; django-stubs does not declare it.
     converted = tuple((index, tuple(converters)) for index, field in enumerate(fields)
-                      if (converters := field.get_db_converters(connections[db])))
+                      if (converters := field.get_db_converters(  # type: ignore[attr-defined]
+                          connections[db])))
     columns = [field.column for field in fields]
     getter = (operator.itemgetter(*columns) if len(columns) > 1
               else lambda row: (row[columns[0]],))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import random
+import threading
 import time
 from collections.abc import Callable
 from typing import TypeVar
@@ -72,15 +73,26 @@ def async_commit_sql() -> str:
     return SYNC_COMMIT if connection.in_atomic_block else ASYNC_COMMIT
 
 
+# How many of this thread's open atomic blocks a test harness opened around the code under
+# test (a test case's blocks, which never commit). The test suite sets it (tests/conftest.py,
+# set_harness_blocks); everywhere else it is 0. Thread-local, as Django's connections are.
+_harness = threading.local()
+
+
+def set_harness_blocks(count: int) -> None:
+    """Declare that the outermost ``count`` atomic blocks of this thread's connection
+    belong to a test harness (0: none)."""
+    _harness.blocks = count
+
+
 def in_callers_transaction() -> bool:
     """True inside a ``transaction.atomic()`` block that someone else opened and commits.
 
     Work that must follow a commit (publishing to Redis and files) then waits for it with
-    ``on_commit``. As for Django's durable blocks, the block a test case opens around a
-    test does not count: it never commits, and the code under test must behave as it does
-    when called on its own.
+    ``on_commit``. The blocks a test case opens around a test do not count: they never
+    commit, and the code under test must behave as it does when called on its own.
     """
-    return any(not block._from_testcase for block in connection.atomic_blocks)
+    return len(connection.atomic_blocks) > getattr(_harness, "blocks", 0)
 
 
 # Postgres aborts one of two transactions that wait on each other (deadlock_detected) or

@@ -38,7 +38,7 @@ MAX_EXPIRES_MINUTES = 7 * 24 * 60
 # One message for a code that is wrong, used up or expired: telling them apart would let
 # a guesser learn which codes exist.
 REFUSED = "Invalid, used up or expired enrollment code"
-TOKEN_NAME_LENGTH = ApiToken._meta.get_field("name").max_length
+TOKEN_NAME_LENGTH: int = ApiToken._meta.get_field("name").max_length or 0
 
 
 def create_enrollment(project: str, *, uses: int = DEFAULT_USES,

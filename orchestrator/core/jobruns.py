@@ -205,4 +205,4 @@ def latest_runs() -> dict[str, dict[str, Any]]:
     """The newest run of each job that has ever run: {job: {startedAt, ..., outcome}}."""
     runs = (JobRun.objects.order_by("job_name", "-id").distinct("job_name")
             .values("job_name", "started_at", "finished_at", "outcome", "summary"))
-    return {run["job_name"]: run for run in runs}
+    return {run["job_name"]: dict(run) for run in runs}

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from base64 import b64decode
-from typing import Any
+from typing import Any, overload
 from urllib import parse
 
 from rest_framework.pagination import Cursor, CursorPagination, LimitOffsetPagination
@@ -30,6 +30,12 @@ def bad_parameter(name: str, problem: str, value: Any) -> OrchestratorError:
                              [{"field": name, "problem": problem, "value": str(value)[:100]}])
 
 
+@overload
+def query_integer(request: Any, name: str, default: int, *, minimum: int,
+                  maximum: int) -> int: ...
+@overload
+def query_integer(request: Any, name: str, default: int | None, *, minimum: int,
+                  maximum: int) -> int | None: ...
 def query_integer(request: Any, name: str, default: int | None, *, minimum: int,
                   maximum: int) -> int | None:
     """The integer query parameter ``name`` (``default`` when absent); E1612 otherwise."""

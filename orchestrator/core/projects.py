@@ -39,7 +39,7 @@ def namespace(project_id: str) -> str | None:
     return None if is_default(project_id) else project_id
 
 
-def check_project_id(project_id: str, field: str = "projectId") -> str:
+def check_project_id(project_id: object, field: str = "projectId") -> str:
     """E1612 unless ``project_id`` is a usable project id (not '.' or '..')."""
     if not isinstance(project_id, str) or not PROJECT_ID.match(project_id) \
             or ".." in project_id:

@@ -420,7 +420,7 @@ class Bolt(Server):
                      if env.get(v)), None)
 
     def start(self) -> None:
-        self.port, http_port = free_ports(2)
+        self.port, self.http_port = free_ports(2)
         arc = package_dir("arcadedb_embedded")
         private_dir(self.dir)
         # ArcadeDB keeps the root password set on the first start (in config/
@@ -443,7 +443,7 @@ class Bolt(Server):
             "server.defaultDatabases": "neo4j[root]",
             "server.plugins": "Bolt:com.arcadedb.bolt.BoltProtocolPlugin",
             "server.httpIncomingHost": "127.0.0.1",
-            "server.httpIncomingPort": http_port,
+            "server.httpIncomingPort": self.http_port,
             "bolt.host": "127.0.0.1",  # its default is 0.0.0.0
             "bolt.port": self.port,
         }
@@ -479,9 +479,12 @@ class Bolt(Server):
         return f"bolt://127.0.0.1:{self.port}"
 
     def env(self) -> dict[str, str]:
+        # ARCADEDB_HTTP_URL: ArcadeDB's own HTTP API (root, NEO4J_PASSWORD), where a parallel
+        # test run creates a graph database per worker (tests/parallel.py).
         return {"NEO4J_URI": self.url(), "NEO4J_USER": self.user, "NEO4J_PASSWORD": self.password,
                 "NEOMODEL_DATABASE_URL": f"bolt://{quote(self.user, safe='')}:"
-                                         f"{quote(self.password, safe='')}@127.0.0.1:{self.port}"}
+                                         f"{quote(self.password, safe='')}@127.0.0.1:{self.port}",
+                "ARCADEDB_HTTP_URL": f"http://127.0.0.1:{self.http_port}"}
 
 
 def java_arg(value: str) -> str:

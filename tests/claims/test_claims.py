@@ -256,11 +256,11 @@ def test_a_claim_waiting_for_the_path_lock_sees_what_its_holder_committed(tools,
     second sees the first): a claim that waited for the path's lock reads what the lock's
     holder committed meanwhile, and is warned."""
     import threading
-    import time
 
     import psycopg
 
     from claims.services import claim
+    from tests.waiting import lock_wait
 
     make_task("t-a")
     make_task("t-b")
@@ -281,8 +281,8 @@ def test_a_claim_waiting_for_the_path_lock_sees_what_its_holder_committed(tools,
         waiting = threading.Thread(target=lambda: (
             answers.append(claim("s-a", ["race.py"])), connection.close()))
         waiting.start()
-        time.sleep(0.5)
-        assert waiting.is_alive()  # waits for the lock
+        assert lock_wait(other.info.backend_pid)  # the claim waits for the path's lock
+        assert waiting.is_alive()
         other.commit()
     waiting.join(10)
     [answer] = answers

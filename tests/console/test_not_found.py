@@ -13,12 +13,15 @@ from contexts.models import GlobalContext, TaskContext
 pytestmark = pytest.mark.django_db
 
 MALFORMED = "not-a-valid-id"
+# A well-formed id no row has. Fixed, not random: parallel workers must collect the same
+# test ids (pytest-xdist compares them).
+UNKNOWN_UUID = str(uuid.UUID(int=404, version=4))
 
 
 def unknown_id(model) -> str:
     field = model._meta.pk
     if field.get_internal_type() == "UUIDField":
-        return str(uuid.uuid4())
+        return UNKNOWN_UUID
     if field.get_internal_type() in ("AutoField", "BigAutoField", "IntegerField"):
         return "987654321"
     return "no-such-key"
@@ -44,14 +47,14 @@ def test_every_model_page_answers_404_for_a_bad_id(admin_client, url_name, objec
     assert_admin_404(admin_client.get(reverse(url_name, args=[object_id])))
 
 
-@pytest.mark.parametrize("object_id", [MALFORMED, str(uuid.uuid4())])
+@pytest.mark.parametrize("object_id", [MALFORMED, UNKNOWN_UUID])
 def test_task_rollback_page(admin_client, object_id):
     url = reverse("admin:contexts_taskcontext_rollback", args=[object_id])
     assert_admin_404(admin_client.get(url, {"type": "version", "version": 1}))
     assert_admin_404(admin_client.post(url, {"type": "version", "version": 1}))
 
 
-@pytest.mark.parametrize("object_id", [MALFORMED, str(uuid.uuid4())])
+@pytest.mark.parametrize("object_id", [MALFORMED, UNKNOWN_UUID])
 def test_global_context_rollback_page_bad_row(admin_client, object_id):
     url = reverse("admin:contexts_globalcontext_rollback", args=[object_id])
     assert_admin_404(admin_client.get(url, {"version": 1}))

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 
 import psycopg
 import pytest
@@ -20,6 +19,7 @@ from locks import services as locks
 from orchestrator.core.db import qualified
 from orchestrator.core.errors import OrchestratorError
 from tests.processes import database_url
+from tests.waiting import lock_wait
 
 pytestmark = pytest.mark.django_db(transaction=True)
 LIMIT = LIST_LIMITS["keyFiles"][0]
@@ -163,7 +163,9 @@ def test_an_append_aborted_to_break_a_deadlock_runs_again(caplog):
             other.execute(f"UPDATE {qualified('task_contexts')} SET current_phase = 'other' "
                           "WHERE task_id = 'kf-y'")
             other_holds_count.set()
-            time.sleep(0.3)  # the append holds kf-x and waits for the count row by now
+            # the append holds kf-x and waits for the count row: only then does this ask
+            # for kf-x
+            assert lock_wait(other.info.backend_pid, appender["pid"])
             other.execute(f"SELECT 1 FROM {qualified('task_contexts')} "
                           "WHERE task_id = 'kf-x' FOR UPDATE")
             other.commit()

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+import queue
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -46,13 +48,21 @@ def test_beat_sends_every_job():
     beat = subprocess.Popen(
         [sys.executable, *processes.celery_beat("INFO")],
         cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    # A thread reads beat's output, so a silent beat cannot hold the loop past its deadline
+    # (a readline() here would block until beat printed again).
+    lines: queue.Queue[str | None] = queue.Queue()
+    threading.Thread(target=lambda: ([lines.put(line) for line in beat.stdout],
+                                     lines.put(None)), daemon=True).start()
     seen: set[str] = set()
     output: list[str] = []
     try:
         deadline = time.monotonic() + 45
-        while time.monotonic() < deadline and seen != set(JOBS):
-            line = beat.stdout.readline()
-            if not line:
+        while seen != set(JOBS) and (left := deadline - time.monotonic()) > 0:
+            try:
+                line = lines.get(timeout=left)
+            except queue.Empty:
+                break
+            if line is None:  # beat exited
                 break
             output.append(line)
             if "Sending due task" in line:

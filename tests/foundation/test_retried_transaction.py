@@ -4,7 +4,6 @@ orders on the real Postgres."""
 from __future__ import annotations
 
 import threading
-import time
 
 import psycopg
 import pytest
@@ -12,6 +11,7 @@ from django.db import OperationalError, connection, transaction
 
 from orchestrator.core.db import retried_statement, retried_transaction
 from tests.processes import database_url
+from tests.waiting import lock_wait
 
 KEYS = (0x7465_7374_0001, 0x7465_7374_0002)
 
@@ -90,12 +90,17 @@ def test_a_statement_that_is_its_own_transaction_is_run_again_as_a_deadlocks_vic
     once the other transaction is through."""
     runs = []
     other_holds_b = threading.Event()
+    statement_waited: list[bool] = []
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        statement_pid = cursor.fetchone()[0]
 
     def other_side() -> None:
         with psycopg.connect(database_url(), autocommit=False) as other:
             other.execute("SELECT pg_advisory_xact_lock(%s)", [KEYS[1]])
             other_holds_b.set()
-            time.sleep(0.3)  # the statement below is waiting for B by now
+            # Only once the statement below holds A and waits for B does this ask for A.
+            statement_waited.append(lock_wait(other.info.backend_pid, statement_pid))
             other.execute("SELECT pg_advisory_xact_lock(%s)", [KEYS[0]])
             other.commit()
 
@@ -113,6 +118,7 @@ def test_a_statement_that_is_its_own_transaction_is_run_again_as_a_deadlocks_vic
         assert retried_statement(statement) == 2
     finally:
         thread.join(30)
+    assert statement_waited == [True]
 
 
 @pytest.mark.django_db(transaction=True)

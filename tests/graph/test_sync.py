@@ -114,13 +114,23 @@ def test_sync_graph_removes_what_postgres_no_longer_has(live_graph):
 
 
 def test_receivers_never_raise(live_graph, settings):
+    """A receiver's drain that meets a dead graph server keeps the queue and raises nothing."""
     from contexts.signals import task_changed
+    from graph.services.outbox import pending_count
     from sessions.signals import session_started
 
     settings.NEOMODEL_DATABASE_URL = f"bolt://root:x@127.0.0.1:{free_port()}"
     backend.reset()
-    task_changed.send(sender=None, task_id="a", change_type="manual")
-    session_started.send(sender=None, session_id="s", task_id="a", agent_id="x", started_at=None)
+    live_graph.task("a")  # queued while the server is down: the drains have work to fail on
+    queued = pending_count()
+    assert queued > 0
+    for send in (lambda: task_changed.send(sender=None, task_id="a", change_type="manual"),
+                 lambda: session_started.send(sender=None, session_id="s", task_id="a",
+                                              agent_id="x", started_at=None)):
+        backend.reset()  # closed, so this receiver's drain goes to the dead server
+        send()
+        assert not backend.available()  # it did go there, and failed ...
+        assert pending_count() == queued  # ... keeping every change for the next drain
 
 
 def test_beats_sync_repairs_when_counts_differ_and_in_full_when_due(live_graph, settings,

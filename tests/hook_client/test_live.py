@@ -137,8 +137,9 @@ def test_a_crashed_session_is_reported_to_the_next_one(live_project):
         "session_start_startup", session_id="22222222-2222-4222-8222-222222222222"))
     assert crashed in run.context and "Recovery" in run.context
     # The new session works on the same task: it took the crashed one's work over.
-    wait_for(lambda: ActiveSession.objects.get(session_id=crashed).status == "recovered",
-             timeout=5)
+    assert wait_for(
+        lambda: ActiveSession.objects.get(session_id=crashed).status == "recovered",
+        timeout=5), ActiveSession.objects.get(session_id=crashed).status
 
 
 def test_calls_made_while_the_service_was_down_arrive_in_order_after(live_project):

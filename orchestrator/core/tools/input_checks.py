@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -188,7 +189,7 @@ def _scan_quickly(arguments: Any) -> tuple[bool, bool]:
         if isinstance(value, dict | list):
             if depth >= MAX_DEPTH and value:
                 return False, has_float
-            items = value
+            items: Iterable[Any] = value
             if isinstance(value, dict):
                 if any(isinstance(key, str) and search(key) for key in value):
                     return False, has_float

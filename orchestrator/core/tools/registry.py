@@ -205,10 +205,10 @@ def _run_tool(tool: Tool, arguments: Any, context: ToolContext, span: Any) -> di
         outcome = error.to_dict()
         raise error from exc
     except DatabaseError as exc:
-        error = storage_quota_exceeded(exc)  # E1617 from any write path; else a fault
-        if error is None:
+        quota = storage_quota_exceeded(exc)  # E1617 from any write path; else a fault
+        if quota is None:
             logger.exception("tool %s: database error", name)
-            error = database_failure(tool, exc, "E1699", "Database error")
+        error = quota or database_failure(tool, exc, "E1699", "Database error")
         outcome = error.to_dict()
         raise error from exc
     except Exception as exc:
