@@ -55,9 +55,9 @@ SKILL = string("Skill the session uses (e.g. backend-service-builder)", min_leng
 METADATA = {"type": "object", "maxProperties": 50,
             "description": "Small free-form object (at most 50 keys, 4,096 bytes of JSON)"}
 TASK_ID = safe_id("Task the session works on")
-NOTIFICATION_STATUS = string("Slack notification: queued (the worker posts it, with retries), "
-                             "skipped (no webhook) or failed (not queued); never fails the call",
-                             enum=("queued", "skipped", "failed"))
+NOTIFICATION_STATUS = string("Slack notification: sent (handed to the worker, which posts it "
+                             "with retries), skipped (no webhook) or failed (could not be handed "
+                             "over); never fails the call", enum=("sent", "skipped", "failed"))
 CRASHED_SESSIONS = array(
     SESSION_ID, "Sessions whose agent process the caller saw exit without ending them (a "
     "hook finding the process gone): marked crashed now, not CRASH_THRESHOLD_MINUTES later; "

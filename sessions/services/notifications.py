@@ -5,7 +5,8 @@ A notification never fails nor slows the operation that sent it: ``notify`` hand
 message to the Celery worker (task ``sessions.send_notification``, sessions/tasks.py),
 which posts it and retries a failed post SLACK_NOTIFY_RETRIES times, waiting
 SLACK_NOTIFY_RETRY_SECONDS and twice as long each time after. The answer reports
-``notificationStatus``: queued, skipped (no webhook), or failed (the broker refused the
+``notificationStatus`` in the three words clients know: sent (handed to the worker, which
+delivers it with retries), skipped (no webhook), or failed (the broker refused the
 message); a failed post is logged and counted (backend_failures_total{backend="slack"}).
 """
 
@@ -99,7 +100,7 @@ def notify(message: str) -> str:
         metrics.backend_failures_total.labels("slack", "queue").inc()
         logger.warning("slack notification not queued: %s", exc)
         return "failed"
-    return "queued"
+    return "sent"
 
 
 class NotificationFailed(Exception):

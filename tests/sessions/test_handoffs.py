@@ -209,9 +209,9 @@ def test_slack_notifications_are_queued_and_posted_by_the_worker(tools, settings
     env = processes.service_env(tmp_path, SLACK_WEBHOOK_URL=url)
     with processes.running({"worker": processes.celery_worker()}, env, tmp_path / "log"):
         assert tools.ok("start_session", {"sessionId": "s1", "projectId": "repo",
-                                          "agentId": "opus"})["notificationStatus"] == "queued"
+                                          "agentId": "opus"})["notificationStatus"] == "sent"
         assert tools.ok("end_session", {"sessionId": "s1", "summary": "done"}
-                        )["notificationStatus"] == "queued"
+                        )["notificationStatus"] == "sent"
         assert wait_for(lambda: len(handler.received) == 2, timeout=60), \
             (tmp_path / "log").read_text()[-3000:]
     assert handler.received == [{"text": "repo session open - opus"},
@@ -228,7 +228,7 @@ def test_a_failed_post_is_retried_by_the_worker(tools, settings, webhook, tmp_pa
                                 SLACK_NOTIFY_RETRY_SECONDS="0.2")
     with processes.running({"worker": processes.celery_worker()}, env, tmp_path / "log"):
         assert tools.ok("start_session", {"sessionId": "s1", "projectId": "repo",
-                                          "agentId": "opus"})["notificationStatus"] == "queued"
+                                          "agentId": "opus"})["notificationStatus"] == "sent"
         assert wait_for(lambda: handler.answered == [500, 500, 200], timeout=60), \
             (handler.answered, (tmp_path / "log").read_text()[-3000:])
     assert handler.received == [{"text": "repo session open - opus"}] * 3
@@ -242,9 +242,9 @@ def test_the_call_never_posts_itself(tools, settings, webhook):
     url, handler = webhook
     settings.SLACK_WEBHOOK_URL = url
     body = tools.ok("start_session", {"sessionId": "s1"})
-    assert body["notificationStatus"] == "queued" and body["status"] == "active"
+    assert body["notificationStatus"] == "sent" and body["status"] == "active"
     ended = tools.ok("end_session", {"sessionId": "s1", "summary": "bye"})
-    assert ended["notificationStatus"] == "queued" and ended["handoff"]["summary"] == "bye"
+    assert ended["notificationStatus"] == "sent" and ended["handoff"]["summary"] == "bye"
     assert handler.received == []
 
 
