@@ -42,6 +42,10 @@ class ActiveSession(models.Model):
     class Meta:
         db_table = spec_table("active_sessions")
         ordering = ["-started_at"]
+        # The table keeps the spec's name; people read "Sessions": every row is a session of
+        # any state, and "Active sessions" made ended and crashed ones sound running.
+        verbose_name = "session"
+        verbose_name_plural = "sessions"
 
     def __str__(self) -> str:
         return self.session_id

@@ -18,10 +18,15 @@ from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import OuterRef, QuerySet, Subquery
 from django.http import Http404, HttpRequest, HttpResponse
+from django.urls import reverse
+from django.utils.html import format_html
 
 from console.projects import project_names, selected_project, selected_project_ids
+from console.templatetags.console_format import NONE, short_id
+from contexts.models import TaskContext
 from orchestrator.core.models import Project
 from orchestrator.core.tools import ToolContext, call_tool
+from sessions.models import SessionDetail
 
 M = TypeVar("M", bound=models.Model)
 
@@ -123,3 +128,43 @@ def run_tool(request: HttpRequest, tool: str, arguments: dict[str, Any]) -> dict
     validated, traced, metered and audited as from any other door."""
     return call_tool(tool, arguments,
                      ToolContext("admin", actor=f"admin:{request.user.get_username()}"))
+
+
+# Names before ids (issue 38): a list names a task by its name and a session by its agent,
+# with the id under it shortened (whole on hover, one click to copy). The names come with
+# the list's own query (subqueries), never one query per row.
+
+def task_names(field: str, prefix: str) -> dict[str, Subquery]:
+    """Annotations ``<prefix>_name`` and ``<prefix>_pk`` of the task the column ``field``
+    names (None when no task has that id)."""
+    tasks = TaskContext.objects.filter(task_id=OuterRef(field)).order_by()
+    return {f"{prefix}_name": Subquery(tasks.values("name")[:1]),
+            f"{prefix}_pk": Subquery(tasks.values("pk")[:1])}
+
+
+def session_agents(field: str, name: str) -> dict[str, Subquery]:
+    """Annotation ``name``: the agent running the session the column ``field`` names."""
+    return {name: Subquery(SessionDetail.objects.filter(session_id=OuterRef(field))
+                           .order_by().values("agent_id")[:1])}
+
+
+def name_then_id(label: Any, ident: Any) -> str:
+    """A name on its line, the shortened, copyable id under it."""
+    return format_html('<span class="name-then-id"><span class="label">{}</span>{}</span>',
+                       label, short_id(ident))
+
+
+def task_cell(task_id: str | None, name: str | None, pk: Any) -> str:
+    """A task's name linking to its page, its id under it; "—" for no task."""
+    if not task_id:
+        return NONE
+    label = format_html('<a href="{}">{}</a>', reverse("admin:contexts_taskcontext_change",
+                                                       args=[pk]), name) if pk else (name or "")
+    return name_then_id(label, task_id)
+
+
+def session_cell(session_id: str | None, agent: str | None) -> str:
+    """A session by its agent's name, its id under it; "—" for no session."""
+    if not session_id:
+        return NONE
+    return name_then_id(agent or "unnamed agent", session_id)

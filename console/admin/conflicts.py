@@ -12,7 +12,7 @@ from django.contrib import admin, messages
 from django.db.models import Count
 from django.http import HttpRequest, HttpResponseRedirect
 from django.template.response import TemplateResponse
-from django.utils.html import format_html
+from django.utils.html import format_html, format_html_join
 
 from conflicts.models import ContextConflict
 from conflicts.services import console, resolution
@@ -23,8 +23,11 @@ from console.admin.base import (
     ProjectScopedAdmin,
     object_or_404,
     run_tool,
+    task_cell,
+    task_names,
 )
 from console.projects import selected_project_ids
+from console.templatetags.console_format import when
 from contexts.models import TaskContext
 from orchestrator.core.errors import OrchestratorError
 
@@ -44,9 +47,11 @@ class TaskFilter(admin.SimpleListFilter):
         project_ids = selected_project_ids(request)
         if project_ids is not None:
             conflicts = conflicts.filter(project_id__in=project_ids)
-        top = (conflicts.values("task_a_id").annotate(n=Count("pk"))
-               .order_by("-n", "task_a_id")[:20])
-        return [(row["task_a_id"], row["task_a_id"]) for row in top]
+        top = [row["task_a_id"] for row in conflicts.values("task_a_id")
+               .annotate(n=Count("pk")).order_by("-n", "task_a_id")[:20]]
+        # Offered by name (the id when no task has that id any more).
+        names = dict(TaskContext.objects.filter(task_id__in=top).values_list("task_id", "name"))
+        return [(task_id, names.get(task_id) or task_id) for task_id in top]
 
     def queryset(self, request, queryset):
         value = self.value()
@@ -57,13 +62,32 @@ class TaskFilter(admin.SimpleListFilter):
 
 @admin.register(ContextConflict)
 class ContextConflictAdmin(ProjectScopedAdmin, MissingObjectIs404):
+    # Names before ids: the two tasks by name (linking to their pages), ids shortened and
+    # copyable under them, in one column (two columns of ids left the list wider than
+    # 1280 px); times in the console's one format.
     list_display = ("conflict_type", "project", "severity_badge", "resolution_status",
-                    "task_a_id", "task_b_id", "strength", "detected_at", "resolved_by")
+                    "tasks", "strength", "detected", "resolved_by")
     list_filter = (ProjectFilter, "conflict_type", "severity", "resolution_status", TaskFilter)
     search_fields = ("task_a_id", "task_b_id", "description")
     ordering = ("-detected_at",)
     actions = ("bulk_ignore", "bulk_escalate")
     list_per_page = 50
+
+    def get_queryset(self, request: HttpRequest):
+        return super().get_queryset(request).annotate(**task_names("task_a_id", "console_a"),
+                                                      **task_names("task_b_id", "console_b"))
+
+    @admin.display(description="tasks (A, B)", ordering="task_a_id")
+    def tasks(self, obj: ContextConflict) -> str:
+        cells = [format_html('<div class="conflict-task task-{}">{}</div>', side, task_cell(
+            task_id, getattr(obj, f"console_{side}_name", None),
+            getattr(obj, f"console_{side}_pk", None)))
+            for side, task_id in (("a", obj.task_a_id), ("b", obj.task_b_id)) if task_id]
+        return format_html_join("", "{}", ((cell,) for cell in cells))
+
+    @admin.display(description="detected", ordering="detected_at")
+    def detected(self, obj: ContextConflict) -> str:
+        return when(obj.detected_at)
 
     @admin.display(description="severity", ordering="severity")
     def severity_badge(self, obj: ContextConflict) -> str:

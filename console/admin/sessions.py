@@ -10,6 +10,7 @@ from django.http import HttpResponseNotAllowed, HttpResponseRedirect
 from django.urls import path, reverse
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
+from django.utils.text import Truncator
 
 from console.admin.base import (
     MissingObjectIs404,
@@ -17,6 +18,10 @@ from console.admin.base import (
     ProjectScopedAdmin,
     object_or_404,
     run_tool,
+    session_agents,
+    session_cell,
+    task_cell,
+    task_names,
 )
 from console.services.states import LIVE_STATUSES, MEANINGS, SessionState, session_state
 from console.templatetags.console_format import (
@@ -41,6 +46,8 @@ from sessions.services.prompts import resume_prompt
 from sessions.services.timeline import session_timeline
 
 SHOWN_EVENTS = 50
+# A handoff note's first characters, its label in the list (the whole note is on its page).
+NOTE_CHARS = 80
 
 
 @admin.register(ActiveSession)
@@ -65,14 +72,12 @@ class ActiveSessionAdmin(ProjectScopedAdmin, MissingObjectIs404):
 
     def get_queryset(self, request):
         compactions = SessionDetail.objects.filter(session_id=OuterRef("session_id"))
-        tasks = TaskContext.objects.filter(task_id=OuterRef("task_id"))
         return super().get_queryset(request).annotate(
             compactions_n=Subquery(compactions.values("compaction_count")[:1],
                                    output_field=IntegerField()),
             console_agent=Subquery(compactions.values("agent_id")[:1]),
             console_paused_at=Subquery(compactions.values("paused_at")[:1]),
-            console_task_name=Subquery(tasks.values("name")[:1]),
-            console_task_pk=Subquery(tasks.values("pk")[:1]))
+            **task_names("task_id", "console_task"))
 
     def has_add_permission(self, request) -> bool:
         return False  # sessions start through start_session only
@@ -120,10 +125,7 @@ class ActiveSessionAdmin(ProjectScopedAdmin, MissingObjectIs404):
         if not hasattr(obj, "console_task_pk"):
             name, task = TaskContext.objects.filter(task_id=obj.task_id).values_list(
                 "name", "pk").first() or (None, None)
-        label = format_html('<a href="{}">{}</a>', reverse(
-            "admin:contexts_taskcontext_change", args=[task]), name) if task else (name or "")
-        return format_html('<span class="name-then-id"><span class="label">{}</span>{}</span>',
-                           label, short_id(obj.task_id))
+        return task_cell(obj.task_id, name, task)
 
     @admin.display(description="heartbeat", ordering="last_heartbeat")
     def heartbeat(self, obj: ActiveSession) -> str:
@@ -322,11 +324,46 @@ class ActiveSessionAdmin(ProjectScopedAdmin, MissingObjectIs404):
 
 @admin.register(SessionHandoff)
 class SessionHandoffAdmin(ProjectScopedAdmin, MissingObjectIs404):
-    list_display = ("project_id", "project", "project_dir", "from_session_id", "from_agent",
-                    "active", "created_at",
-                    "consumed_at", "consumed_by_session_id", "last_confirmed_at")
+    # Names before ids: the note's first words lead (the link), the sessions that left and
+    # took it are named by their agents with their ids shortened under them, times in the
+    # console's one format. Eight columns fit 1280 px; the directory is on the note's page.
+    list_display = ("note", "project", "left_by", "active", "created", "taken_by", "taken",
+                    "confirmed")
+    list_display_links = ("note",)
     list_filter = ("active", ProjectFilter)
+    search_fields = ("from_session_id", "from_agent", "consumed_by_session_id", "summary")
     readonly_fields = [f.name for f in SessionHandoff._meta.fields]
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).annotate(
+            **session_agents("from_session_id", "console_from_agent"),
+            **session_agents("consumed_by_session_id", "console_taken_agent"))
 
     def has_add_permission(self, request) -> bool:
         return False
+
+    @admin.display(description="handoff note", ordering="summary")
+    def note(self, obj: SessionHandoff) -> str:
+        return Truncator(obj.summary or "(no summary)").chars(NOTE_CHARS)
+
+    @admin.display(description="left by", ordering="from_agent")
+    def left_by(self, obj: SessionHandoff) -> str:
+        return session_cell(obj.from_session_id,
+                            obj.from_agent or getattr(obj, "console_from_agent", None))
+
+    @admin.display(description="taken by")
+    def taken_by(self, obj: SessionHandoff) -> str:
+        return session_cell(obj.consumed_by_session_id,
+                            getattr(obj, "console_taken_agent", None))
+
+    @admin.display(description="left", ordering="created_at")
+    def created(self, obj: SessionHandoff) -> str:
+        return when(obj.created_at)
+
+    @admin.display(description="taken", ordering="consumed_at")
+    def taken(self, obj: SessionHandoff) -> str:
+        return when(obj.consumed_at)
+
+    @admin.display(description="last confirmed", ordering="last_confirmed_at")
+    def confirmed(self, obj: SessionHandoff) -> str:
+        return when(obj.last_confirmed_at)

@@ -41,6 +41,10 @@ from console.admin.base import (
     is_list_view,
     object_or_404,
     run_tool,
+    session_agents,
+    session_cell,
+    task_cell,
+    task_names,
 )
 from console.admin.orphans import OrphanedFilter, orphaned_task_ids
 from console.admin.task_locks import can_release, task_lock
@@ -282,10 +286,38 @@ class TaskContextAdmin(ProjectScopedAdmin, ReadOnlyAdmin):
 
 @admin.register(ContextVersion)
 class ContextVersionAdmin(ProjectScopedAdmin, ReadOnlyAdmin):
-    list_display = ("task_id", "project", "version", "change_type", "change_summary",
-                    "session_id", "created_at")
+    # Names before ids: the task by name (linking to its page) and the session by its
+    # agent, ids shortened and copyable under them; "v3" opens the version.
+    list_display = ("task", "project", "version_label", "change_type", "change_summary",
+                    "saved_by", "created")
+    list_display_links = ("version_label",)
     list_filter = (ProjectFilter, "change_type")
     search_fields = ("task_id", "session_id")
+
+    def get_queryset(self, request: HttpRequest) -> Any:
+        return super().get_queryset(request).annotate(
+            **task_names("task_id", "console_task"),
+            **session_agents("session_id", "console_agent"))
+
+    @admin.display(description="task", ordering="task_id")
+    def task(self, obj: ContextVersion) -> str:
+        return task_cell(obj.task_id, getattr(obj, "console_task_name", None),
+                         getattr(obj, "console_task_pk", None))
+
+    @admin.display(description="version", ordering="version")
+    def version_label(self, obj: ContextVersion) -> str:
+        return f"v{obj.version}"
+
+    @admin.display(description="saved by", ordering="session_id")
+    def saved_by(self, obj: ContextVersion) -> str:
+        if not obj.session_id:  # saved outside a session: whoever the trigger recorded
+            return obj.created_by or "—"
+        return session_cell(obj.session_id, getattr(obj, "console_agent", None)
+                            or obj.created_by)
+
+    @admin.display(description="saved", ordering="created_at")
+    def created(self, obj: ContextVersion) -> str:
+        return when(obj.created_at)
 
 
 class CheckpointStatusFilter(admin.SimpleListFilter):

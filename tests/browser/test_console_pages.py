@@ -197,6 +197,81 @@ def test_7_names_before_ids_shortened_and_copyable(console, day):
     assert day["opus-rates"] not in live.inner_text()
 
 
+def result_links(page) -> list[str]:
+    return [t.strip() for t in page.locator("#result_list a").all_inner_texts()]
+
+
+def assert_no_long_id_shown(page, day) -> None:
+    """What a person reads in the list: no session id whole (only its short form), in a
+    link or anywhere else in the table (the whole id is in hover titles only)."""
+    text = page.inner_text("#result_list")
+    assert not any(session in text for session in day.values())
+    assert all(len(link) < 40 for link in result_links(page)), result_links(page)
+
+
+def test_7_conflicts_list_names_its_tasks(console, day):
+    page = console.open("/admin/conflicts/contextconflict/?severity__exact=critical")
+    row = page.locator("#result_list tbody tr", has_text="spec_contradiction")
+    assert row.locator("td.field-tasks .task-a .label").inner_text().strip() == \
+        "Checkout flow rewrite"
+    assert row.locator("td.field-tasks .task-b .label").inner_text().strip() == \
+        "Cart totals and discounts"
+    assert row.locator("td.field-tasks .task-a .short-id code").get_attribute("title") == \
+        "checkout-flow"
+    assert ABSOLUTE.match(row.locator("td.field-detected time.when").get_attribute("title"))
+    assert_no_long_id_shown(page, day)
+    # The sidebar filter offers tasks by name too.
+    assert page.locator("#changelist-filter a", has_text="Checkout flow rewrite").count() == 1
+    console.screenshot("conflicts-list")
+    row.locator("td.field-tasks .task-a .label a").click()
+    page.wait_for_selector("#task-live-sessions")
+    assert "Checkout flow rewrite" in page.inner_text("#content")
+
+
+def test_7_versions_list_names_the_task_and_the_agent(console, day):
+    page = console.open(f"/admin/contexts/contextversion/?q={day['opus-checkout']}")
+    rows = page.locator("#result_list tbody tr")
+    assert rows.count() == 1
+    row = rows.first
+    assert row.locator("td.field-task .label").inner_text().strip() == "Checkout flow rewrite"
+    assert row.locator("td.field-saved_by .label").inner_text().strip() == "claude-opus"
+    shown = row.locator("td.field-saved_by .short-id code")
+    assert shown.get_attribute("title") == day["opus-checkout"]
+    assert len(shown.inner_text()) < 20 and "…" in shown.inner_text()
+    row.locator("td.field-saved_by .copy-id").click()
+    assert page.evaluate("window.__lastCopied") == day["opus-checkout"]
+    assert ABSOLUTE.match(row.locator("td.field-created time.when").get_attribute("title"))
+    assert re.fullmatch(r"v\d+", row.locator("th.field-version_label a").inner_text().strip())
+    assert_no_long_id_shown(page, day)
+    console.screenshot("versions-list")
+
+
+def test_7_handoffs_list_names_the_agents(console, day):
+    page = console.open("/admin/agent_sessions/sessionhandoff/")
+    row = session_row(page, day["opus-footer"])
+    assert row.count() == 1
+    assert row.locator("th.field-note a").inner_text().strip() == "done for the day"
+    assert row.locator("td.field-left_by .label").inner_text().strip() == "claude-opus"
+    assert row.locator("td.field-project").inner_text().strip() == "Web shop"
+    assert ABSOLUTE.match(row.locator("td.field-created time.when").get_attribute("title"))
+    assert row.locator("td.field-taken_by").inner_text().strip() == "—"
+    assert_no_long_id_shown(page, day)
+    console.screenshot("handoffs-list")
+
+
+def test_7_the_sidebar_and_breadcrumbs_say_sessions(console, day):
+    page = console.open("/admin/agent_sessions/sessionhandoff/")
+    link = page.locator(f"#nav-sidebar a[href$='{SESSIONS}']")
+    assert link.inner_text().strip() == "Sessions"
+    assert "Active sessions" not in page.inner_text("#nav-sidebar")
+    page = console.open(SESSIONS)
+    crumbs = page.inner_text(".breadcrumbs")
+    assert crumbs.strip().endswith("Sessions") and "Active" not in crumbs
+    page = console.open(f"{SESSIONS}{ActiveSession.objects.get(session_id=day['opus-checkout']).pk}"
+                        f"/change/")
+    assert "Active" not in page.inner_text(".breadcrumbs")
+
+
 def test_8_readable_one_time_format_formatted_json_product_name(console, day):
     page = console.open(SESSIONS)
     assert "Django" not in page.title() and "Django administration" not in page.content()
