@@ -116,3 +116,39 @@ def test_refusals_are_clear_and_write_nothing(live_api, tmp_path, capsys, tools_
                          str(project))
     assert code == 1 and "could not register project" in err, err
     assert not (project / ".claude").exists()
+
+
+def test_setup_again_with_the_code_keeps_the_token_it_holds(live_api, tmp_path, capsys,
+                                                           tools_live):
+    """A developer who runs the same setup line twice must not spend a second use of the
+    code on a second token for the same directory; a revoked token is replaced."""
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    url, _ = live_api
+    tools_live("create_project", {"projectId": "shop", "name": "Shop"})
+    out = StringIO()
+    call_command("create_enrollment", "--project", "shop", "--uses", "2", stdout=out)
+    code_ = out.getvalue().strip().splitlines()[-1]
+    project = make_project(tmp_path / "shop", "https://github.com/acme/shop.git")
+    line = ["--url", url, "--enroll", code_, "--project-dir", str(project)]
+
+    code, out_, err = setup(capsys, *line)
+    assert code == 0 and "enrolled" in out_, err
+    first = json.loads((project / ".claude" / "orchestrator" / "config.json").read_text())
+    code, out_, err = setup(capsys, *line)
+    assert code == 0 and "enrolled already" in out_, out_ + err
+    again = json.loads((project / ".claude" / "orchestrator" / "config.json").read_text())
+    assert again["token"] == first["token"] and again["projectId"] == "shop"
+    assert ApiToken.objects.filter(name__startswith="agent:").count() == 1
+
+    # Revoked in the console: the next run spends the code's second use on a new token.
+    for issued in ApiToken.objects.filter(name__startswith="agent:"):
+        issued.revoked = True
+        issued.save(update_fields=["revoked"])  # as the console does: forgotten at once
+    code, out_, err = setup(capsys, *line)
+    assert code == 0 and "enrolled already" not in out_, out_ + err
+    third = json.loads((project / ".claude" / "orchestrator" / "config.json").read_text())
+    assert third["token"] != first["token"]
+    assert ApiToken.objects.filter(name__startswith="agent:").count() == 2

@@ -121,6 +121,20 @@ def enroll(api: Api, code: str, project_dir: Path) -> dict[str, Any]:
     return answer
 
 
+def enrolled_token(api: Api, configured: dict[str, Any], url: str) -> tuple[str, str] | None:
+    """The (token, project) this directory already holds for ``url``, when the server still
+    accepts the token and it reaches that project; None otherwise (enroll afresh)."""
+    token, project_key = configured.get("token"), configured.get("projectId")
+    if not (isinstance(token, str) and token and isinstance(project_key, str) and project_key
+            and (configured.get("url") or "").rstrip("/") == url):
+        return None
+    status, answer = api.tool(token, "list_projects", {})
+    if status != 200 or not isinstance(answer, dict):
+        return None
+    listed = {p.get("projectId") for p in answer.get("projects") or [] if isinstance(p, dict)}
+    return (token, project_key) if project_key in listed else None
+
+
 def find_project(api: Api, token: str, project: ProjectIdentity, dry_run: bool) -> str:
     """The project on the server as this token sees it: there already, registered now, or
     (dry run) to be registered."""
@@ -328,7 +342,14 @@ def setup(args: argparse.Namespace, project_dir: Path) -> int:
         project = ProjectIdentity(key, key, "option")
     else:
         project = identify(project_dir)
-    if args.enroll:
+    kept = enrolled_token(api, configured, url) if args.enroll else None
+    if kept:
+        # Setup run again in an enrolled directory: the token it holds still works, so the
+        # code is not spent on a second token for the same machine and directory.
+        token, project_key = kept
+        registered = "enrolled already (its token still works; the code was not used)"
+        project = ProjectIdentity(project_key, project_key, "enrollment")
+    elif args.enroll:
         if args.dry_run:
             token, registered = "<token from the enrollment code>", "joined by the code"
         else:

@@ -28,7 +28,10 @@ class Command(BaseCommand):
                                 "expiresMinutes": expires_minutes},
                                ToolContext("command", actor="manage.py create_enrollment"))
         except OrchestratorError as exc:
-            raise CommandError(f"{exc.code}: {exc.message}") from None
+            # A newcomer's first enrollment is often for a project not yet registered.
+            hint = (f" (register it first: manage.py create_project {project})"
+                    if exc.code == "E1605" else "")
+            raise CommandError(f"{exc.code}: {exc.message}{hint}") from None
         self.stdout.write(f"Enrollment code for project {answer['projectId']}: "
                           f"{answer['uses']} use(s) until {answer['expiresAt']}. It is shown "
                           "only once; on the machine: orchestrator-agent setup --url URL "
