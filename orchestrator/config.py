@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from functools import cached_property
 from pathlib import Path
 from typing import Annotated, Any, Literal
-from urllib.parse import quote, unquote, urlsplit
+from urllib.parse import parse_qsl, quote, unquote, urlsplit
 
 import dj_database_url
 import yaml
@@ -267,11 +267,17 @@ class Settings(BaseModel):
     @cached_property
     def celery_broker_url(self) -> str:
         """CELERY_BROKER_URL, else the Redis of REDIS_URL as kombu spells it: a Unix socket
-        ``unix://`` (redis-py's spelling) is kombu's ``redis+socket://``, on database 0."""
+        ``unix://`` (redis-py's spelling) is kombu's ``redis+socket://``, and its database
+        (redis-py's ``?db=N``) kombu's ``?virtual_host=N``: the broker and the beat's lock
+        live in the database REDIS_URL names, so stacks given different databases of one
+        Redis never share a queue or a leader."""
         if self.CELERY_BROKER_URL:
             return self.CELERY_BROKER_URL
         if self.redis_url.startswith("unix://"):
-            return "redis+socket://" + self.redis_url[len("unix://"):].split("?", 1)[0]
+            location, _, query = self.redis_url[len("unix://"):].partition("?")
+            database = dict(parse_qsl(query)).get("db", "0")
+            return "redis+socket://" + location + (
+                f"?virtual_host={database}" if database not in ("", "0") else "")
         return self.redis_url
 
     @cached_property

@@ -94,10 +94,13 @@ def _is_transactional(request) -> bool:
 
 SPEC_TABLES = ("task_contexts", "context_versions", "active_sessions", "checkpoints",
                "global_context", "context_conflicts", "task_relationships")
+# The models' tables in the spec schema's internal companion: out of the flush's sight too.
+INTERNAL_TABLES = ("global_context_versions", "task_critical_keys", "checkpoint_details",
+                   "project_learnings")
 
 
 def truncate_spec_tables() -> None:
-    """Empty the spec tables before a transactional test.
+    """Empty the spec tables (and the internal ones beside them) around a transactional test.
 
     Django's flush only sees tables on the search_path, so it leaves the MCP_SCHEMA
     tables full between transactional tests. TRUNCATE fires no row triggers, so the
@@ -105,10 +108,13 @@ def truncate_spec_tables() -> None:
     """
     from django.db import connection
 
-    from orchestrator.core.db import qualified
+    from orchestrator.core.db import internal_schema, qualified
 
+    internal = internal_schema(settings.MCP_SCHEMA)
+    tables = [qualified(t) for t in SPEC_TABLES] + [f'"{internal}"."{t}"'
+                                                     for t in INTERNAL_TABLES]
     with connection.cursor() as cursor:
-        cursor.execute("TRUNCATE " + ", ".join(qualified(t) for t in SPEC_TABLES))
+        cursor.execute("TRUNCATE " + ", ".join(tables))
 
 
 def empty_graph() -> None:

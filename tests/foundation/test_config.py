@@ -74,6 +74,9 @@ def test_a_unix_socket_redis_url_is_the_brokers_too():
     s = load_settings({"REDIS_URL": "unix://:pw@/run/redis/redis.sock?db=0"})
     assert s.redis_url == "unix://:pw@/run/redis/redis.sock?db=0"
     assert s.celery_broker_url == "redis+socket://:pw@/run/redis/redis.sock"
+    # Another database of the same Redis: the broker (and the beat's lock) follow it.
+    s = load_settings({"REDIS_URL": "unix://:pw@/run/redis/redis.sock?db=3"})
+    assert s.celery_broker_url == "redis+socket://:pw@/run/redis/redis.sock?virtual_host=3"
 
 
 def test_database_url_keeps_its_connection_options():

@@ -8,6 +8,7 @@ from pathlib import Path
 from orchestrator_hook.lite import (
     DEFAULT_BUDGET_TOKENS,
     DEFAULT_CLAIM_REUSE_SECONDS,
+    DEFAULT_EDIT_CHECK_SECONDS,
     DEFAULT_FLUSH_SECONDS,
     config_fields,
 )
@@ -22,16 +23,17 @@ MAX_CONTEXT_CHARS = 9500
 
 class Config(namedtuple("Config", ["url", "token", "task_id", "budget_tokens",
                                    "flush_seconds", "claim_reuse_seconds", "agent_id",
-                                   "project_id", "all_tools", "ca_file"],
+                                   "project_id", "all_tools", "ca_file", "edit_check_seconds"],
                         defaults=[None, DEFAULT_BUDGET_TOKENS, DEFAULT_FLUSH_SECONDS,
                                   DEFAULT_CLAIM_REUSE_SECONDS, "claude-code", None, False,
-                                  None])):
+                                  None, DEFAULT_EDIT_CHECK_SECONDS])):
     """url: str, token: str, task_id: str | None, budget_tokens: int, flush_seconds: float,
     claim_reuse_seconds: float (lite.DEFAULT_CLAIM_REUSE_SECONDS; 0: check every edit),
     agent_id: str, project_id: str | None (the repository's project, sent with every call;
     None: a setup older than projects, whose calls go to the server's default), all_tools:
     bool (the model was offered every tool, not the agent's /mcp/agent names), ca_file:
-    str | None (a private CA's certificates; None: the system's store). A named
+    str | None (a private CA's certificates; None: the system's store),
+    edit_check_seconds: float (how long the check before an edit waits). A named
     tuple, not a frozen dataclass: ``dataclasses`` imports
     ``inspect``, which costs every hook more than its work."""
 

@@ -18,7 +18,7 @@ the claim (claiming it again, with every warning, if it was released or lapsed).
 It is on the edit path, so it is built like the PostToolUse fast path (``lite``): the
 standard library's ``os``, ``json``, ``time`` and ``socket`` only, one short call, and
 with the service down or slow it allows the edit and says nothing: a connection refused
-costs nothing, a service that does not answer costs at most ``CALL_SECONDS``; after a
+costs nothing, a service that does not answer costs at most ``editCheckSeconds``; after a
 failure the next checks skip the call for a moment (the client's ``down-until`` marker).
 """
 
@@ -28,11 +28,9 @@ import json
 
 from orchestrator_hook import lite
 
-# Connect and whole-call limits: with Python's start-up (20-60 ms on a loaded machine),
-# under the 300 ms an edit may wait for a service that does not answer. The service
-# answers a claim in a few milliseconds (a conflict is recorded after its answer).
-CONNECT_SECONDS = 0.1
-CALL_SECONDS = 0.15
+# The whole call is limited by the client's editCheckSeconds (lite.DEFAULT_EDIT_CHECK_SECONDS,
+# 0.5 s): the service answers a claim in a few milliseconds (a conflict is recorded after
+# its answer), but a server across a network needs its round trips and a TLS handshake.
 SESSION_GONE = frozenset({"E1600", "E1602", "E1603"})
 
 
@@ -58,10 +56,10 @@ def check_edit(payload: dict[str, object]) -> dict[str, object] | None:
     from orchestrator_hook.transport import Client, ServiceUnavailable, ToolRefused
 
     try:
-        client = Client(str(config["url"]), str(config["token"]), CONNECT_SECONDS,
+        limit = float(config["edit_check_seconds"])  # type: ignore[arg-type]
+        client = Client(str(config["url"]), str(config["token"]), limit,
                         project=config["project_id"], ca_file=config.get("ca_file"))
-        answer = client.call("claim_files", {"sessionId": session_id, "paths": paths},
-                             CALL_SECONDS)
+        answer = client.call("claim_files", {"sessionId": session_id, "paths": paths}, limit)
     except ServiceUnavailable as exc:
         # Over the rate limit too: the edit goes ahead unchecked, and the checks stay off
         # the network for the Retry-After the service asked for.

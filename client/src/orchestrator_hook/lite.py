@@ -27,6 +27,12 @@ DEFAULT_FLUSH_SECONDS = 5.0
 # file is told it is ours (and we get a notice with the next flush), and the flush after
 # each edit renews the claim, claiming it again with every warning if it was lost.
 DEFAULT_CLAIM_REUSE_SECONDS = 300.0
+# The check before an edit waits at most this long for the service (connecting included):
+# enough for a server across a network over HTTPS, short enough that a service that
+# accepts and never answers costs one edit half a second (after which the checks skip the
+# network for a moment). A refused connection costs nothing. editCheckSeconds /
+# ORCHESTRATOR_EDIT_CHECK_SECONDS, 0.05 to 5.
+DEFAULT_EDIT_CHECK_SECONDS = 0.5
 # Claude Code's, Codex's (apply_patch) and Gemini CLI's (replace, write_file): the adapters
 # (orchestrator_hook.agents) put an edit's files in tool_input file_path or file_paths.
 EDITING_TOOLS = frozenset({"Edit", "Write", "MultiEdit", "NotebookEdit", "apply_patch",
@@ -257,6 +263,8 @@ def config_fields(project_dir: str | os.PathLike[str]) -> dict[str, object]:
                                 DEFAULT_FLUSH_SECONDS),
         "claim_reuse_seconds": seconds("claimReuseSeconds", "ORCHESTRATOR_CLAIM_REUSE_SECONDS",
                                        DEFAULT_CLAIM_REUSE_SECONDS),
+        "edit_check_seconds": min(5.0, max(0.05, number(
+            "editCheckSeconds", "ORCHESTRATOR_EDIT_CHECK_SECONDS", DEFAULT_EDIT_CHECK_SECONDS))),
         "agent_id": str(data.get("agentId") or "claude-code"),
         "project_id": env.get("ORCHESTRATOR_PROJECT") or data.get("projectId") or None,
         "all_tools": bool(data.get("allTools")),
