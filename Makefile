@@ -1,6 +1,6 @@
 # make run   - install if needed, start embedded servers (unless configured), migrate, serve
 # make test  - install if needed, run the test suite against fresh embedded servers, on
-#              TEST_WORKERS pytest-xdist processes (default 2; TEST_WORKERS=0: one process)
+#              on one process (TEST_WORKERS=N: N pytest-xdist processes, not yet reliable)
 # make lint  - ruff, the import contracts (lint-imports), makemigrations --check and mypy
 # make fuzz  - schemathesis over /api/schema/ against a real server on fresh embedded servers
 #              (at most FUZZ_SECONDS of generation, default 300; FUZZ_ARGS for more options)
@@ -23,7 +23,10 @@ PYTEST_ARGS ?=
 # paid on files that wait for beat, workers and servers (63 s against 80 s). Each worker
 # gets its own test database, Redis database and graph database (tests/parallel.py). --dist loadfile keeps a file's tests on one worker (shared fixtures
 # such as a file's live server start once).
-TEST_WORKERS ?= 2
+# One process by default: a 2-worker run of the whole suite once saw connections to a
+# worker's test database terminated under another's browser tests (cause not yet found),
+# and on two cores it gains only ~15 % (14.6 vs ~17 minutes).
+TEST_WORKERS ?= 0
 BENCH_ARGS ?=
 FUZZ_SECONDS ?= 300
 FUZZ_ARGS ?=
