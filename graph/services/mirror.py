@@ -55,6 +55,15 @@ def handles_statement(pairs: Iterable[tuple[str, str]], via: str) -> tuple[str, 
             {"rows": [{"agent": a, "task": t} for a, t in pairs], "via": via})
 
 
+def delete_matched(match: str, name: str) -> str:
+    """``match``, then DELETE what ``name`` matched, every match read before the first
+    delete. ArcadeDB reads matches lazily while a DELETE runs, and deleting many edges of
+    one vertex that way (one agent HANDLES every task it works on: all hook clients are
+    ``claude-code``) failed with EntityNotFound, so an outbox batch of many tasks never
+    drained and every later drain retried it. Collected first it is the same statement."""
+    return f"{match} WITH collect(DISTINCT {name}) AS doomed UNWIND doomed AS {name} DELETE {name}"
+
+
 def task_statements(task_id: str) -> Statements:
     """Bring one Task node (and its agentType HANDLES edge) in step with task_contexts."""
     task = TaskContext.objects.filter(task_id=task_id).first()
@@ -100,8 +109,8 @@ def session_handles_statements(task_ids: Iterable[str]) -> Statements:
     tasks = sorted(set(task_ids))
     pairs = sorted(set(live_work().filter(task_id__in=tasks, agent_id__isnull=False)
                        .values_list("agent_id", "task_id")))
-    return [("UNWIND $tasks AS id MATCH (:Agent)-[h:HANDLES {via: 'session'}]->"
-             "(:Task {taskId: id}) DELETE h", {"tasks": tasks}),
+    return [(delete_matched("UNWIND $tasks AS id MATCH (:Agent)-[h:HANDLES {via: 'session'}]"
+                            "->(:Task {taskId: id})", "h"), {"tasks": tasks}),
             handles_statement(pairs, "session")]
 
 

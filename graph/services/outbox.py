@@ -92,8 +92,9 @@ def _task_statements(task_ids: list[str]) -> Statements:
             ("UNWIND $rows AS p MERGE (t:Task {taskId: p.taskId}) SET t.name = p.name, "
              "t.status = p.status, t.phase = p.phase, t.priority = p.priority, "
              "t.score = p.score", {"rows": [mirror.task_props(t) for t in tasks.values()]}),
-            ("UNWIND $ids AS id MATCH (:Agent)-[h:HANDLES {via: 'agentType'}]->"
-             "(:Task {taskId: id}) DELETE h", {"ids": sorted(tasks)}),
+            (mirror.delete_matched("UNWIND $ids AS id MATCH (:Agent)-[h:HANDLES "
+                                   "{via: 'agentType'}]->(:Task {taskId: id})", "h"),
+             {"ids": sorted(tasks)}),
             mirror.handles_statement(sorted((t.agent_type, t.task_id) for t in tasks.values()
                                             if t.agent_type), "agentType"),
         ]
@@ -137,8 +138,9 @@ def _work_statements(pairs: list[tuple[str, str]]) -> Statements:
              "SET w.startedAt = r.started", {"rows": present}))
     if gone:
         statements.append(
-            ("UNWIND $rows AS r MATCH (:Session {sessionId: r.id})-[w:WORKS_ON]->"
-             "(:Task {taskId: r.task}) DELETE w", {"rows": gone}))
+            (mirror.delete_matched("UNWIND $rows AS r MATCH (:Session {sessionId: r.id})"
+                                   "-[w:WORKS_ON]->(:Task {taskId: r.task})", "w"),
+             {"rows": gone}))
     return statements + mirror.session_handles_statements({t for _, t in pairs})
 
 

@@ -72,8 +72,9 @@ def _sync_handles(via: str, wanted: set[tuple[str, str]]) -> dict[str, int]:
     missing = sorted(wanted - present)
     extra = [{"agent": a, "task": t} for a, t in sorted(present - wanted)]
     _write([[mirror.handles_statement(pairs, via)] for pairs in chunks(missing)])
-    _write([[("UNWIND $rows AS r MATCH (:Agent {agentId: r.agent})-[h:HANDLES {via: $via}]"
-              "->(:Task {taskId: r.task}) DELETE h", {"rows": rows, "via": via})]
+    _write([[(mirror.delete_matched("UNWIND $rows AS r MATCH (:Agent {agentId: r.agent})"
+                                    "-[h:HANDLES {via: $via}]->(:Task {taskId: r.task})", "h"),
+              {"rows": rows, "via": via})]
             for rows in chunks(extra)])
     return {"created": len(missing), "deleted": len(extra)}
 
@@ -108,7 +109,8 @@ def _sync_edges(task_ids: set[str]) -> dict[str, int]:
                   "r.strength = e.strength", {"rows": rows})] for rows in chunks(missing)])
         _write([[(f"{match}MATCH (a)-[r:{label}]->(b) SET r.reason = e.reason, "
                   "r.strength = e.strength", {"rows": rows})] for rows in chunks(stale)])
-        _write([[(f"{match}MATCH (a)-[r:{label}]->(b) DELETE r", {"rows": rows})]
+        _write([[(mirror.delete_matched(f"{match}MATCH (a)-[r:{label}]->(b)", "r"),
+                  {"rows": rows})]
                 for rows in chunks(extra)])
         counts["created"] += len(missing)
         counts["updated"] += len(stale)
@@ -143,8 +145,9 @@ def _sync_sessions(task_ids: set[str]) -> dict[str, int]:
     _write([[("UNWIND $rows AS r MATCH (s:Session {sessionId: r.id}) "
               "MATCH (t:Task {taskId: r.task}) MERGE (s)-[w:WORKS_ON]->(t) "
               "SET w.startedAt = r.started", {"rows": rows})] for rows in chunks(fix)])
-    _write([[("UNWIND $rows AS r MATCH (:Session {sessionId: r.id})-[w:WORKS_ON]->"
-              "(:Task {taskId: r.task}) DELETE w", {"rows": rows})] for rows in chunks(extra)])
+    _write([[(mirror.delete_matched("UNWIND $rows AS r MATCH (:Session {sessionId: r.id})"
+                                    "-[w:WORKS_ON]->(:Task {taskId: r.task})", "w"),
+              {"rows": rows})] for rows in chunks(extra)])
 
     handles = _sync_handles("session", {(agent, tid) for _, tid, agent, _ in work if agent})
     # Work records of removed sessions are no one's truth any more.

@@ -191,3 +191,19 @@ def test_a_save_or_switch_never_waits_for_a_hung_graph_server(tools, graph_serve
     assert backend.cypher("MATCH (:Session {sessionId: 'hs'})-[:WORKS_ON]->(t:Task) "
                           "RETURN t.taskId ORDER BY t.taskId") == [["h1"], ["h2"]]
     assert_graph_equals_postgres()
+
+
+def test_a_drain_unlinks_an_agent_from_many_tasks_in_one_batch(graph_server, settings):
+    """One agent HANDLES many tasks (every hook client is ``claude-code``): a batch that
+    redoes the session HANDLES edges of all of them deletes them in one statement. ArcadeDB
+    failed that statement (EntityNotFound) when the edges it deleted were read lazily
+    while deleting, so the queue stuck at that batch and every drain retried it."""
+    from graph.services.mirror import session_handles_statements
+
+    settings.NEO4J_READ_TIMEOUT_SECONDS = 30  # a slow machine is not what this checks
+    task_ids = [f"many-{i:03d}" for i in range(200)]
+    backend.write([("UNWIND $ids AS id MERGE (a:Agent {agentId: 'claude-code'}) "
+                    "MERGE (t:Task {taskId: id}) MERGE (a)-[:HANDLES {via: 'session'}]->(t)",
+                    {"ids": task_ids})])
+    backend.write(session_handles_statements(task_ids))  # no live work: every edge goes
+    assert backend.cypher("MATCH (:Agent)-[h:HANDLES]->(:Task) RETURN count(h)") == [[0]]
