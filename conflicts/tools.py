@@ -306,3 +306,24 @@ register(Tool(
     handler=_release_session_locks,
     internal=True,
 ))
+
+
+# -- what a project-limited token may name (orchestrator.core.tools.access) ----------------
+# Conflicts live in a project; these tools' arguments also name tasks.
+def _register_project_entities() -> None:
+    import re
+
+    from orchestrator.core.db import qualified
+    from orchestrator.core.errors import conflict_not_found, task_not_found
+    from orchestrator.core.tools.access import register_argument, register_entity
+
+    # Conflict ids are UUIDs: any other id names no conflict, and is not looked up.
+    register_entity("conflict", f"SELECT id::text, project_id FROM "
+                    f"{qualified('context_conflicts')} WHERE id = ANY(%s::uuid[])",
+                    id_pattern=re.compile(r"^[0-9a-fA-F-]{32,36}$"))
+    for name in ("taskIds", "taskAId", "taskBId"):
+        register_argument(name, "task", task_not_found)
+    register_argument("conflictId", "conflict", conflict_not_found)
+
+
+_register_project_entities()

@@ -636,3 +636,28 @@ register(Tool(
         args["checkpointIds"], args.get("archived", True)),
     internal=True,
 ))
+
+
+# -- what a project-limited token may name (orchestrator.core.tools.access) ----------------
+# Tasks and checkpoints live in a project; these tools' arguments name them, and a call
+# naming one of another project gets the answer these tools give for a missing one.
+def _register_project_entities() -> None:
+    from orchestrator.core.db import qualified
+    from orchestrator.core.errors import checkpoint_not_found, task_not_found
+    from orchestrator.core.tools.access import register_argument, register_entity
+
+    register_entity("task", f"SELECT task_id, project_id FROM {qualified('task_contexts')} "
+                    "WHERE task_id = ANY(%s)")
+    register_entity("checkpoint", f"SELECT checkpoint_id, project_id FROM "
+                    f"{qualified('checkpoints')} WHERE checkpoint_id = ANY(%s)")
+    for name in ("taskId", "taskIds", "includeTasks"):
+        register_argument(name, "task", task_not_found)
+    # switch_task's own codes, the id under the field it came in.
+    register_argument("fromTaskId", "task",
+                      lambda item: task_not_found(item, code="E1660", field="fromTaskId"))
+    register_argument("toTaskId", "task",
+                      lambda item: task_not_found(item, code="E1661", field="toTaskId"))
+    register_argument("target.checkpointId", "checkpoint", checkpoint_not_found)
+
+
+_register_project_entities()

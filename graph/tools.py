@@ -199,3 +199,15 @@ register(Tool(
     handler=lambda args, ctx: drain_outbox(),
     internal=True,
 ))
+
+
+# -- what a project-limited token may name (orchestrator.core.tools.access) ----------------
+def _register_project_entities() -> None:
+    from orchestrator.core.errors import task_not_found
+    from orchestrator.core.tools.access import register_argument
+
+    for name in ("sourceTaskId", "targetTaskId"):
+        register_argument(name, "task", task_not_found)
+
+
+_register_project_entities()

@@ -761,3 +761,27 @@ register(Tool(
     handler=_mark_crashed,
     internal=True,
 ))
+
+
+# -- what a project-limited token may name (orchestrator.core.tools.access) ----------------
+# Sessions live in a project (and are owned by the token that started them).
+def _register_project_entities() -> None:
+    from orchestrator.core.db import qualified
+    from orchestrator.core.errors import session_not_found
+    from orchestrator.core.tools.access import (
+        SESSION_KIND,
+        register_argument,
+        register_entity,
+        register_list_argument,
+    )
+
+    register_entity(SESSION_KIND, f"SELECT session_id, project_id FROM "
+                    f"{qualified('active_sessions')} WHERE session_id = ANY(%s)")
+    register_argument("sessionId", SESSION_KIND, session_not_found)
+    register_argument("markRecovered", SESSION_KIND,
+                      lambda item: session_not_found(item, code="E1631"))
+    # Sessions a sweep marks crashed now: only where they exist, are live and the caller's.
+    register_list_argument("crashedSessionIds", SESSION_KIND, own_sessions=True)
+
+
+_register_project_entities()

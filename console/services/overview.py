@@ -227,7 +227,7 @@ def job_status(now: datetime) -> list[dict[str, Any]]:
     periods = jobruns.job_periods()
     runs = jobruns.latest_runs()
     jobs = []
-    for name in jobruns.KNOWN_JOBS:
+    for name in jobruns.known_jobs():
         run, period = runs.get(name), periods.get(name)
         entry: dict[str, Any] = {"name": name, "periodSeconds": period, "state": "never run",
                                  "stale": False, "outcome": None, "summary": "",
@@ -238,7 +238,7 @@ def job_status(now: datetime) -> list[dict[str, Any]]:
                          outcome=run["outcome"], summary=run["summary"], ageSeconds=int(age),
                          state=run["outcome"],
                          stale=period is not None and age > STALE_PERIODS * period)
-        elif period is None and jobruns.KNOWN_JOBS[name] is not None:
+        elif period is None:
             entry["state"] = "disabled"
         jobs.append(entry)
     return jobs
