@@ -46,9 +46,9 @@ from conflicts.services.detection import Scope, detect_file_conflicts
 from conflicts.services.store import OPEN_STATUSES, STORE_LOCK_KEY, store_candidates
 from contexts.services.edit_policy import POLICY_KEY, EditPolicy, policy_from
 from contexts.services.key_files import append_key_files
-from orchestrator.backends import prepared
-from orchestrator.backends.coalesce import CoalescingWriter
-from orchestrator.core.db import (
+from foundation.backends import prepared
+from foundation.backends.coalesce import CoalescingWriter
+from foundation.core.db import (
     ASYNC_COMMIT,
     RETRIED_SQLSTATES,
     SYNC_COMMIT,
@@ -58,9 +58,9 @@ from orchestrator.core.db import (
     retried_statement,
     retried_transaction,
 )
-from orchestrator.core.errors import OrchestratorError, session_not_found, task_not_found
-from orchestrator.core.stamps import iso, now_iso
-from orchestrator.observability import metrics
+from foundation.core.errors import OrchestratorError, session_not_found, task_not_found
+from foundation.core.stamps import iso, now_iso
+from foundation.observability import metrics
 from sessions.models import SessionDetail
 from sessions.services.common import LIVE_STATUSES, refuse_for_status
 from sessions.services.events import append_event

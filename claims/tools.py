@@ -8,8 +8,8 @@ from __future__ import annotations
 from typing import Any
 
 from claims import services
-from orchestrator.core.tools import Tool, ToolContext, register
-from orchestrator.core.tools.schema import (
+from foundation.core.tools import Tool, ToolContext, register
+from foundation.core.tools.schema import (
     TIMESTAMP,
     array,
     boolean,

@@ -7,7 +7,7 @@ class ConflictsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from orchestrator.core.jobruns import register_job
+        from foundation.core.jobruns import register_job
 
         register_job("conflict detection", "conflicts.detect_conflicts",
                      metric="detect_conflicts", heavy=True)

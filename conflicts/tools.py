@@ -7,13 +7,11 @@ from typing import Any
 
 from conflicts.services import detection, reporting, resolution
 from contexts.services.tasks import require_task
-from locks import services as locks
-from locks.services import LOCK_RULE
-from orchestrator.backends import redis_store
-from orchestrator.core.errors import OrchestratorError
-from orchestrator.core.stamps import now_iso
-from orchestrator.core.tools import Tool, ToolContext, register
-from orchestrator.core.tools.schema import (
+from foundation.backends import redis_store
+from foundation.core.errors import OrchestratorError
+from foundation.core.stamps import now_iso
+from foundation.core.tools import Tool, ToolContext, register
+from foundation.core.tools.schema import (
     CONFLICT_TYPES,
     RESOLUTION_STATUSES,
     SEVERITIES,
@@ -28,6 +26,8 @@ from orchestrator.core.tools.schema import (
     safe_id,
     string,
 )
+from locks import services as locks
+from locks.services import LOCK_RULE
 
 TASK_LOCK = obj({"taskId": string(), "sessionId": string(), "lockedAt": TIMESTAMP,
                  "expiresAt": TIMESTAMP}, ["taskId", "sessionId", "lockedAt", "expiresAt"],
@@ -308,14 +308,14 @@ register(Tool(
 ))
 
 
-# -- what a project-limited token may name (orchestrator.core.tools.access) ----------------
+# -- what a project-limited token may name (foundation.core.tools.access) ----------------
 # Conflicts live in a project; these tools' arguments also name tasks.
 def _register_project_entities() -> None:
     import re
 
-    from orchestrator.core.db import qualified
-    from orchestrator.core.errors import conflict_not_found, task_not_found
-    from orchestrator.core.tools.access import register_argument, register_entity
+    from foundation.core.db import qualified
+    from foundation.core.errors import conflict_not_found, task_not_found
+    from foundation.core.tools.access import register_argument, register_entity
 
     # Conflict ids are UUIDs: any other id names no conflict, and is not looked up.
     register_entity("conflict", f"SELECT id::text, project_id FROM "

@@ -7,7 +7,7 @@ class ContextsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from orchestrator.core.jobruns import register_job
+        from foundation.core.jobruns import register_job
 
         # The periodic jobs of contexts/tasks.py, as the console lists them.
         register_job("hot sync", "contexts.sync_hot_context", metric="sync_hot_context",

@@ -23,9 +23,8 @@ from contexts.services import (
     tasks,
     unified,
 )
-from locks.services import LOCK_RULE
-from orchestrator.core.tools import Tool, ToolContext, register
-from orchestrator.core.tools.schema import (
+from foundation.core.tools import Tool, ToolContext, register
+from foundation.core.tools.schema import (
     CHECKPOINT_SCOPES,
     CHECKPOINT_TYPES,
     IMMEDIATE_CONTEXT,
@@ -42,6 +41,7 @@ from orchestrator.core.tools.schema import (
     string,
     string_list,
 )
+from locks.services import LOCK_RULE
 
 SAVED_TO = obj({"database": boolean(), "redis": boolean(), "file": boolean()},
                ["database", "redis", "file"])
@@ -638,13 +638,13 @@ register(Tool(
 ))
 
 
-# -- what a project-limited token may name (orchestrator.core.tools.access) ----------------
+# -- what a project-limited token may name (foundation.core.tools.access) ----------------
 # Tasks and checkpoints live in a project; these tools' arguments name them, and a call
 # naming one of another project gets the answer these tools give for a missing one.
 def _register_project_entities() -> None:
-    from orchestrator.core.db import qualified
-    from orchestrator.core.errors import checkpoint_not_found, task_not_found
-    from orchestrator.core.tools.access import register_argument, register_entity
+    from foundation.core.db import qualified
+    from foundation.core.errors import checkpoint_not_found, task_not_found
+    from foundation.core.tools.access import register_argument, register_entity
 
     register_entity("task", f"SELECT task_id, project_id FROM {qualified('task_contexts')} "
                     "WHERE task_id = ANY(%s)")

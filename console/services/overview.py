@@ -23,10 +23,10 @@ from conflicts.models import ContextConflict
 from console.services.states import session_state
 from contexts.models import TaskContext
 from contexts.services import storage
-from orchestrator.backends import redis_store
-from orchestrator.core import jobruns
-from orchestrator.core.db import qualified
-from orchestrator.core.stamps import iso
+from foundation.backends import redis_store
+from foundation.core import jobruns
+from foundation.core.db import qualified
+from foundation.core.stamps import iso
 from sessions.models import ActiveSession, SessionDetail, SessionEvent, ToolInvocation
 from sessions.services.work import orphaned_tasks as orphaned_task_rows
 

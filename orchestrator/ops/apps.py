@@ -10,8 +10,8 @@ class OpsConfig(AppConfig):
     verbose_name = "Operations"
 
     def ready(self) -> None:
+        from foundation.core.jobruns import register_job, register_schedule
         from orchestrator.celery import periodic_jobs
-        from orchestrator.core.jobruns import register_job, register_schedule
 
         # The console reads each job's period from beat's schedule, which lives here above.
         register_schedule(periodic_jobs)

@@ -77,7 +77,7 @@ class LeaderScheduler(RedBeatScheduler):
         was sent, so the phases hold to within beat's lateness; they only take turns
         (``jobruns.one_heavy_job_at_a_time``) should they ever meet again.
         """
-        from orchestrator.core.jobruns import known_jobs  # Django set up by now
+        from foundation.core.jobruns import known_jobs  # Django set up by now
 
         heavy_tasks = {job.task for job in known_jobs().values() if job.heavy}
         names = sorted(name for name, job in self.app.conf.beat_schedule.items()

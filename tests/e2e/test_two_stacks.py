@@ -33,13 +33,13 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.multiprocess import MultiProcessCollector
 
 from contexts.models import TaskContext
+from foundation.core.db import qualified
+from foundation.core.jobruns import known_jobs
+from foundation.core.models import JobRun
 from graph import backend
 from graph.models import GraphOutboxEntry
 from graph.services.outbox import drain_outbox
 from orchestrator.celery import app as celery_app
-from orchestrator.core.db import qualified
-from orchestrator.core.jobruns import known_jobs
-from orchestrator.core.models import JobRun
 from sessions.models import ActiveSession
 from tests import processes
 from tests.conftest import free_port

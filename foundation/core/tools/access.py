@@ -1,7 +1,7 @@
 """Who may call what: token scopes, projects and session ownership (a session is written
 only by the token that started it).
 
-A token has a scope (``orchestrator.core.models.TokenScope``): ``read`` calls only tools the
+A token has a scope (``foundation.core.models.TokenScope``): ``read`` calls only tools the
 registry marks read-only (E1608 otherwise); ``write`` calls every tool but writes only
 the sessions it started itself (E1604 for another token's session, a session a save or
 checkpoint names as its author included; another token's session in a list such as
@@ -26,10 +26,10 @@ from typing import Any
 
 from django.db import connection
 
-from orchestrator.core.errors import OrchestratorError, task_not_found
-from orchestrator.core.models import SessionOwner, TokenScope
-from orchestrator.core.projects import CLIENT_PROJECT_HEADER, check_project_id
-from orchestrator.core.tools.definition import Tool, ToolContext
+from foundation.core.errors import OrchestratorError, task_not_found
+from foundation.core.models import SessionOwner, TokenScope
+from foundation.core.projects import CLIENT_PROJECT_HEADER, check_project_id
+from foundation.core.tools.definition import Tool, ToolContext
 
 # Owners seen recently, so that the check does not cost a query on every heartbeat. An
 # owner only changes when a session id is deleted (retention) and started again, so a

@@ -21,10 +21,10 @@ from typing import Any
 from django.db import connection
 from django.utils import timezone
 
-from orchestrator.core.errors import OrchestratorError
-from orchestrator.core.models import JobRun
-from orchestrator.core.tools import ToolContext, call_tool
-from orchestrator.observability import metrics
+from foundation.core.errors import OrchestratorError
+from foundation.core.models import JobRun
+from foundation.core.tools import ToolContext, call_tool
+from foundation.observability import metrics
 
 logger = logging.getLogger("orchestrator.jobs")
 
