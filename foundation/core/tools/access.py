@@ -4,12 +4,14 @@ only by the token that started it).
 A token has a scope (``foundation.core.models.TokenScope``): ``read`` calls only tools the
 registry marks read-only (E1608 otherwise); ``write`` calls every tool but writes only
 the sessions it started itself (E1604 for another token's session, a session a save or
-checkpoint names as its author included; another token's session in a list such as
-``crashedSessionIds`` is dropped); ``admin`` writes every session. A tool declares which
-session a call writes with ``Tool.writes_session`` (by default its ``sessionId``).
-A token made with ``--project`` reaches only its projects, whatever its scope: a task,
-session, conflict or checkpoint of another project answers as if it did not exist, a
-call naming another project (``projectId``) is E1608 (``check_projects``).
+checkpoint names as its author included; another token's session in a list an app
+registers with ``register_list_argument(..., own_sessions=True)`` is dropped); ``admin``
+writes every session. A tool declares which session a call writes with
+``Tool.writes_session`` (by default its ``sessionId``).
+A token made with ``--project`` reaches only its projects, whatever its scope: anything of
+another project that an app registered (``register_entity``, and the arguments naming it
+with ``register_argument``) answers as if it did not exist, a call naming another project
+(``projectId``) is E1608 (``check_projects``).
 
 In-process callers (admin actions, management commands, Celery tasks) are not tokens:
 their ``ToolContext.scope`` is None and nothing here restricts them.
