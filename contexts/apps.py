@@ -15,3 +15,10 @@ class ContextsConfig(AppConfig):
         register_job("checkpoint check", "contexts.check_checkpoints")
         register_job("pending-save replay", "contexts.replay_pending_saves",
                      metric="replay_pending_saves")
+        from contexts.services.tasks import refuse_unknown_task_lock
+        from locks.signals import lock_asked_for
+
+        # Locks sits below contexts and knows no tasks: a client's lock on a task that
+        # does not exist is refused here (E1610), before the lock rule is asked.
+        lock_asked_for.connect(refuse_unknown_task_lock,
+                               dispatch_uid="contexts.refuse_unknown_task_lock")
