@@ -38,6 +38,16 @@ from sessions.models import ActiveSession
 logger = logging.getLogger("orchestrator.graph")
 
 BATCH_SIZE = 500
+# Rows per Bolt transaction while the graph server is slow. A batch it did not answer
+# within NEO4J_READ_TIMEOUT_SECONDS is given up by us but still worked on by the server,
+# and the queue only grows meanwhile: at 500 agents on a loaded two-core machine every
+# drain of a 500-row batch timed out for minutes (the mirror never caught up, the graph
+# server spent 15 % of a core on batches no one waited for). So a failed drain halves the
+# batch, down to MIN_BATCH_SIZE, and each batch written doubles it again, up to BATCH_SIZE
+# (a failure of another kind costs a few smaller batches, and a batch the graph server
+# refuses is split until what it refuses is found).
+MIN_BATCH_SIZE = 25
+batch_size = BATCH_SIZE
 # The advisory lock key of the drainers (and of sync_graph): any fixed 64-bit number.
 LOCK_KEY = 0x6772617068_6f7574  # "graph" "out"
 OUTBOX_TABLE = connection.ops.quote_name(GraphOutboxEntry._meta.db_table)
@@ -173,8 +183,8 @@ def statements_for(entries: list[tuple[str, str, str | None]]) -> Statements:
     return statements
 
 
-def _drain_batch() -> int:
-    """Apply up to BATCH_SIZE rows; the number applied (raises if the graph write fails)."""
+def _drain_batch(limit: int) -> int:
+    """Apply up to ``limit`` rows; the number applied (raises if the graph write fails)."""
     with connection.cursor() as cursor:
         # Every web process drains after its own commits, so most drains find that another
         # process took their rows already (bench.agents, 1,000 agents: 1,326 of 1,899).
@@ -189,7 +199,7 @@ def _drain_batch() -> int:
             # one waits and then finds what the first left (or rows queued since).
             cursor.execute("SELECT pg_advisory_xact_lock(%s)", [LOCK_KEY])
             cursor.execute(f"SELECT id, kind, entity_id, task_id FROM {OUTBOX_TABLE} "
-                           "ORDER BY id LIMIT %s", [BATCH_SIZE])
+                           "ORDER BY id LIMIT %s", [limit])
             rows = cursor.fetchall()
         if not rows:
             return 0
@@ -216,15 +226,20 @@ def drain_outbox() -> dict[str, Any]:
         return {"success": False, "graph": "failed", "applied": 0,
                 "pending": pending_count(), "error": "circuit open after a recent failure",
                 "drainedAt": now_iso()}
+    global batch_size
     applied = 0
     try:
         while True:
-            done = _drain_batch()  # committed: these rows are out of the queue
+            limit = batch_size
+            done = _drain_batch(limit)  # committed: these rows are out of the queue
             applied += done
             metrics.graph_outbox_applied_total.labels("drain").inc(done)
-            if done < BATCH_SIZE:
+            if done:
+                batch_size = min(BATCH_SIZE, limit * 2)
+            if done < limit:
                 break
     except Exception as exc:
+        batch_size = max(MIN_BATCH_SIZE, batch_size // 2)
         reason = failure_reason(exc)
         logger.warning("graph outbox not drained (kept for the next drain): %s", exc)
         return {"success": False, "graph": "failed", "applied": applied,

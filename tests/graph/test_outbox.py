@@ -207,3 +207,32 @@ def test_a_drain_unlinks_an_agent_from_many_tasks_in_one_batch(graph_server, set
                     {"ids": task_ids})])
     backend.write(session_handles_statements(task_ids))  # no live work: every edge goes
     assert backend.cypher("MATCH (:Agent)-[h:HANDLES]->(:Task) RETURN count(h)") == [[0]]
+
+
+def test_a_drain_the_graph_server_did_not_answer_in_time_is_retried_in_smaller_batches(
+        tools, graph_server, settings, monkeypatch):
+    """A drain that failed (here: a graph server that never answers) halves the next
+    batch, so a slow server catches up in batches it can answer in time; each batch
+    written doubles it again."""
+    from graph.services import outbox
+
+    monkeypatch.setattr(outbox, "batch_size", outbox.BATCH_SIZE)
+    live_url = settings.NEOMODEL_DATABASE_URL
+    settings.NEO4J_READ_TIMEOUT_SECONDS = 0.5
+    with blackhole() as port:
+        settings.NEOMODEL_DATABASE_URL = f"bolt://neo4j:x@127.0.0.1:{port}"
+        backend.reset()
+        for i in range(6):
+            tools.ok("create_task", {"taskId": f"slow-{i}", "name": f"Slow {i}"})
+        report = drain_outbox()
+    assert not report["success"] and report["applied"] == 0
+    assert outbox.batch_size == outbox.BATCH_SIZE // 2
+    monkeypatch.setattr(outbox, "batch_size", 2)  # as after several timeouts
+    settings.NEO4J_READ_TIMEOUT_SECONDS = 30
+    settings.NEOMODEL_DATABASE_URL = live_url
+    backend.reset()
+    report = drain_outbox()
+    assert report["success"] and report["applied"] == 6, report
+    assert outbox.batch_size == 8  # 2 -> 4 -> 8: batches of 2 and 4 written
+    assert not GraphOutboxEntry.objects.exists()
+    assert_graph_equals_postgres()
