@@ -82,30 +82,37 @@ def hold(go: Path, marker: str) -> str:
 class ConflictWatch:
     """When the agent's first model request after its edit arrives (the stand-in's
     thread, before it answers), poll for the file_conflicts of ``pairs`` with a deadline
-    of one flush interval since the stand-in handed the edit out."""
+    of one flush interval since the stand-in handed the edit out; ``stored_after``: how
+    long after that moment each was stored (its detected_at, the same machine's clock),
+    however late the request came."""
 
     def __init__(self, *pairs: tuple[str, str]) -> None:
         self.pairs = {frozenset(p) for p in pairs}
         self.edit_sent: float | None = None
-        self.found_after: float | None = None
+        self.edit_sent_at: float | None = None  # wall clock, to compare with detected_at
+        self.found = False
+        self.stored_after: dict[frozenset, float] = {}
         self.detected_by: dict[frozenset, str] = {}
         self.checked = threading.Event()
 
     def edit_handed_out(self) -> None:
-        self.edit_sent = time.monotonic()
+        self.edit_sent, self.edit_sent_at = time.monotonic(), time.time()
 
-    def stored(self) -> dict[frozenset, str]:
-        return {frozenset((c.task_a_id, c.task_b_id)): c.detected_by
-                for c in ContextConflict.objects.filter(conflict_type="file_conflict")}
+    def stored(self) -> list[ContextConflict]:
+        return list(ContextConflict.objects.filter(conflict_type="file_conflict"))
 
     def after_edit(self) -> None:
         try:
-            assert self.edit_sent is not None
+            assert self.edit_sent is not None and self.edit_sent_at is not None
             deadline = self.edit_sent + ONE_FLUSH
-            if wait_for(lambda: self.pairs <= set(self.stored()),
-                        timeout=max(0.0, deadline - time.monotonic()), interval=0.05):
-                self.found_after = time.monotonic() - self.edit_sent
-            self.detected_by = self.stored()
+            self.found = wait_for(
+                lambda: self.pairs <= {frozenset((c.task_a_id, c.task_b_id))
+                                       for c in self.stored()},
+                timeout=max(0.0, deadline - time.monotonic()), interval=0.05)
+            for conflict in self.stored():
+                pair = frozenset((conflict.task_a_id, conflict.task_b_id))
+                self.detected_by[pair] = conflict.detected_by
+                self.stored_after[pair] = conflict.detected_at.timestamp() - self.edit_sent_at
         finally:
             connection.close()  # this thread's own (the stand-in's request thread)
             self.checked.set()
@@ -235,17 +242,22 @@ def test_claude_code_then_codex_then_gemini_on_one_file(
                                                                    "'hello from gamma'")
         # Each file_conflict was stored within one flush interval of the edit, by the
         # claim of the check (no activity of beta or gamma was flushed by then).
-        assert codex_watch.found_after is not None, codex_watch.detected_by
-        assert codex_watch.detected_by[frozenset(("alpha", "beta"))] == f"claims:{beta_session}"
-        assert gemini_watch.found_after is not None, gemini_watch.detected_by
-        for pair in (("alpha", "gamma"), ("beta", "gamma")):
-            assert gemini_watch.detected_by[frozenset(pair)] == f"claims:{gamma_session}"
+        alpha_beta = frozenset(("alpha", "beta"))
+        assert codex_watch.found, codex_watch.detected_by
+        assert codex_watch.detected_by[alpha_beta] == f"claims:{beta_session}"
+        assert 0 < codex_watch.stored_after[alpha_beta] <= ONE_FLUSH, codex_watch.stored_after
+        assert gemini_watch.found, gemini_watch.detected_by
+        for pair in (frozenset(("alpha", "gamma")), frozenset(("beta", "gamma"))):
+            assert gemini_watch.detected_by[pair] == f"claims:{gamma_session}"
+            assert 0 < gemini_watch.stored_after[pair] <= ONE_FLUSH, gemini_watch.stored_after
         # Claude Code, first, heard of Codex's edit in its next request (a notice).
         after_hold = claude_model.scripted_requests[2].text()
         assert "another agent began editing `shared.py`" in after_hold, after_hold[-3000:]
-        print(f"\nfile_conflict stored {codex_watch.found_after:.2f} s after Codex's edit "
-              f"was handed out, {gemini_watch.found_after:.2f} s after Gemini's "
-              f"(one flush: {ONE_FLUSH:.0f} s)")
+        print(f"\nfile_conflict stored {codex_watch.stored_after[alpha_beta]:.2f} s after "
+              f"Codex's edit was handed out; "
+              + ", ".join(f"{'/'.join(sorted(p))} {t:.2f} s"
+                          for p, t in gemini_watch.stored_after.items() if "gamma" in p)
+              + f" after Gemini's (one flush: {ONE_FLUSH:.0f} s)")
     else:
         # Both refuse the edit: the file is unchanged and the model reads the reason.
         assert REFUSED in after_codex_edit and claude_alpha in after_codex_edit
