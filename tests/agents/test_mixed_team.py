@@ -37,8 +37,8 @@ from tests.agents.runner import finish as finish_agent
 from tests.agents.setup_helpers import agent_setup, mapped_sessions
 from tests.claude_code.conftest import GIT, clone_project, make_project
 from tests.claude_code.model_standin import ModelStandIn
+from tests.claude_code.model_standin import Step as ClaudeStep
 from tests.claude_code.model_standin import call as claude_call
-from tests.claude_code.model_standin import say as claude_say
 from tests.claude_code.orchestrated import register_project
 from tests.claude_code.runner import finish
 from tests.claude_code.test_claude_code_e2e import create_task, processes_running
@@ -61,6 +61,9 @@ ONE_FLUSH = lite.DEFAULT_FLUSH_SECONDS
 # The second and third agents never flush their activity during the run: a conflict
 # stored while they work comes from the check before their edit.
 NO_TIME_FLUSH = {"ORCHESTRATOR_FLUSH_SECONDS": "600"}
+# How long the first two agents may be held live at most (a loaded machine runs Gemini
+# slowly): their build commands, then their model's last answer, wait for the release.
+HOLD_SECONDS = 240
 
 
 def team_repository(tmp_path: Path) -> tuple[Path, Path, Path]:
@@ -75,8 +78,8 @@ def team_repository(tmp_path: Path) -> tuple[Path, Path, Path]:
 def hold(go: Path, marker: str) -> str:
     """A shell command that runs until ``go`` exists; ``marker`` an argument, so the
     process's command line names it whether or not the shell execs it."""
-    return (f"python3 -c 'import os, sys, time; [time.sleep(0.1) for _ in range(600) "
-            f"if not os.path.exists(\"{go}\")]' {marker}")
+    return (f"python3 -c 'import os, sys, time; [time.sleep(0.1) for _ in "
+            f"range({HOLD_SECONDS * 10}) if not os.path.exists(\"{go}\")]' {marker}")
 
 
 class ConflictWatch:
@@ -119,16 +122,18 @@ class ConflictWatch:
 
 
 @contextlib.contextmanager
-def claude_code_holding_shared_py(claude, project: Path, tmp_path: Path):
+def claude_code_holding_shared_py(claude, project: Path, tmp_path: Path,
+                                  released: threading.Event):
     """Claude Code on ``project`` (task alpha) edits shared.py, then runs a Bash command
-    that lasts until released: yields (model, process, session id, release) once the
-    edit's claim is stored and the command runs."""
+    that lasts until released (and should Claude Code's own Bash timeout end it first,
+    its model's answer waits for ``released``): yields (model, process, session id,
+    release) once the edit's claim is stored and the command runs."""
     go, marker = tmp_path / "go-alpha", f"MARKER-HOLD-{uuid.uuid4().hex[:12]}"
     steps = [claude_call("Edit", file_path=str(project / "shared.py"),
                          old_string="'hello'", new_string="'hello from alpha'"),
-             claude_call("Bash", command=hold_command(go, marker, seconds=240),
+             claude_call("Bash", command=hold_command(go, marker, seconds=HOLD_SECONDS),
                          description="long build"),
-             claude_say("alpha done.")]
+             ClaudeStep(text="alpha done.", before=lambda: released.wait(HOLD_SECONDS))]
     with ModelStandIn(steps) as model:
         started = time.monotonic()
         process = claude.start(project, "edit shared.py, then build", model.url,
@@ -142,6 +147,7 @@ def claude_code_holding_shared_py(claude, project: Path, tmp_path: Path):
                                             released_at__isnull=True).exists()
             yield model, process, session_id, go.touch
         finally:
+            released.set()
             go.touch()
             if process.poll() is None:
                 with contextlib.suppress(AssertionError):
@@ -171,6 +177,9 @@ def test_claude_code_then_codex_then_gemini_on_one_file(
     set_policy(orchestrator, api_token_live, register_project(orchestrator, api_token_live, alpha),
                policy)
 
+    # Set once Gemini's run is over: the first two agents' last answers wait for it, so
+    # they are live whatever the shell tools' own time limits.
+    released = threading.Event()
     codex_watch = ConflictWatch(("alpha", "beta"))
     gemini_watch = ConflictWatch(("alpha", "gamma"), ("beta", "gamma"))
     go, marker = tmp_path / "go-beta", f"MARKER-HOLD-{uuid.uuid4().hex[:12]}"
@@ -179,12 +188,12 @@ def test_claude_code_then_codex_then_gemini_on_one_file(
     codex_steps = [codex_edit,
                    call("exec_command", {"cmd": hold(go, marker), "yield_time_ms": 120000},
                         before=codex_watch.after_edit),
-                   AgentStep(text="beta done.")]
+                   AgentStep(text="beta done.", before=lambda: released.wait(HOLD_SECONDS))]
     gemini_edit = gemini_replace(str(gamma / "shared.py"), "    return 'hello'",
                                  "    return 'hello from gamma'")
     gemini_edit.before = gemini_watch.edit_handed_out
     gemini_steps = [gemini_edit, AgentStep(text="gamma done.", before=gemini_watch.after_edit)]
-    with claude_code_holding_shared_py(claude, alpha, tmp_path) as (
+    with claude_code_holding_shared_py(claude, alpha, tmp_path, released) as (
             claude_model, claude_process, alpha_session, release_claude), \
             CodexStandIn(codex_steps) as codex_model, GeminiStandIn(gemini_steps) as gemini_model:
         started = time.monotonic()
@@ -200,6 +209,7 @@ def test_claude_code_then_codex_then_gemini_on_one_file(
             gemini_run = gemini.run(gamma, "edit shared.py", gemini_model.url, env=NO_TIME_FLUSH)
             assert codex_process.poll() is None  # Codex was live all along Gemini's run
         finally:
+            released.set()
             go.touch()
             with contextlib.suppress(AssertionError):
                 finish_agent(codex_process, started, timeout=60)
