@@ -534,8 +534,9 @@ class ProcTimes:
         return self.own + self.reaped
 
 
-def read_stat(pid: int) -> tuple[ProcKey, int, ProcTimes] | None:
-    """(key, parent pid, times) of a process, None when it is gone."""
+def read_stat(pid: int) -> tuple[ProcKey, int, ProcTimes, str] | None:
+    """(key, parent pid, times, state) of a process, None when it is gone (state "Z": it
+    exited and its parent has not reaped it)."""
     try:
         text = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
@@ -544,7 +545,7 @@ def read_stat(pid: int) -> tuple[ProcKey, int, ProcTimes] | None:
     rest = text[text.rindex(")") + 2:].split()
     utime, stime, cutime, cstime = (int(x) for x in rest[11:15])
     return ((pid, int(rest[19])), int(rest[1]),
-            ProcTimes((utime + stime) / CLOCK_TICKS, (cutime + cstime) / CLOCK_TICKS))
+            ProcTimes((utime + stime) / CLOCK_TICKS, (cutime + cstime) / CLOCK_TICKS), rest[0])
 
 
 def command_line(pid: int) -> str:
@@ -570,18 +571,21 @@ def role_of(pid: int, parents: dict[int, int]) -> str | None:
 
 def window_cpu(first: dict[ProcKey, ProcTimes], last: dict[ProcKey, ProcTimes],
                parent: dict[ProcKey, ProcKey | None], alive: set[ProcKey],
-               roles: dict[ProcKey, str]) -> dict[str, float]:
+               roles: dict[ProcKey, str],
+               zombies: frozenset[ProcKey] = frozenset()) -> dict[str, float]:
     """CPU seconds each role used between the first sample and the last, from the times
     of every process seen (``first``: at the window's start, zero for one born since;
     ``last``: at its last sample). A process alive at the end counts what it and the
     children it reaped meanwhile used (a Postgres backend or a Celery child that exits is
     reaped by its parent, which then holds its whole life's CPU). So a process gone by the
     end takes back only what it had used before the window, when its parent, alive at the
-    end, reaped it; one whose parent went first (a stack killed with its children)
-    counts up to its last sample (at most a second missed)."""
+    end, reaped it; one whose parent went first or is a zombie (``zombies``: exited, not
+    reaped), as when a stack is killed with its children, was reaped by no process of
+    ours and counts up to its last sample (at most a second missed)."""
     used: dict[str, float] = {}
     for key, role in roles.items():
-        if key in alive or parent.get(key) not in alive:
+        reaper = parent.get(key)
+        if key in alive or reaper not in alive or reaper in zombies:
             delta = last[key].total - first[key].total
         else:
             delta = -first[key].total
@@ -620,12 +624,13 @@ class CpuMeter:
         self.parent: dict[ProcKey, ProcKey | None] = {}
         self.roles: dict[ProcKey, str] = {}
         self.alive: set[ProcKey] = set()
+        self.zombies: frozenset[ProcKey] = frozenset()
         self.per_second: dict[int, dict[str, float]] = {}
         self._total: dict[str, float] = {}
         self._started = False
         self.sample()
 
-    def _scan(self) -> tuple[dict[int, tuple[ProcKey, int, ProcTimes]], set[int]]:
+    def _scan(self) -> tuple[dict[int, tuple[ProcKey, int, ProcTimes, str]], set[int]]:
         table = {}
         for entry in os.listdir("/proc"):
             if entry.isdigit() and (stat := read_stat(int(entry))) is not None:
@@ -633,7 +638,7 @@ class CpuMeter:
         me = os.getpid()
         if self.root_pid:
             children: dict[int, list[int]] = {}
-            for pid, (_, ppid, _) in table.items():
+            for pid, (_, ppid, _, _) in table.items():
                 children.setdefault(ppid, []).append(pid)
             wanted, todo = set(), [self.root_pid] if self.root_pid in table else []
             while todo:
@@ -653,10 +658,10 @@ class CpuMeter:
 
     def sample(self) -> None:
         table, wanted = self._scan()
-        parents = {pid: ppid for pid, (_, ppid, _) in table.items()}
-        alive = set()
+        parents = {pid: ppid for pid, (_, ppid, _, _) in table.items()}
+        alive, zombies = set(), set()
         for pid in wanted:
-            key, ppid, times = table[pid]
+            key, ppid, times, state = table[pid]
             if key not in self.roles:
                 if pid == os.getpid():
                     role = GENERATOR
@@ -671,9 +676,12 @@ class CpuMeter:
             self.parent[key] = parent[0] if parent else None
             self.last[key] = times
             alive.add(key)
-        self.alive = alive
+            if state == "Z":
+                zombies.add(key)
+        self.alive, self.zombies = alive, frozenset(zombies)
         self._started = True
-        now = window_cpu(self.first, self.last, self.parent, self.alive, self.roles)
+        now = window_cpu(self.first, self.last, self.parent, self.alive, self.roles,
+                         self.zombies)
         self.per_second[int(time.time())] = {
             role: now[role] - self._total.get(role, 0.0) for role in now}
         self._total = now
@@ -1243,6 +1251,11 @@ def median_capacity(capacities: list[int]) -> int:
     return statistics.median_low(capacities) if capacities else 0
 
 
+def agents_held(capacity: int, levels: list[int]) -> str:
+    """A capacity in words: "1000 agents", or what it is below when no level held."""
+    return f"{capacity} agents" if capacity else f"fewer than {min(levels)} agents"
+
+
 def capacity(args: argparse.Namespace, levels: list[int], urls: list[str], token: str,
              root_pid: int | None, start: int, label: str = "") -> list[LevelResult]:
     """One capacity search (next_level) from ``start``: the levels it ran, in order."""
@@ -1333,7 +1346,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\nCapacity ({args.seconds:.0f} s per level):\n")
         best = print_runs("1 server", runs)
         print(machine_line_around(before))
-        print(f"capacity: {best} agents on one server")
+        print(f"capacity: {agents_held(best, levels)} on one server")
         return 0
     results: dict[int, int] = {}
     fail_row: list[str] | None = None
@@ -1374,10 +1387,11 @@ def main(argv: list[str] | None = None) -> int:
     repeats = f" (median of {args.repeat} runs)" if args.repeat > 1 else ""
     if len(results) > 1:
         many = max(results)
-        print(f"capacity: {one} agents on one server{repeats}, {results[many]} on "
+        print(f"capacity: {agents_held(one, levels)} on one server{repeats}, "
+              f"{agents_held(results[many], levels)} on "
               f"{'two' if many == 2 else many}")
     else:
-        print(f"capacity: {one} agents on one server{repeats}")
+        print(f"capacity: {agents_held(one, levels)} on one server{repeats}")
     return 0
 
 

@@ -46,6 +46,18 @@ def test_window_cpu_counts_reaped_children_once():
     assert used["web"] == pytest.approx(3.0 + 0.4)
 
 
+def test_window_cpu_children_of_a_killed_process_count_to_their_last_sample():
+    # A stack killed with its children: its serve is a zombie (exited, not reaped), so
+    # the web worker under it, gone too, was reaped by no process of ours.
+    serve, worker = (6, 6), (7, 7)
+    first = {serve: ProcTimes(2.0, 0.0), worker: ProcTimes(30.0, 0.0)}
+    last = {serve: ProcTimes(2.1, 0.0), worker: ProcTimes(31.0, 0.0)}
+    roles = {serve: "serve", worker: "web"}
+    used = window_cpu(first, last, {serve: POSTMASTER, worker: serve}, {serve, POSTMASTER},
+                      roles, frozenset({serve}))
+    assert used == pytest.approx({"serve": 0.1, "web": 1.0})
+
+
 def test_cpu_ms_per_call_groups_roles():
     seconds = {"web": 3.0, "postgres": 1.0, "arcadedb": 0.5, "celery worker": 0.25,
                "celery beat": 0.25, "redis": 0.2, "launcher": 0.05, "serve": 0.05,
@@ -71,8 +83,8 @@ def test_cpu_meter_counts_a_child_that_exits_in_the_window():
 def test_read_stat_of_this_process():
     import os
 
-    key, ppid, times = read_stat(os.getpid())
-    assert key[0] == os.getpid() and ppid == os.getppid()
+    key, ppid, times, state = read_stat(os.getpid())
+    assert key[0] == os.getpid() and ppid == os.getppid() and state == "R"
     assert times.own > 0
     assert read_stat(2**22 + 1) is None  # above pid_max: no such process
 
