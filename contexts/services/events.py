@@ -26,6 +26,7 @@ _pending: dict[str, None] = {}  # task ids noted since the last round, in order
 _lock = threading.Lock()
 _wake = threading.Event()
 _thread: threading.Thread | None = None
+_failing = False  # the last round failed: say so once per outage, not once per round
 
 
 def channel() -> str:
@@ -70,8 +71,15 @@ def publish_pending() -> None:
             pipe.publish(name, task_id)
         pipe.execute()
 
+    global _failing
     try:
         redis_store.run(send)
     except redis_store.RedisUnavailable as exc:
         # Listeners miss these changes; they read the task again when they reconnect.
-        logger.warning("task changes not broadcast (%d): %s", len(task_ids), exc)
+        if not _failing:
+            logger.warning("task changes not broadcast until Redis is back: %s", exc)
+        _failing = True
+    else:
+        if _failing:
+            logger.info("task changes broadcast again")
+        _failing = False

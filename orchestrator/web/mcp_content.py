@@ -226,8 +226,11 @@ JSON = "application/json"
 # resources/list names at most this many tasks (the caller's unfinished ones, most recently
 # changed first); any other task is read through the template.
 LISTED_TASKS = 50
-# A subscription stream watches at most this many task contexts.
+# A subscription stream watches at most this many task contexts, and a token holds at most
+# this many streams open in one web process (each holds a connection; the process serves
+# 1024 in all): one client cannot take every stream of the server.
 SUBSCRIBED_URIS = 100
+STREAMS_PER_TOKEN = 20
 
 TEMPLATES = (
     types.ResourceTemplate(
@@ -321,27 +324,49 @@ def listen_handler(stdio_project: str | None = None):
     async def on_listen(ctx: Any, params: types.SubscriptionsListenRequestParams
                         ) -> types.SubscriptionsListenResult:
         uris = list(params.notifications.resource_subscriptions or ())
-        await served(check_subscriptions, uris, tool_context(ctx, stdio_project))
-        return await LISTEN(ctx, params)
+        context = tool_context(ctx, stdio_project)
+        await served(check_subscriptions, uris, context)
+        holder = context.actor
+        if _open_streams.get(holder, 0) >= STREAMS_PER_TOKEN:
+            raise mcp_error(OrchestratorError(
+                "E1618", f"This token has {STREAMS_PER_TOKEN} subscription streams open "
+                "already: close one first", {"limit": STREAMS_PER_TOKEN}))
+        _open_streams[holder] = _open_streams.get(holder, 0) + 1
+        try:
+            return await LISTEN(ctx, params)
+        finally:
+            _open_streams[holder] -= 1
+            if not _open_streams[holder]:
+                del _open_streams[holder]
 
     return on_listen
 
 
+_open_streams: dict[str, int] = {}  # token name -> listen streams open in this process
+
+
 async def relay() -> None:
     """Hand every task change broadcast on Redis to the bus, as long as the process runs;
-    reconnect after a failure (changes broadcast meanwhile are lost: listeners refetch)."""
+    reconnect after a failure (changes broadcast meanwhile are lost: listeners refetch).
+    An outage is logged once, not at every attempt."""
     channel = events.channel()
+    failing = False
     while True:
         client = redis.asyncio.Redis.from_url(settings.REDIS_URL, decode_responses=True,
                                               socket_connect_timeout=1.0)
         try:
             async with client.pubsub() as pubsub:
                 await pubsub.subscribe(channel)
+                if failing:
+                    logger.info("task change relay has Redis again")
+                    failing = False
                 async for message in pubsub.listen():
                     if message.get("type") == "message":
                         await BUS.publish(ResourceUpdated(uri=task_uri(message["data"])))
         except (redis.RedisError, OSError) as exc:
-            logger.warning("task change relay lost Redis: %s", exc)
+            if not failing:
+                logger.warning("task change relay lost Redis: %s", exc)
+            failing = True
         finally:
             with anyio.CancelScope(shield=True):
                 await client.aclose()

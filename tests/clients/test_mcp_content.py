@@ -341,6 +341,33 @@ def test_subscriptions_refuse_what_the_caller_may_not_read(live_api):
         assert_clean(error)
 
 
+def test_a_token_holds_a_bounded_number_of_streams(live_api, monkeypatch):
+    url, token = live_api
+    monkeypatch.setattr(mcp_content, "STREAMS_PER_TOKEN", 1)  # the live server is in-process
+    rest(url, token, "create_task", {"taskId": "streams-1", "name": "s"})
+    uri = [TASK_URI.format("streams-1")]
+    _, other = ApiToken.issue("mcp-streams-other", TokenScope.WRITE)
+
+    async def second_stream(client):
+        async with client.listen(resource_subscriptions=uri):
+            # Another token has places of its own.
+            async with (connect(url, other) as another,
+                        another.listen(resource_subscriptions=uri)):
+                pass
+            async with client.listen(resource_subscriptions=uri):
+                pass
+
+    error = refusal(url, token, second_stream)
+    assert error.message == ("E1618: This token has 1 subscription streams open already: "
+                             "close one first")
+
+    async def after_closing(client):  # the closed stream freed its place
+        async with client.listen(resource_subscriptions=uri) as subscription:
+            return subscription.honored.resource_subscriptions
+
+    assert run(url, token, after_closing) == uri
+
+
 # -- progress --------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
