@@ -9,6 +9,12 @@ class ContextsConfig(AppConfig):
     def ready(self) -> None:
         from contexts import signals
         from contexts.services import events
+        from contexts.services.tasks import refuse_unknown_task_lock
+        from locks.signals import lock_asked_for
 
+        # Locks sits below contexts and knows no tasks: a client's lock on a task that
+        # does not exist is refused here (E1610), before the lock rule is asked.
+        lock_asked_for.connect(refuse_unknown_task_lock,
+                               dispatch_uid="contexts.refuse_unknown_task_lock")
         # Every process that saves broadcasts its task changes (contexts/services/events.py).
         signals.task_changed.connect(events.on_task_changed, dispatch_uid="contexts.events")
