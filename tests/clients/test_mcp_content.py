@@ -412,3 +412,43 @@ def test_only_a_request_asking_for_progress_gets_a_stream(live_api):
     assert [f.get("method") for f in frames] == ["notifications/progress"] * 6 + [None]
     assert frames[0]["params"]["progressToken"] == "p1"
     assert frames[-1]["id"] == 1 and not frames[-1]["result"]["isError"]
+
+
+# -- stdio -----------------------------------------------------------------------------------
+
+def test_mcp_stdio_offers_the_same_prompts_resources_and_subscriptions(transactional_db):
+    """``manage.py mcp_stdio`` (a process, the official client on its stdin/stdout, MCP
+    2026-07-28 picked by the client): the same prompts and resources, and a subscription
+    hears of a save made by another process (this test's, through Redis)."""
+    import os
+    import sys
+
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    from orchestrator.core.tools import registry
+    from orchestrator.core.tools.definition import ToolContext
+    from tests.operations.test_commands import ROOT, _env_for_test_database
+
+    here = ToolContext("command")
+    registry.call_tool("create_task", {"taskId": "stdio-res", "name": "over stdio"}, here)
+    params = StdioServerParameters(command=sys.executable,
+                                   args=["manage.py", "mcp_stdio", "--agent-tools"],
+                                   env=_env_for_test_database(), cwd=str(ROOT))
+    uri = TASK_URI.format("stdio-res")
+
+    async def session():
+        with open(os.devnull, "w") as errlog:
+            async with Client(stdio_client(params, errlog=errlog), cache=None) as client:
+                prompts = [p.name for p in (await client.list_prompts()).prompts]
+                body = json.loads((await client.read_resource(uri)).contents[0].text)
+                async with client.listen(resource_subscriptions=[uri]) as subscription:
+                    await anyio.to_thread.run_sync(lambda: registry.call_tool(
+                        "save_context_snapshot",
+                        {"taskId": "stdio-res", "updates": {"currentPhase": "x"}}, here))
+                    with anyio.fail_after(15):
+                        event = await subscription.__anext__()
+                return client.protocol_version, prompts, body, event
+
+    version, prompts, body, event = anyio.run(session)
+    assert version == "2026-07-28" and prompts == ["resume", "task_briefing"]
+    assert body["task"]["taskId"] == "stdio-res" and event.uri == uri
