@@ -230,7 +230,7 @@ PEERS = {"save_context_snapshot": "put", "get_unified_context (cached)": "get_tu
 
 
 def service_call(tool: str, body: dict) -> dict:
-    from orchestrator.core.tools import ToolContext, call_tool
+    from foundation.core.tools import ToolContext, call_tool
 
     return call_tool(tool, body, ToolContext("command", actor="bench"))
 
@@ -258,7 +258,7 @@ def settle_outbox(graph: str) -> Row | None:
 def our_rows(requests: int, graph_modes: list[str]) -> list[Row]:
     from django.conf import settings
 
-    from orchestrator.core.models import ApiToken
+    from foundation.core.models import ApiToken
 
     _, token = ApiToken.issue(f"bench-{random.randrange(10**9)}")
     rows = []
@@ -302,7 +302,7 @@ def floor_rows(requests: int, blocks: int) -> list[Row]:
     from django.conf import settings
 
     from bench.floor import Floor, interleaved, median_of_block_p50s
-    from orchestrator.core.models import ApiToken
+    from foundation.core.models import ApiToken
 
     _, token = ApiToken.issue(f"bench-floor-{random.randrange(10**9)}")
     settings.ENABLE_NEO4J = False
@@ -357,7 +357,7 @@ def grow_to(tasks: int) -> None:
     with its square, as it would if a few files were listed by every task."""
     from django.db import connection
 
-    from orchestrator.core.db import qualified
+    from foundation.core.db import qualified
 
     with connection.cursor() as cursor:
         cursor.execute(f"SELECT count(*) FROM {qualified('task_contexts')} "

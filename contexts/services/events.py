@@ -18,7 +18,7 @@ import logging
 import threading
 from typing import Any
 
-from orchestrator.backends import redis_store
+from foundation.backends import redis_store
 
 logger = logging.getLogger("orchestrator.contexts")
 

@@ -38,9 +38,9 @@ from mcp.shared.jsonrpc_dispatcher import progress_token_from_params
 from starlette.applications import Starlette
 from starlette.routing import Route
 
-from orchestrator.core.errors import OrchestratorError
-from orchestrator.core.tools import registry
-from orchestrator.core.tools.schema import answer_or_error
+from foundation.core.errors import OrchestratorError
+from foundation.core.tools import registry
+from foundation.core.tools.schema import answer_or_error
 from orchestrator.web import agent_tools, mcp_content
 from orchestrator.web.fastlane import in_fresh_connection, in_tool_thread
 

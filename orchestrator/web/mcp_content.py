@@ -45,11 +45,11 @@ from mcp.shared.exceptions import MCPError
 from mcp.shared.jsonrpc_dispatcher import progress_token_from_params
 
 from contexts.services import events, tasks
-from orchestrator.backends.files import check_safe_id
-from orchestrator.core.errors import OrchestratorError, task_not_found
-from orchestrator.core.models import TokenScope
-from orchestrator.core.projects import CLIENT_PROJECT_HEADER, require_project
-from orchestrator.core.tools import access, registry
+from foundation.backends.files import check_safe_id
+from foundation.core.errors import OrchestratorError, task_not_found
+from foundation.core.models import TokenScope
+from foundation.core.projects import CLIENT_PROJECT_HEADER, require_project
+from foundation.core.tools import access, registry
 from orchestrator.web.fastlane import in_fresh_connection, in_tool_thread
 from sessions.services import handoffs, recovery
 

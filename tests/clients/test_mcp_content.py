@@ -17,8 +17,8 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
-from orchestrator.core.models import ApiToken, TokenScope
-from orchestrator.core.projects import CLIENT_PROJECT_HEADER
+from foundation.core.models import ApiToken, TokenScope
+from foundation.core.projects import CLIENT_PROJECT_HEADER
 from orchestrator.web import mcp_content
 from tests import processes
 from tests.conftest import free_port
@@ -425,8 +425,8 @@ def test_mcp_stdio_offers_the_same_prompts_resources_and_subscriptions(transacti
 
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
-    from orchestrator.core.tools import registry
-    from orchestrator.core.tools.definition import ToolContext
+    from foundation.core.tools import registry
+    from foundation.core.tools.definition import ToolContext
     from tests.operations.test_commands import ROOT, _env_for_test_database
 
     here = ToolContext("command")
