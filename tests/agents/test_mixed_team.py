@@ -12,12 +12,10 @@ import uuid
 import pytest
 
 from conflicts.models import ContextConflict
-from tests.agents.model_standins import CodexStandIn, GeminiStandIn, call, say
-from tests.agents.runner import finish as finish_agent
+from tests.agent_runner import finish
 from tests.agents.setup_helpers import agent_setup
 from tests.claude_code.conftest import clone_project, make_project
 from tests.claude_code.orchestrated import register_project
-from tests.claude_code.runner import finish
 from tests.claude_code.test_claude_code_e2e import create_task, processes_running
 from tests.claude_code.test_live_coordination import (
     ORIGINAL,
@@ -27,6 +25,7 @@ from tests.claude_code.test_live_coordination import (
     kill_holds,
     set_policy,
 )
+from tests.model_standins import CodexStandIn, GeminiStandIn, call, say
 from tests.waiting import wait_for
 
 pytestmark = [pytest.mark.claude_code, pytest.mark.codex, pytest.mark.gemini]
@@ -72,12 +71,12 @@ def test_claude_code_then_codex_then_gemini_on_one_file(
         try:
             assert wait_for(lambda: processes_running(marker) or codex_process.poll() is not None,
                             timeout=60, interval=0.1)
-            assert codex_process.poll() is None, finish_agent(codex_process, started)
+            assert codex_process.poll() is None, finish(codex_process, started)
             gemini_run = gemini.run(gamma, "edit app.py", gemini_model.url)
         finally:
             go.touch()
             with contextlib.suppress(AssertionError):
-                finish_agent(codex_process, started, timeout=60)
+                finish(codex_process, started, timeout=60)
             kill_holds(marker)
         assert claude_process.poll() is None  # Claude Code was live all along
         release_claude()
