@@ -247,7 +247,7 @@ def start_edit_session(project: Path, commands: dict[str, str]) -> tuple[str, st
 def bench_edit_up(project: Path, commands: dict[str, str], runs: int, claude: str,
                   session_id: str, answers: Answers) -> list[list[str]]:
     """PreEdit with the service up: clear, then files another task's live session holds."""
-    from claims.services import claim
+    from claims.services.claiming import claim
     from contexts.services.tasks import create_task
     from sessions.models import ActiveSession
     from sessions.services.lifecycle import end_session, start_session

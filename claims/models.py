@@ -29,7 +29,7 @@ class FileClaim(models.Model):
     known_sessions = ArrayField(models.CharField(max_length=255), default=list)
     # Other sessions whose held claim on this path this claim overlaps, whose file
     # conflict and notice are still to be recorded (just after the claim's answer, off
-    # its path: claims.services.record_overlaps).
+    # its path: claims.services.overlaps.record_overlaps).
     overlaps_pending = ArrayField(models.CharField(max_length=255), default=list)
 
     class Meta:

@@ -1,4 +1,4 @@
-"""Edits a live session's activity reported renew its claims (claims.services)."""
+"""Edits a live session's activity reported renew its claims (claims.services.claiming)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from typing import Any
 
 from django.dispatch import receiver
 
-from claims.services import renew_from_activity
+from claims.services.claiming import renew_from_activity
 from sessions.signals import files_edited
 
 

@@ -1,4 +1,5 @@
-"""File claim tools: claim_files, release_files, get_file_claims (claims.services).
+"""File claim tools: claim_files, release_files, get_file_claims (claims.services:
+claiming, queries).
 
 The Claude Code hooks claim before every edit on their own; these are for every other
 agent, and for people and dashboards asking who is editing what."""
@@ -7,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from claims import services
+from claims.services import claimants, claiming, queries
 from orchestrator.core.tools import Tool, ToolContext, register
 from orchestrator.core.tools.schema import (
     TIMESTAMP,
@@ -24,8 +25,8 @@ from orchestrator.core.tools.schema import (
 
 SESSION_ID = safe_id("The claiming session (letters, digits, . _ : -)")
 PATHS = string_list("Files, relative to the repository root (an absolute path under the "
-                    "session's project directory is made relative)", max_items=services.MAX_PATHS,
-                    max_length=services.MAX_PATH_LENGTH)
+                    "session's project directory is made relative)", max_items=claimants.MAX_PATHS,
+                    max_length=claimants.MAX_PATH_LENGTH)
 HOLDER = obj({
     "projectId": string(), "path": string(), "sessionId": string(), "taskId": string(nullable=True),
     "taskName": string(nullable=True), "taskStatus": string(nullable=True),
@@ -46,7 +47,7 @@ CONFLICT = obj({"conflictId": string(), "taskAId": string(), "taskBId": string()
 
 
 def _claim(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
-    return services.claim(args["sessionId"], args["paths"], ttl_seconds=args.get("ttlSeconds"),
+    return claiming.claim(args["sessionId"], args["paths"], ttl_seconds=args.get("ttlSeconds"),
                           source="tool")
 
 
@@ -69,8 +70,8 @@ register(Tool(
     input_schema=obj({
         "sessionId": SESSION_ID, "paths": {**PATHS, "minItems": 1},
         "ttlSeconds": integer("How long the claim lasts after this call without another "
-                              "claim or edit of the file", minimum=services.MIN_TTL_SECONDS,
-                              maximum=services.MAX_TTL_SECONDS)}, ["sessionId", "paths"]),
+                              "claim or edit of the file", minimum=claimants.MIN_TTL_SECONDS,
+                              maximum=claimants.MAX_TTL_SECONDS)}, ["sessionId", "paths"]),
     output_schema=obj({
         "success": boolean(), "sessionId": string(), "taskId": string(nullable=True),
         "projectId": string(), "policy": string(enum=("warn", "block")),
@@ -95,12 +96,12 @@ register(Tool(
     output_schema=obj({"success": boolean(), "sessionId": string(),
                        "released": string_list(), "timestamp": TIMESTAMP},
                       ["success", "sessionId", "released", "timestamp"]),
-    handler=lambda args, ctx: services.release(args["sessionId"], args.get("paths")),
+    handler=lambda args, ctx: claiming.release(args["sessionId"], args.get("paths")),
 ))
 
 
 def _get(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
-    return services.file_claims(
+    return queries.file_claims(
         ctx.visible_projects(args.get("projectId")), paths=args.get("paths"),
         task_id=args.get("taskId"), session_id=args.get("sessionId"),
         include_recent=args.get("includeRecent", True))

@@ -1,17 +1,12 @@
-"""Conflict and lock tools: detect_conflicts, resolve_conflict, update_conflict_status,
-report_conflict, and the task lock tools."""
+"""Conflict tools: detect_conflicts, resolve_conflict, update_conflict_status,
+report_conflict (the task lock tools are locks.tools)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from conflicts.services import detection, reporting, resolution
-from contexts.services.tasks import require_task
-from locks import services as locks
 from locks.services import LOCK_RULE
-from orchestrator.backends import redis_store
-from orchestrator.core.errors import OrchestratorError
-from orchestrator.core.stamps import now_iso
 from orchestrator.core.tools import Tool, ToolContext, register
 from orchestrator.core.tools.schema import (
     CONFLICT_TYPES,
@@ -29,9 +24,6 @@ from orchestrator.core.tools.schema import (
     string,
 )
 
-TASK_LOCK = obj({"taskId": string(), "sessionId": string(), "lockedAt": TIMESTAMP,
-                 "expiresAt": TIMESTAMP}, ["taskId", "sessionId", "lockedAt", "expiresAt"],
-                description="A task lock, stored as JSON at context:lock:{taskId}")
 EVIDENCE = obj({"field": string(max_length=255), "expectedValue": any_value(),
                 "actualValue": any_value(), "location": string(max_length=2000)},
                additional=True)
@@ -98,72 +90,6 @@ register(Tool(
     handler=_detect,
     validation_code="E1641",
     only_known=frozenset({"taskIds"}),
-))
-
-
-def _acquire(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
-    require_task(args["taskId"])
-    result = locks.acquire_lock(args["taskId"], args["sessionId"], args.get("ttlSeconds"))
-    return {"success": True, **result, "timestamp": now_iso()}
-
-
-def _renew(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
-    lock = locks.renew_lock(args["taskId"], args["sessionId"], args.get("ttlSeconds"))
-    return {"success": True, "lock": lock, "timestamp": now_iso()}
-
-
-def _release(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
-    released = locks.release_lock(args["taskId"], args["sessionId"])
-    return {"success": True, "released": released, "timestamp": now_iso()}
-
-
-LOCK_INPUT = obj({
-    "taskId": safe_id("Task to lock"),
-    "sessionId": safe_id("The session taking, renewing or releasing the lock"),
-    "ttlSeconds": integer("Lock lifetime; default REDIS_LOCK_TTL (300)", minimum=1,
-                          maximum=86400),
-}, ["taskId", "sessionId"])
-
-register(Tool(
-    name="acquire_task_lock",
-    description=(
-        "Lock a task for one session (Redis SET NX EX at context:lock:{taskId}, "
-        "TaskLock JSON, expiresAt = now + ttlSeconds). Re-acquiring your own lock extends "
-        "it; an expired lock of another session is taken over atomically; a live lock of "
-        "another session is E1613; an unknown task is E1610; Redis down is E1650; a "
-        "paused session (pause_session) takes no new lock: E1633 with the pause's reason "
-        "and resumeAt (renewing or releasing a lock it holds still works). " + LOCK_RULE
-    ),
-    input_schema=LOCK_INPUT,
-    output_schema=obj({"success": boolean(), "lock": TASK_LOCK, "acquired": boolean(),
-                       "tookOverExpired": boolean(), "timestamp": TIMESTAMP},
-                      ["success", "lock", "acquired", "timestamp"]),
-    handler=_acquire,
-))
-
-register(Tool(
-    name="renew_task_lock",
-    description=(
-        "Extend a task lock to now + ttlSeconds. Only the owner session may renew (E1613 "
-        "otherwise, also when the task is not locked). " + LOCK_RULE
-    ),
-    input_schema=LOCK_INPUT,
-    output_schema=obj({"success": boolean(), "lock": TASK_LOCK, "timestamp": TIMESTAMP},
-                      ["success", "lock", "timestamp"]),
-    handler=_renew,
-))
-
-register(Tool(
-    name="release_task_lock",
-    description=(
-        "Release a task lock. Only the owner session may release it (E1613 otherwise); "
-        "releasing a task that is not locked answers released: false. " + LOCK_RULE
-    ),
-    input_schema=obj({"taskId": safe_id("Locked task"),
-                      "sessionId": safe_id("The owner session")}, ["taskId", "sessionId"]),
-    output_schema=obj({"success": boolean(), "released": boolean(), "timestamp": TIMESTAMP},
-                      ["success", "released", "timestamp"]),
-    handler=_release,
 ))
 
 
@@ -277,32 +203,4 @@ register(Tool(
                        "conflict": {"type": ["object", "null"]}},
                       ["success", "created", "conflict"]),
     handler=_report,
-))
-
-
-# -- operations for in-process callers only (the console) -----------------------------------
-
-def _release_session_locks(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
-    try:
-        released = locks.release_session_locks(args["sessionId"])
-    except redis_store.RedisUnavailable as exc:
-        raise OrchestratorError("E1650", "Redis is unreachable; the locks cannot be read",
-                                {"reason": str(exc)[:200]}) from exc
-    return {"success": True, "sessionId": args["sessionId"], "released": released,
-            "timestamp": now_iso()}
-
-
-register(Tool(
-    name="release_session_locks",
-    description=(
-        "Release every task lock a session holds (the console's action for a session that "
-        "will not come back): released lists the tasks freed. E1650 when Redis is down."
-    ),
-    input_schema=obj({"sessionId": safe_id("The session whose locks go")}, ["sessionId"]),
-    output_schema=obj({"success": boolean(), "sessionId": string(),
-                       "released": array(string(), "Tasks whose lock was released"),
-                       "timestamp": TIMESTAMP},
-                      ["success", "sessionId", "released", "timestamp"]),
-    handler=_release_session_locks,
-    internal=True,
 ))

@@ -5,3 +5,12 @@ class ContextsConfig(AppConfig):
     name = "contexts"
     verbose_name = "Task contexts"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from contexts.services.tasks import refuse_unknown_task_lock
+        from locks.signals import lock_asked_for
+
+        # Locks sits below contexts and knows no tasks: a client's lock on a task that
+        # does not exist is refused here (E1610), before the lock rule is asked.
+        lock_asked_for.connect(refuse_unknown_task_lock,
+                               dispatch_uid="contexts.refuse_unknown_task_lock")

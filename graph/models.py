@@ -37,7 +37,7 @@ class TaskRelationship(models.Model):
 class GraphOutboxEntry(models.Model):
     """One change the graph mirror has not applied yet (the transactional outbox).
 
-    Rows are written by triggers on task_contexts, active_sessions and graph_session_work
+    Rows are written by triggers on task_contexts, active_sessions and agent_sessions_sessionwork
     (sessions.SessionWork; migration 0003), so they commit or roll back with the change
     itself, whoever makes it, and a save never talks to the graph server. A row names
     WHAT changed, not how: the drainer (graph.services.outbox) reads the current Postgres

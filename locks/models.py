@@ -18,7 +18,7 @@ class TaskLockHint(models.Model):
     held_until = models.DateTimeField()
 
     class Meta:
-        db_table = "conflicts_task_lock_hint"
+        db_table = "locks_task_lock_hint"
         indexes = [models.Index(fields=["project_id", "held_until"],
                                 name="lock_hint_project_until")]
 

@@ -192,13 +192,13 @@ class SessionWork(models.Model):
     started_at = models.DateTimeField(db_default=Now())
 
     class Meta:
-        db_table = "graph_session_work"
+        db_table = "agent_sessions_sessionwork"
         constraints = [
             models.UniqueConstraint(fields=["session_id", "task_id"],
-                                    name="graph_session_work_session_task_key"),
+                                    name="session_work_session_task_key"),
         ]
         indexes = [models.Index(fields=["project_id", "task_id", "-started_at"],
-                                name="graph_session_work_task_idx")]
+                                name="session_work_task_idx")]
 
     def __str__(self) -> str:
         return f"{self.session_id} -> {self.task_id}"

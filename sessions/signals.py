@@ -1,7 +1,7 @@
 """Signals other apps listen to, so that sessions need not know they exist; sent by the
 session services AFTER the change committed.
 
-The graph mirror is kept by an outbox: triggers on active_sessions and graph_session_work
+The graph mirror is kept by an outbox: triggers on active_sessions and agent_sessions_sessionwork
 queue what changed inside the changing transaction, and the graph app's receivers only
 ask for a drain once it committed (graph.receivers).
 

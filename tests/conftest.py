@@ -61,7 +61,7 @@ def isolated_backends(settings, tmp_path, request):
     # ... and drain the graph outbox in the call that queued it (tests/graph/test_outbox.py
     # checks the background drain on its own).
     settings.GRAPH_OUTBOX_DELAY_MS = 0
-    # ... and record a claim's file conflict in the claiming call (claims.services).
+    # ... and record a claim's file conflict in the claiming call (claims.services.overlaps).
     settings.FILE_CLAIM_OVERLAP_DELAY_MS = 0
     settings.API_RATE_LIMIT = SUITE_RATE_LIMIT
     redis_store.breaker.reset()

@@ -1,6 +1,6 @@
 """Read-only browsing of live file claims: /api/v1/claims/ (who is editing what now).
 
-One listing, not a paged list of rows: ``claims.services.file_claims`` with contested
+One listing, not a paged list of rows: ``claims.services.queries.file_claims`` with contested
 paths first, the contested paths and the total. The caller sees the projects its token
 may reach, as in every browsing list (``orchestrator.core.projects.scoped``);
 ``?project=`` (or ``?projectId=``, the other lists' name) narrows it to one of them.
@@ -18,7 +18,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from claims.services import MAX_PATH_LENGTH, MAX_PATHS, file_claims, listing
+from claims.services.claimants import MAX_PATH_LENGTH, MAX_PATHS
+from claims.services.queries import file_claims, listing
 from contexts.models import TaskContext
 from orchestrator.core.errors import task_not_found
 from orchestrator.core.filters import check_query_parameters
@@ -29,7 +30,7 @@ SAFE_ID = re.compile(SAFE_ID_PATTERN)
 
 
 class ClaimSerializer(serializers.Serializer):
-    """A claim as ``claims.services.Holder.as_dict`` gives it (declared for OpenAPI)."""
+    """A claim as ``claims.services.holders.Holder.as_dict`` gives it (declared for OpenAPI)."""
 
     projectId = serializers.CharField()
     path = serializers.CharField(help_text="Relative to the repository's root")
@@ -116,7 +117,7 @@ def visible_projects(request: Request, wanted: str | None) -> list[str] | None:
     responses={200: ClaimListingSerializer},
 )
 class ClaimListView(APIView):
-    """GET /api/v1/claims/: the listing of ``claims.services.file_claims`` (one object,
+    """GET /api/v1/claims/: the listing of ``claims.services.queries.file_claims`` (one object,
     not a page of rows: an APIView, so the OpenAPI document describes it as one)."""
 
     ERROR_STATUSES = (404,)  # an unknown ?task= (or one of a project the token cannot reach)

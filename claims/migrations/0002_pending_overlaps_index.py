@@ -1,4 +1,4 @@
-"""An index for the claims whose overlaps are still to be recorded (claims.services._PENDING).
+"""An index for the claims whose overlaps are still to be recorded (claims.services.overlaps._PENDING).
 
 The recorder asked for them with ``cardinality(overlaps_pending) > 0``, which no index
 covered: a scan of every claim ever made, ~7 ms at 13,000 claims and growing, several times

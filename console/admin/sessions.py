@@ -246,7 +246,7 @@ class ActiveSessionAdmin(ProjectScopedAdmin, MissingObjectIs404):
 
     @admin.display(description="tasks worked on")
     def tasks_worked_on(self, obj: ActiveSession) -> str:
-        # graph_session_work: the same records the task graph's WORKS_ON edges come from.
+        # agent_sessions_sessionwork: the same records the task graph's WORKS_ON edges come from.
         rows = SessionWork.objects.filter(session_id=obj.session_id).order_by("-started_at")
         if not rows:
             return "none"

@@ -25,7 +25,7 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from claims.models import FileClaim
-from claims.services import file_claims
+from claims.services.queries import file_claims
 from conflicts.models import ContextConflict
 from conflicts.services import console as conflict_console
 from console.services.states import LATE_SHARE, crash_threshold_seconds, session_state

@@ -18,7 +18,7 @@ from django.db import connection
 from django.db.models import Count, Q, QuerySet
 from django.utils import timezone
 
-from claims.services import file_claims, live_claim_counts
+from claims.services.queries import file_claims, live_claim_counts
 from conflicts.models import ContextConflict
 from console.services.states import session_state
 from contexts.models import TaskContext

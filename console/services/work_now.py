@@ -12,7 +12,7 @@ from django.db.models import Count, Q
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from claims.services import file_claims
+from claims.services.queries import file_claims
 from conflicts.models import ContextConflict
 from console.services.states import LIVE_STATUSES, session_state
 from contexts.models import ContextVersion, TaskContext

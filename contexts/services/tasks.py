@@ -26,6 +26,11 @@ def require_task(task_id: str, *, code: str = "E1610", field: str = "taskId") ->
         raise task_not_found(task_id, code=code, field=field)
 
 
+def refuse_unknown_task_lock(sender: Any, task_id: str, **kwargs: Any) -> None:
+    """Receiver of locks' ``lock_asked_for``: no lock on a task that does not exist."""
+    require_task(task_id)
+
+
 def get_global_context(project_id: str) -> GlobalContext:
     """The project's global context row (E1611 when it is missing)."""
     try:

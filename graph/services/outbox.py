@@ -122,7 +122,7 @@ def _session_statements(session_ids: list[str]) -> Statements:
 
 
 def _work_statements(pairs: list[tuple[str, str]]) -> Statements:
-    """WORKS_ON edges of these (session, task) pairs as graph_session_work has them, and
+    """WORKS_ON edges of these (session, task) pairs as agent_sessions_sessionwork has them, and
     the session HANDLES edges of their tasks."""
     live = {(w.session_id, w.task_id): w for w in mirror.live_work().filter(
         session_id__in={s for s, _ in pairs}, task_id__in={t for _, t in pairs})}

@@ -2,7 +2,7 @@
 
 Diff-based, and the report says what was repaired: missing or stale Task nodes and task
 edges are written, ones Postgres no longer has are removed, and sessions get their
-Session node, WORKS_ON edges and session HANDLES edges from graph_session_work.
+Session node, WORKS_ON edges and session HANDLES edges from agent_sessions_sessionwork.
 
 The outbox keeps the mirror current change by change; this is the backstop. A full pass
 reads every node and edge back from the graph server, which grows with every task and

@@ -1,4 +1,4 @@
-"""Session work records (graph_session_work): written inside the caller's transaction.
+"""Session work records (agent_sessions_sessionwork): written inside the caller's transaction.
 
 ``record_work`` is how the session services say "this session now works on this task"
 (start_session writes its first record in its own statement, with ``UPSERT_WORK_SQL``);

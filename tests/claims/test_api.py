@@ -9,7 +9,7 @@ import time
 import pytest
 from django.test import Client
 
-from claims.services import file_claims
+from claims.services.queries import file_claims
 from orchestrator.core.models import ApiToken
 from tests.claims.test_claims import expire
 from tests.conftest import ToolClient, ToolResponse

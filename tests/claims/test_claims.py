@@ -259,7 +259,7 @@ def test_a_claim_waiting_for_the_path_lock_sees_what_its_holder_committed(tools,
 
     import psycopg
 
-    from claims.services import claim
+    from claims.services.claiming import claim
     from tests.waiting import lock_wait
 
     make_task("t-a")

@@ -10,7 +10,7 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from claims.services import live_claim_counts
+from claims.services.queries import live_claim_counts
 from sessions.models import SessionEvent
 from tests.claims.test_claims import expire, set_policy
 from tests.console.test_projects import switch

@@ -86,7 +86,7 @@ def test_the_context_read_lists_the_same_relationships(settings, mixed):
 
 def test_same_agents_and_recent_sessions(settings, graph_server, tools,
                                          django_capture_on_commit_callbacks):
-    """Who worked on a task comes from graph_session_work on both backends: starts with a
+    """Who worked on a task comes from agent_sessions_sessionwork on both backends: starts with a
     task, switches with a session, a heartbeat moving to another task, and removed
     sessions dropping out; sync_graph rebuilds the graph's side from it."""
     from datetime import timedelta

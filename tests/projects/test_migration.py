@@ -76,8 +76,9 @@ def test_a_populated_database_moves_into_the_default_project(settings):
                "agent_sessions_sessionhandoff ORDER BY created_at") == [
         ("older note", False, default, "/srv/app"),
         ("newer note", True, default, "/srv/app-worktree")]
-    assert run("SELECT project_id FROM graph_session_work") == [(default,)]
-    assert run("SELECT project_id FROM conflicts_task_lock_hint") == [(default,)]
+    # ... and the two tables renamed for their apps since keep those rows.
+    assert run("SELECT project_id FROM agent_sessions_sessionwork") == [(default,)]
+    assert run("SELECT project_id FROM locks_task_lock_hint") == [(default,)]
     # The versioning trigger writes the task's project from now on.
     run(f"UPDATE {qualified('task_contexts')} SET current_phase = 'ship' "
         "WHERE task_id = 'old-b'")
