@@ -13,7 +13,7 @@ def main() -> None:
     from django.core.management import execute_from_command_line
 
     django.setup()  # configures tracing (OTEL_EXPORTER_OTLP_ENDPOINT) before the span opens
-    from orchestrator.observability.tracing import command_span
+    from foundation.observability.tracing import command_span
 
     with command_span(sys.argv[1] if len(sys.argv) > 1 else "help"):
         execute_from_command_line(sys.argv)

@@ -95,10 +95,16 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--only", default=",".join(SLICES),
                         help=f"slices to run, comma separated, of {','.join(SLICES)} "
                         "(default all)")
-    parser.add_argument("--agents", default="100,250,350,500,1000,1500,2000,3000,4000",
-                        help="the agents slice's load levels (python -m bench.agents --agents)")
-    parser.add_argument("--agents-seconds", type=float, default=120,
+    parser.add_argument("--agents", default=None,
+                        help="the agents slice's ladder of load levels (python -m bench.agents "
+                        "--agents; default its own)")
+    parser.add_argument("--agents-start", type=int, default=None,
+                        help="the level its capacity search starts at (bench.agents --start)")
+    parser.add_argument("--agents-seconds", type=float, default=60,
                         help="measured seconds per load level of the agents slice")
+    parser.add_argument("--agents-repeat", type=int, default=3,
+                        help="capacity searches on one server (bench.agents --repeat): the "
+                        "capacity is their median")
     parser.add_argument("--blocks", type=int, default=30,
                         help="interleaved blocks of the floor slice, each of requests/blocks "
                         "calls (its rows' p50 is the median of the blocks' p50s)")
@@ -230,7 +236,7 @@ PEERS = {"save_context_snapshot": "put", "get_unified_context (cached)": "get_tu
 
 
 def service_call(tool: str, body: dict) -> dict:
-    from orchestrator.core.tools import ToolContext, call_tool
+    from foundation.core.tools import ToolContext, call_tool
 
     return call_tool(tool, body, ToolContext("command", actor="bench"))
 
@@ -258,7 +264,7 @@ def settle_outbox(graph: str) -> Row | None:
 def our_rows(requests: int, graph_modes: list[str]) -> list[Row]:
     from django.conf import settings
 
-    from orchestrator.core.models import ApiToken
+    from foundation.core.models import ApiToken
 
     _, token = ApiToken.issue(f"bench-{random.randrange(10**9)}")
     rows = []
@@ -302,7 +308,7 @@ def floor_rows(requests: int, blocks: int) -> list[Row]:
     from django.conf import settings
 
     from bench.floor import Floor, interleaved, median_of_block_p50s
-    from orchestrator.core.models import ApiToken
+    from foundation.core.models import ApiToken
 
     _, token = ApiToken.issue(f"bench-floor-{random.randrange(10**9)}")
     settings.ENABLE_NEO4J = False
@@ -357,7 +363,7 @@ def grow_to(tasks: int) -> None:
     with its square, as it would if a few files were listed by every task."""
     from django.db import connection
 
-    from orchestrator.core.db import qualified
+    from foundation.core.db import qualified
 
     with connection.cursor() as cursor:
         cursor.execute(f"SELECT count(*) FROM {qualified('task_contexts')} "
@@ -541,7 +547,10 @@ def run(args: argparse.Namespace) -> None:
 
         print("\nAgents against the `make run` stack, one server and two (bench.agents) ...",
               flush=True)
-        agents.main(["--agents", args.agents, "--seconds", str(args.agents_seconds)])
+        agents.main([*(["--agents", args.agents] if args.agents else []),
+                     *(["--start", str(args.agents_start)] if args.agents_start else []),
+                     "--seconds", str(args.agents_seconds),
+                     "--repeat", str(args.agents_repeat)])
 
 
 if __name__ == "__main__":

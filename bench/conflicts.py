@@ -48,7 +48,7 @@ def load(tasks: int, force: bool) -> str:
     from django.db import connection
 
     from contexts.models import TaskContext
-    from orchestrator.core.db import qualified
+    from foundation.core.db import qualified
 
     call_command("migrate", verbosity=0)
     existing = TaskContext.objects.count()
@@ -87,8 +87,8 @@ def seed_redis_and_versions(prefix: str, tasks: int) -> None:
     from contexts.models import TaskContext
     from contexts.services import cache, representation
     from contexts.services.save import save_task_changes
+    from foundation.backends import redis_store
     from locks.services import lock_key
-    from orchestrator.backends import redis_store
 
     ids = [f"{prefix}{n:05d}" for n in range(tasks)]
     expired = {"lockedAt": "2020-01-01T00:00:00Z", "expiresAt": "2020-01-01T00:05:00Z"}

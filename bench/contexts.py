@@ -52,7 +52,7 @@ def load(tasks: int, versions: int, force: bool) -> None:
     from django.db import connection
 
     from contexts.models import TaskContext
-    from orchestrator.core.db import qualified
+    from foundation.core.db import qualified
 
     call_command("migrate", verbosity=0)
     existing = TaskContext.objects.count()
@@ -86,7 +86,7 @@ def load(tasks: int, versions: int, force: bool) -> None:
 def operations(tasks: int, call) -> dict[str, tuple]:
     """name -> (operation(client, i), prepare(client, i) or None), through ``call``."""
     from contexts.services import cache
-    from orchestrator.backends import redis_store
+    from foundation.backends import redis_store
 
     hot = [task_id(n) for n in range(min(100, tasks))]
     offset = {"value": 0}
@@ -134,7 +134,7 @@ def run_suite(label: str, call, tasks: int, requests: int, close) -> list[Result
 
 
 def service_call(tool: str, body: dict) -> dict:
-    from orchestrator.core.tools import ToolContext, call_tool
+    from foundation.core.tools import ToolContext, call_tool
 
     return call_tool(tool, body, ToolContext("command", actor="bench"))
 
@@ -142,8 +142,8 @@ def service_call(tool: str, body: dict) -> dict:
 def hit_rate(tasks: int, calls: int) -> tuple[float, float]:
     """Hit rate of the read-mostly mix from a cold cache, then of a second, warm run."""
     from contexts.services import cache
-    from orchestrator.backends import redis_store
-    from orchestrator.observability import metrics
+    from foundation.backends import redis_store
+    from foundation.observability import metrics
 
     working = [task_id(n) for n in range(1000, 1000 + min(200, tasks))] if tasks > 1200 else [
         task_id(n) for n in range(min(200, tasks))]
@@ -178,7 +178,7 @@ def close_connection() -> None:
 def main() -> None:
     args = parse_args()
     setup_django()
-    from orchestrator.core.models import ApiToken
+    from foundation.core.models import ApiToken
 
     load(args.tasks, args.versions, args.force)
     results = run_suite("service", service_call, args.tasks, args.requests, close_connection)

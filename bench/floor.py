@@ -56,7 +56,7 @@ HOT_COLUMNS = ("task_id", "name", "status", "current_phase", "iteration", "immed
 
 class _DelayedFsync:
     """fsync the files written, and their directory, ``delay`` seconds after a burst
-    (what orchestrator.backends.files.sync_writer does for ours)."""
+    (what foundation.backends.files.sync_writer does for ours)."""
 
     def __init__(self, delay: float) -> None:
         self.delay = delay
@@ -109,8 +109,8 @@ class Floor:
         from django.conf import settings
 
         from contexts.services.cache import SET_IF_NOT_OLDER_LUA
-        from orchestrator.backends import redis_store
-        from orchestrator.core.db import qualified
+        from foundation.backends import redis_store
+        from foundation.core.db import qualified
 
         self.task_id, self.context, self.files = task_id, context, files
         self.sql = _FLOOR_SQL.format(tasks=qualified("task_contexts"))

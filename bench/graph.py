@@ -36,11 +36,11 @@ from django.db import connection, transaction  # noqa: E402
 
 from bench.common import machine_line  # noqa: E402
 from contexts.models import TaskContext  # noqa: E402
+from foundation.core.db import qualified  # noqa: E402
 from graph import backend  # noqa: E402
 from graph.models import TaskRelationship  # noqa: E402
 from graph.services import queries  # noqa: E402
 from graph.services.sync import sync_graph  # noqa: E402
-from orchestrator.core.db import qualified  # noqa: E402
 
 STATUSES = ["pending"] * 5 + ["in_progress"] * 2 + ["completed"] * 2 + ["blocked"]
 KINDS = ["blocks"] * 4 + ["depends_on"] * 3 + ["related_to"] * 2 + ["parent_of"]

@@ -511,7 +511,7 @@ def main() -> None:
     from django.core.management import call_command
 
     from contexts.services.tasks import create_task
-    from orchestrator.core.models import ApiToken
+    from foundation.core.models import ApiToken
 
     call_command("migrate", verbosity=0)
     _, token = ApiToken.issue(f"bench-hooks-{time.time_ns()}")

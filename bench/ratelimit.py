@@ -36,7 +36,7 @@ def main() -> None:
     setup_django()
     from django.conf import settings
 
-    from orchestrator.backends import redis_store
+    from foundation.backends import redis_store
     from orchestrator.web import ratelimit
 
     rows = []

@@ -66,7 +66,7 @@ class PostgresTrace:
 
 
 def redis_commandstats() -> Counter:
-    from orchestrator.backends import redis_store
+    from foundation.backends import redis_store
 
     stats = redis_store.run(lambda r: r.info("commandstats"))
     return Counter({name.removeprefix("cmdstat_"): value["calls"]

@@ -45,7 +45,7 @@ def parse_args() -> argparse.Namespace:
 def cleanup() -> None:
     from django.db import connection
 
-    from orchestrator.core.db import qualified
+    from foundation.core.db import qualified
     from sessions.models import SessionDetail, SessionEvent, ToolInvocation
 
     with connection.cursor() as cursor:
@@ -172,7 +172,7 @@ def bench_sweep(count: int, runs: int = 5) -> list[list[str]]:
     then sessions working on tasks, whose snapshot copies the task's whole row."""
     from django.db import connection
 
-    from orchestrator.core.db import qualified
+    from foundation.core.db import qualified
     from sessions.services import recovery
 
     table = qualified("active_sessions")
@@ -212,7 +212,7 @@ def main() -> None:
 
     from django.core.management import call_command
 
-    from orchestrator.core.models import ApiToken
+    from foundation.core.models import ApiToken
 
     # The sweep logs one WARN line per crashed session; keep the table readable.
     logging.getLogger("orchestrator.sessions").setLevel(logging.ERROR)

@@ -28,7 +28,7 @@ def main() -> None:
     from contexts.services import checkpoints
     from contexts.services.tasks import create_task
     from contexts.services.write import write_task
-    from orchestrator.core.db import qualified
+    from foundation.core.db import qualified
 
     legacy = importlib.import_module("contexts.migrations.0007_plain_checkpoint_snapshots")
     call_command("migrate", verbosity=0)

@@ -2,7 +2,7 @@ from django.contrib.postgres.fields import ArrayField
 from django.db import models
 from django.db.models.functions import Now
 
-from orchestrator.core.projects import default_project
+from foundation.core.projects import default_project
 
 
 class FileClaim(models.Model):

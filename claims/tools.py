@@ -9,8 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from claims.services import claimants, claiming, queries
-from orchestrator.core.tools import Tool, ToolContext, register
-from orchestrator.core.tools.schema import (
+from foundation.core.tools import Tool, ToolContext, register
+from foundation.core.tools.schema import (
     TIMESTAMP,
     array,
     boolean,

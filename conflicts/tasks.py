@@ -11,7 +11,7 @@ from typing import Any
 
 from celery import shared_task
 
-from orchestrator.core.jobruns import run_job
+from foundation.core.jobruns import run_job
 
 
 def summarize(result: dict[str, Any]) -> str:

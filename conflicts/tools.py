@@ -6,9 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from conflicts.services import detection, reporting, resolution
-from locks.services import LOCK_RULE
-from orchestrator.core.tools import Tool, ToolContext, register
-from orchestrator.core.tools.schema import (
+from foundation.core.tools import Tool, ToolContext, register
+from foundation.core.tools.schema import (
     CONFLICT_TYPES,
     RESOLUTION_STATUSES,
     SEVERITIES,
@@ -23,6 +22,7 @@ from orchestrator.core.tools.schema import (
     safe_id,
     string,
 )
+from locks.services import LOCK_RULE
 
 EVIDENCE = obj({"field": string(max_length=255), "expectedValue": any_value(),
                 "actualValue": any_value(), "location": string(max_length=2000)},
@@ -204,3 +204,24 @@ register(Tool(
                       ["success", "created", "conflict"]),
     handler=_report,
 ))
+
+
+# -- what a project-limited token may name (foundation.core.tools.access) ----------------
+# Conflicts live in a project; these tools' arguments also name tasks.
+def _register_project_entities() -> None:
+    import re
+
+    from foundation.core.db import qualified
+    from foundation.core.errors import conflict_not_found, task_not_found
+    from foundation.core.tools.access import register_argument, register_entity
+
+    # Conflict ids are UUIDs: any other id names no conflict, and is not looked up.
+    register_entity("conflict", f"SELECT id::text, project_id FROM "
+                    f"{qualified('context_conflicts')} WHERE id = ANY(%s::uuid[])",
+                    id_pattern=re.compile(r"^[0-9a-fA-F-]{32,36}$"))
+    for name in ("taskIds", "taskAId", "taskBId"):
+        register_argument(name, "task", task_not_found)
+    register_argument("conflictId", "conflict", conflict_not_found)
+
+
+_register_project_entities()

@@ -18,7 +18,7 @@ from django.views.decorators.http import require_GET, require_POST
 from console.projects import project_names, selected_project_ids
 from console.services import actions
 from console.services.board import board, crashed_session_prompt
-from orchestrator.core.errors import OrchestratorError
+from foundation.core.errors import OrchestratorError
 
 # The page re-reads the board this often (tests shorten it).
 REFRESH_SECONDS = 5

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from django.http import HttpRequest
 
-from orchestrator.core.models import Project
+from foundation.core.models import Project
 
 SESSION_KEY = "console_project"
 _CACHE_ATTRIBUTE = "_console_project_names"

@@ -11,15 +11,15 @@ from django.conf import settings
 from django.db import models
 from django.db.models.functions import Now
 
-from orchestrator.core.db import internal_schema, spec_table
-from orchestrator.core.projects import default_project
+from foundation.core.db import internal_schema, spec_table
+from foundation.core.projects import default_project
 
 
 class TaskContext(models.Model):
     id = models.UUIDField(primary_key=True, db_default=models.Func(function="gen_random_uuid"),
                           editable=False)
     task_id = models.CharField(max_length=255, unique=True)
-    # The project the task belongs to (orchestrator.core.models.Project); never changes.
+    # The project the task belongs to (foundation.core.models.Project); never changes.
     project_id = models.CharField(max_length=255, default=default_project)
     name = models.CharField(max_length=500)
     description = models.TextField(null=True, blank=True)

@@ -23,9 +23,8 @@ from contexts.services import (
     tasks,
     unified,
 )
-from locks.services import LOCK_RULE
-from orchestrator.core.tools import Tool, ToolContext, register
-from orchestrator.core.tools.schema import (
+from foundation.core.tools import Tool, ToolContext, register
+from foundation.core.tools.schema import (
     CHECKPOINT_SCOPES,
     CHECKPOINT_TYPES,
     IMMEDIATE_CONTEXT,
@@ -42,6 +41,7 @@ from orchestrator.core.tools.schema import (
     string,
     string_list,
 )
+from locks.services import LOCK_RULE
 
 SAVED_TO = obj({"database": boolean(), "redis": boolean(), "file": boolean()},
                ["database", "redis", "file"])
@@ -636,3 +636,28 @@ register(Tool(
         args["checkpointIds"], args.get("archived", True)),
     internal=True,
 ))
+
+
+# -- what a project-limited token may name (foundation.core.tools.access) ----------------
+# Tasks and checkpoints live in a project; these tools' arguments name them, and a call
+# naming one of another project gets the answer these tools give for a missing one.
+def _register_project_entities() -> None:
+    from foundation.core.db import qualified
+    from foundation.core.errors import checkpoint_not_found, task_not_found
+    from foundation.core.tools.access import register_argument, register_entity
+
+    register_entity("task", f"SELECT task_id, project_id FROM {qualified('task_contexts')} "
+                    "WHERE task_id = ANY(%s)")
+    register_entity("checkpoint", f"SELECT checkpoint_id, project_id FROM "
+                    f"{qualified('checkpoints')} WHERE checkpoint_id = ANY(%s)")
+    for name in ("taskId", "taskIds", "includeTasks"):
+        register_argument(name, "task", task_not_found)
+    # switch_task's own codes, the id under the field it came in.
+    register_argument("fromTaskId", "task",
+                      lambda item: task_not_found(item, code="E1660", field="fromTaskId"))
+    register_argument("toTaskId", "task",
+                      lambda item: task_not_found(item, code="E1661", field="toTaskId"))
+    register_argument("target.checkpointId", "checkpoint", checkpoint_not_found)
+
+
+_register_project_entities()

@@ -7,6 +7,9 @@ class GraphConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
+        from foundation.core.jobruns import register_job
+
+        register_job("graph sync", "graph.sync_graph", metric="sync_graph", heavy=True)
         from graph import receivers
 
         receivers.connect()

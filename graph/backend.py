@@ -16,8 +16,8 @@ from typing import Any, TypeVar
 
 from django.conf import settings
 
-from orchestrator.core.errors import failure_reason
-from orchestrator.observability import tracing
+from foundation.core.errors import failure_reason
+from foundation.observability import tracing
 
 logger = logging.getLogger("orchestrator.graph")
 T = TypeVar("T")
@@ -76,7 +76,7 @@ def configure() -> None:
         from neo4j import GraphDatabase
         from neomodel import db, get_config
 
-        from orchestrator.config import bolt_target
+        from foundation.config import bolt_target
 
         # Our own driver with an auth pair, not neomodel's URL parsing: that neither decodes
         # a percent-encoded password nor survives a raw "#" or "/" in one.

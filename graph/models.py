@@ -5,8 +5,8 @@ from __future__ import annotations
 from django.db import models
 from django.db.models.functions import Now
 
-from orchestrator.core.db import spec_table
-from orchestrator.core.projects import default_project
+from foundation.core.db import spec_table
+from foundation.core.projects import default_project
 
 
 class TaskRelationship(models.Model):

@@ -9,9 +9,9 @@ from typing import Any
 
 from celery import shared_task
 
+from foundation.core.jobruns import run_job
+from foundation.core.tools import ToolContext, call_tool
 from graph.services.sync import JOB_NAME
-from orchestrator.core.jobruns import run_job
-from orchestrator.core.tools import ToolContext, call_tool
 
 
 def summarize(result: dict[str, Any]) -> str:

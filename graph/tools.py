@@ -4,12 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from graph.services import get_task_graph
-from graph.services.outbox import drain_outbox
-from graph.services.relationships import add_relationship, remove_relationship
-from graph.services.sync import check_graph, sync_graph
-from orchestrator.core.tools import Tool, ToolContext, register
-from orchestrator.core.tools.schema import (
+from foundation.core.tools import Tool, ToolContext, register
+from foundation.core.tools.schema import (
     RELATIONSHIP_TYPES,
     TASK_STATUSES,
     TIMESTAMP,
@@ -22,6 +18,10 @@ from orchestrator.core.tools.schema import (
     safe_id,
     string,
 )
+from graph.services import get_task_graph
+from graph.services.outbox import drain_outbox
+from graph.services.relationships import add_relationship, remove_relationship
+from graph.services.sync import check_graph, sync_graph
 
 MAX_DEPTH = 10
 EDGE_TYPES = ("blocks", "depends_on", "related_to", "parent_of")
@@ -199,3 +199,15 @@ register(Tool(
     handler=lambda args, ctx: drain_outbox(),
     internal=True,
 ))
+
+
+# -- what a project-limited token may name (foundation.core.tools.access) ----------------
+def _register_project_entities() -> None:
+    from foundation.core.errors import task_not_found
+    from foundation.core.tools.access import register_argument
+
+    for name in ("sourceTaskId", "targetTaskId"):
+        register_argument(name, "task", task_not_found)
+
+
+_register_project_entities()

@@ -1,6 +1,6 @@
 from django.db import models
 
-from orchestrator.core.projects import default_project
+from foundation.core.projects import default_project
 
 
 class TaskLockHint(models.Model):

@@ -30,12 +30,12 @@ from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 
+from foundation.backends import redis_store
+from foundation.core.db import qualified
+from foundation.core.errors import OrchestratorError
+from foundation.core.stamps import iso
 from locks import signals
 from locks.models import TaskLockHint
-from orchestrator.backends import redis_store
-from orchestrator.core.db import qualified
-from orchestrator.core.errors import OrchestratorError
-from orchestrator.core.stamps import iso
 
 # The rule in words, for tool descriptions and docs (save_context_snapshot, rollback_to, ...).
 LOCK_RULE = (

@@ -5,14 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from locks import services as locks
-from locks import signals
-from locks.services import LOCK_RULE
-from orchestrator.backends import redis_store
-from orchestrator.core.errors import OrchestratorError
-from orchestrator.core.stamps import now_iso
-from orchestrator.core.tools import Tool, ToolContext, register
-from orchestrator.core.tools.schema import (
+from foundation.backends import redis_store
+from foundation.core.errors import OrchestratorError
+from foundation.core.stamps import now_iso
+from foundation.core.tools import Tool, ToolContext, register
+from foundation.core.tools.schema import (
     TIMESTAMP,
     array,
     boolean,
@@ -21,6 +18,9 @@ from orchestrator.core.tools.schema import (
     safe_id,
     string,
 )
+from locks import services as locks
+from locks import signals
+from locks.services import LOCK_RULE
 
 TASK_LOCK = obj({"taskId": string(), "sessionId": string(), "lockedAt": TIMESTAMP,
                  "expiresAt": TIMESTAMP}, ["taskId", "sessionId", "lockedAt", "expiresAt"],

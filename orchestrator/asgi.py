@@ -22,8 +22,8 @@ from django.core.wsgi import get_wsgi_application  # noqa: E402
 
 django_app = WSGIMiddleware(get_wsgi_application(), workers=settings.WEB_THREADS)
 
-from orchestrator.core.projects import CLIENT_PROJECT_HEADER  # noqa: E402
-from orchestrator.observability import tracing  # noqa: E402
+from foundation.core.projects import CLIENT_PROJECT_HEADER  # noqa: E402
+from foundation.observability import tracing  # noqa: E402
 from orchestrator.web import fastlane, hosts  # noqa: E402
 from orchestrator.web.mcp import AGENT_PATH, PATH, build_http_app  # noqa: E402
 

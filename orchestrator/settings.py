@@ -1,4 +1,4 @@
-"""Django settings. Every value comes from ``orchestrator.config`` (env + optional YAML):
+"""Django settings. Every value comes from ``foundation.config`` (env + optional YAML):
 read and checked there, never from the process environment here."""
 
 from __future__ import annotations
@@ -9,14 +9,14 @@ import sys
 from datetime import timedelta
 from pathlib import Path
 
-from orchestrator.config import (
+from foundation.config import (
     ConfigError,
     comma_list,
     load_settings,
     lockout_groups,
     resolve_dir,
 )
-from orchestrator.core import private_files
+from foundation.core import private_files
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -76,7 +76,7 @@ INSTALLED_APPS = [
     "django_filters",
     "drf_spectacular",
     "drf_spectacular_sidecar",  # Swagger UI / Redoc files for /api/docs/ (no CDN)
-    "orchestrator.core.apps.CoreConfig",
+    "foundation.core.apps.CoreConfig",
     "orchestrator.ops.apps.OpsConfig",
     "locks.apps.LocksConfig",
     "contexts.apps.ContextsConfig",
@@ -129,7 +129,7 @@ SERVES_REQUESTS = ORCH.ORCHESTRATOR_SERVES_REQUESTS
 # JIT compilation costs hundreds of ms on the few large queries here (conflict detection,
 # crash sweep, registry) and never pays back on OLTP work.
 _POSTGRES_OPTIONS = "-c jit=off"
-# The statements prepared on purpose (orchestrator.backends.prepared; Django prepares none)
+# The statements prepared on purpose (foundation.backends.prepared; Django prepares none)
 # are each written for one access path, and Postgres's default plan choice kept planning
 # some of them on every run: the claim holders' read spent 1.3 ms planning against
 # 0.08 ms running, 12 s of Postgres CPU in two minutes of 1,000 agents across all of them.
@@ -155,14 +155,14 @@ if _URL_OPTIONS.get("options"):
 DATABASES = {
     "default": {
         # django-prometheus's backend with a health check that costs no round trip.
-        "ENGINE": "orchestrator.backends.postgres",
+        "ENGINE": "foundation.backends.postgres",
         **ORCH.database,
         "CONN_MAX_AGE": ORCH.DB_CONN_MAX_AGE,
         # A reused connection is checked before a request's first query, so the first
         # request after Postgres cut its connections (restart, failover,
         # pg_terminate_backend) reconnects instead of answering 503. The check asks the
         # socket and sends no "SELECT 1" unless the server spoke unasked
-        # (orchestrator/backends/postgres/base.py).
+        # (foundation/backends/postgres/base.py).
         "CONN_HEALTH_CHECKS": True,
         "OPTIONS": {
             # Also bounds a server that accepts connections and never answers (libpq's
@@ -171,7 +171,7 @@ DATABASES = {
             "options": _POSTGRES_OPTIONS,
             # Django turns psycopg's prepared statements off (None). Its own queries bind
             # on the client and are never prepared either way; this lets the few hot
-            # statements of orchestrator.backends.prepared ask for it (prepare=True).
+            # statements of foundation.backends.prepared ask for it (prepare=True).
             "prepare_threshold": 5,
             **_URL_OPTIONS,
         },
@@ -190,7 +190,7 @@ DB_POOL = SERVES_REQUESTS and ORCH.DB_POOL_MAX_SIZE > 0
 if DB_POOL:
     DATABASES["default"]["CONN_MAX_AGE"] = 0  # a closed connection goes back to the pool
     # The pool checks each connection it lends with the backend's free socket poll
-    # (orchestrator/backends/postgres/base.py), not Django's round trip per loan.
+    # (foundation/backends/postgres/base.py), not Django's round trip per loan.
     DATABASES["default"]["OPTIONS"]["pool"] = {
         "min_size": ORCH.DB_POOL_MIN_SIZE, "max_size": ORCH.DB_POOL_MAX_SIZE,
         "timeout": ORCH.DB_POOL_TIMEOUT}
@@ -246,13 +246,13 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "orchestrator.web.openapi.OrchestratorSchema",
     "DEFAULT_FILTER_BACKENDS": [
-        "orchestrator.core.filters.QueryParameterCheck",
+        "foundation.core.filters.QueryParameterCheck",
         "orchestrator.web.api.ProjectScopeFilter",
         "django_filters.rest_framework.DjangoFilterBackend",
         "rest_framework.filters.OrderingFilter",
     ],
     # ?limit= 1-1000, ?offset= 0-2^31-1; anything else is 400 E1612 (never a failed query)
-    "DEFAULT_PAGINATION_CLASS": "orchestrator.core.pagination.StrictLimitOffsetPagination",
+    "DEFAULT_PAGINATION_CLASS": "foundation.core.pagination.StrictLimitOffsetPagination",
     "PAGE_SIZE": 50,
     "EXCEPTION_HANDLER": "orchestrator.web.api.exception_handler",
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
@@ -338,7 +338,7 @@ FLEET_CAPACITY_SESSIONS = ORCH.FLEET_CAPACITY_SESSIONS
 SLACK_NOTIFY_RETRIES = ORCH.SLACK_NOTIFY_RETRIES
 SLACK_NOTIFY_RETRY_SECONDS = ORCH.SLACK_NOTIFY_RETRY_SECONDS
 # The index files (_registry.json, .tool-history.json) are rewritten off the request path
-# at most this often per process (orchestrator/backends/coalesce.py); 0: by every call.
+# at most this often per process (foundation/backends/coalesce.py); 0: by every call.
 INDEX_FILE_DELAY_MS = ORCH.INDEX_FILE_DELAY_MS
 # A project's RECOVERY_DIR/.tool-history.json (its last 50 tool uses, for a session the
 # database cannot vouch for) is rewritten at most this often per process and project: a
@@ -418,7 +418,7 @@ CELERY_BEAT_MAX_LOOP_INTERVAL = BEAT_LOCK_TIMEOUT_SECONDS / 6
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"json": {"()": "orchestrator.observability.logformat.JsonFormatter"}},
+    "formatters": {"json": {"()": "foundation.observability.logformat.JsonFormatter"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "json"}},
     "root": {"handlers": ["console"], "level": ORCH.LOG_LEVEL},
     "loggers": {

@@ -9,7 +9,17 @@ class AgentSessionsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from orchestrator.core.tools.registry import add_after_call_hook
+        from foundation.core.jobruns import register_job
+
+        # The periodic jobs of sessions/tasks.py, as the console lists them.
+        register_job("crash sweep", "sessions.detect_crashed_sessions",
+                     metric="detect_crashed_sessions")
+        register_job("stale-session cleanup", "sessions.clean_stale_sessions",
+                     metric="clean_stale_sessions")
+        register_job("pause auto-resume", "sessions.resume_paused_sessions",
+                     metric="resume_paused_sessions")
+
+        from foundation.core.tools.registry import add_after_call_hook
         from sessions.services.history import record_tool_call
 
         add_after_call_hook(record_tool_call)

@@ -12,7 +12,7 @@ from typing import Any
 from celery import shared_task
 from django.conf import settings
 
-from orchestrator.core.jobruns import run_job
+from foundation.core.jobruns import run_job
 from sessions.services import notifications
 
 

@@ -10,13 +10,13 @@ from django.utils import timezone
 
 from contexts.services import bundle
 from contexts.services import learnings as project_learnings
-from orchestrator.core.stamps import now_iso
-from orchestrator.core.tools import Tool, ToolContext, register
-from orchestrator.core.tools.access import (
+from foundation.core.stamps import now_iso
+from foundation.core.tools import Tool, ToolContext, register
+from foundation.core.tools.access import (
     remember_session_owner,
     session_owner,
 )
-from orchestrator.core.tools.schema import (
+from foundation.core.tools.schema import (
     RECOVERY_TYPES,
     SESSION_STATUSES,
     TIMESTAMP,
@@ -444,7 +444,7 @@ register(Tool(
 
 def _resets_at(value: str | None) -> datetime | None:
     """resetsAt as an aware datetime (UTC without an offset); the input check let through
-    only a date-time in range (orchestrator.core.tools.input_checks.check_date_time)."""
+    only a date-time in range (foundation.core.tools.input_checks.check_date_time)."""
     if value is None:
         return None
     stamp = datetime.fromisoformat(value)
@@ -761,3 +761,27 @@ register(Tool(
     handler=_mark_crashed,
     internal=True,
 ))
+
+
+# -- what a project-limited token may name (foundation.core.tools.access) ----------------
+# Sessions live in a project (and are owned by the token that started them).
+def _register_project_entities() -> None:
+    from foundation.core.db import qualified
+    from foundation.core.errors import session_not_found
+    from foundation.core.tools.access import (
+        SESSION_KIND,
+        register_argument,
+        register_entity,
+        register_list_argument,
+    )
+
+    register_entity(SESSION_KIND, f"SELECT session_id, project_id FROM "
+                    f"{qualified('active_sessions')} WHERE session_id = ANY(%s)")
+    register_argument("sessionId", SESSION_KIND, session_not_found)
+    register_argument("markRecovered", SESSION_KIND,
+                      lambda item: session_not_found(item, code="E1631"))
+    # Sessions a sweep marks crashed now: only where they exist, are live and the caller's.
+    register_list_argument("crashedSessionIds", SESSION_KIND, own_sessions=True)
+
+
+_register_project_entities()

@@ -17,9 +17,9 @@ import pytest
 from django.conf import settings
 from django.test import Client
 
-from orchestrator.backends import redis_store
-from orchestrator.core.db import set_harness_blocks
-from orchestrator.core.tools.access import forget_entity_projects, forget_session_owners
+from foundation.backends import redis_store
+from foundation.core.db import set_harness_blocks
+from foundation.core.tools.access import forget_entity_projects, forget_session_owners
 
 # The suite drives thousands of calls a minute through one token (tests/fuzz, the load
 # tests), as the bench does: every call still goes through the per-token rate limit
@@ -121,7 +121,7 @@ def truncate_spec_tables() -> None:
     """
     from django.db import connection
 
-    from orchestrator.core.db import internal_schema, qualified
+    from foundation.core.db import internal_schema, qualified
 
     internal = internal_schema(settings.MCP_SCHEMA)
     tables = [qualified(t) for t in SPEC_TABLES] + [f'"{internal}"."{t}"'
@@ -147,7 +147,7 @@ def ensure_project_row() -> None:
     # A transactional test's flush truncates global_context and projects; put the
     # migrations' rows back.
     from contexts.models import GlobalContext
-    from orchestrator.core.models import Project
+    from foundation.core.models import Project
 
     Project.objects.get_or_create(id=settings.MCP_PROJECT_ID,
                                   defaults={"name": "Story Portal App"})
@@ -160,7 +160,7 @@ def ensure_project_row() -> None:
 
 @pytest.fixture
 def api_token(db) -> str:
-    from orchestrator.core.models import ApiToken
+    from foundation.core.models import ApiToken
 
     _, raw = ApiToken.issue(f"test-{time.monotonic_ns()}")
     return raw
@@ -266,7 +266,7 @@ def live_server_url(django_db_setup, django_db_blocker) -> Iterator[str]:
 
 def metrics_token() -> str:
     """A new token of scope metrics: what a Prometheus scraper reads /metrics with."""
-    from orchestrator.core.models import ApiToken, TokenScope
+    from foundation.core.models import ApiToken, TokenScope
 
     return ApiToken.issue(f"metrics-{time.monotonic_ns()}", TokenScope.METRICS)[1]
 
@@ -274,7 +274,7 @@ def metrics_token() -> str:
 @pytest.fixture
 def live_api(live_server_url, transactional_db):
     """Base URL of the live server, with a token; data must be committed to be seen."""
-    from orchestrator.core.models import ApiToken
+    from foundation.core.models import ApiToken
 
     _, raw = ApiToken.issue(f"live-{time.monotonic_ns()}")
     return live_server_url, raw

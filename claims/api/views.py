@@ -2,7 +2,7 @@
 
 One listing, not a paged list of rows: ``claims.services.queries.file_claims`` with contested
 paths first, the contested paths and the total. The caller sees the projects its token
-may reach, as in every browsing list (``orchestrator.core.projects.scoped``);
+may reach, as in every browsing list (``foundation.core.projects.scoped``);
 ``?project=`` (or ``?projectId=``, the other lists' name) narrows it to one of them.
 Changes go through the tools (claim_files, release_files).
 """
@@ -21,10 +21,10 @@ from rest_framework.views import APIView
 from claims.services.claimants import MAX_PATH_LENGTH, MAX_PATHS
 from claims.services.queries import file_claims, listing
 from contexts.models import TaskContext
-from orchestrator.core.errors import task_not_found
-from orchestrator.core.filters import check_query_parameters
-from orchestrator.core.projects import check_project_id, scoped
-from orchestrator.core.tools.schema import SAFE_ID_PATTERN
+from foundation.core.errors import task_not_found
+from foundation.core.filters import check_query_parameters
+from foundation.core.projects import check_project_id, scoped
+from foundation.core.tools.schema import SAFE_ID_PATTERN
 
 SAFE_ID = re.compile(SAFE_ID_PATTERN)
 

@@ -4,7 +4,7 @@ import django.contrib.postgres.fields
 import django.db.models.functions.datetime
 from django.db import migrations, models
 
-import orchestrator.core.projects
+import foundation.core.projects
 
 
 class Migration(migrations.Migration):
@@ -19,7 +19,7 @@ class Migration(migrations.Migration):
             name='FileClaim',
             fields=[
                 ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('project_id', models.CharField(default=orchestrator.core.projects.default_project, max_length=255)),
+                ('project_id', models.CharField(default=foundation.core.projects.default_project, max_length=255)),
                 ('path', models.CharField(max_length=1000)),
                 ('session_id', models.CharField(max_length=255)),
                 ('task_id', models.CharField(blank=True, max_length=255, null=True)),

@@ -13,9 +13,9 @@ from django.db import connection
 
 from claims.models import FileClaim
 from contexts.services.edit_policy import POLICY_KEY, EditPolicy, policy_from
-from orchestrator.backends import prepared
-from orchestrator.core.db import qualified
-from orchestrator.core.errors import OrchestratorError, session_not_found
+from foundation.backends import prepared
+from foundation.core.db import qualified
+from foundation.core.errors import OrchestratorError, session_not_found
 from sessions.models import SessionDetail
 from sessions.services.common import LIVE_STATUSES, refuse_for_status
 from sessions.services.pause import paused_refusal

@@ -26,8 +26,8 @@ from claims.services.holders import Holder, other_holders
 from claims.services.messages import blocked_text, record_event, warning_text
 from claims.services.overlaps import overlap_writer, record_overlaps
 from contexts.services.edit_policy import POLICY_KEY
-from orchestrator.backends import prepared
-from orchestrator.core.db import (
+from foundation.backends import prepared
+from foundation.core.db import (
     ASYNC_COMMIT,
     RETRIED_SQLSTATES,
     SYNC_COMMIT,
@@ -37,9 +37,9 @@ from orchestrator.core.db import (
     retried_statement,
     retried_transaction,
 )
-from orchestrator.core.errors import OrchestratorError
-from orchestrator.core.stamps import now_iso
-from orchestrator.observability import metrics
+from foundation.core.errors import OrchestratorError
+from foundation.core.stamps import now_iso
+from foundation.observability import metrics
 from sessions.models import SessionDetail
 from sessions.services.notices import NOTICES_TABLE, add_notices, take_notices
 

@@ -11,9 +11,9 @@ from django.conf import settings
 from django.db import connection
 
 from claims.services.claimants import CLAIMS_TABLE, Claimant, live_seconds
-from orchestrator.backends import prepared
-from orchestrator.core.db import qualified
-from orchestrator.core.stamps import iso
+from foundation.backends import prepared
+from foundation.core.db import qualified
+from foundation.core.stamps import iso
 from sessions.models import SessionDetail
 
 # -- who else holds a path ------------------------------------------------------------------

@@ -10,7 +10,7 @@ from django.db import transaction
 
 from claims.services.claimants import Claimant
 from claims.services.holders import Holder
-from orchestrator.core.errors import OrchestratorError
+from foundation.core.errors import OrchestratorError
 from sessions.services.events import append_event
 
 logger = logging.getLogger("orchestrator.claims")

@@ -15,8 +15,8 @@ from conflicts.services.detection import Scope, detect_file_conflicts
 from conflicts.services.store import OPEN_STATUSES, STORE_LOCK_KEY, store_candidates
 from contexts.services.edit_policy import EditPolicy
 from contexts.services.key_files import append_key_files
-from orchestrator.backends.coalesce import CoalescingWriter
-from orchestrator.core.db import retried_transaction
+from foundation.backends.coalesce import CoalescingWriter
+from foundation.core.db import retried_transaction
 from sessions.models import SessionDetail
 from sessions.services.notices import add_notices
 

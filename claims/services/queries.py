@@ -9,9 +9,9 @@ from django.db import connection
 
 from claims.services.claimants import repository_path
 from claims.services.holders import Holder, holders_where
-from orchestrator.core.db import qualified
-from orchestrator.core.errors import task_not_found
-from orchestrator.core.stamps import now_iso
+from foundation.core.db import qualified
+from foundation.core.errors import task_not_found
+from foundation.core.stamps import now_iso
 
 # -- reading ------------------------------------------------------------------------------
 

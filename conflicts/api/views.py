@@ -10,9 +10,9 @@ from rest_framework import serializers, viewsets
 from conflicts.models import ContextConflict
 from conflicts.services import representation
 from conflicts.services.resolution import parse_conflict_id
-from orchestrator.core.errors import conflict_not_found
-from orchestrator.core.projects import scoped
-from orchestrator.core.tools.schema import CONFLICT_TYPES, RESOLUTION_STATUSES, SEVERITIES
+from foundation.core.errors import conflict_not_found
+from foundation.core.projects import scoped
+from foundation.core.tools.schema import CONFLICT_TYPES, RESOLUTION_STATUSES, SEVERITIES
 
 
 class ConflictSerializer(serializers.Serializer):

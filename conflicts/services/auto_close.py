@@ -27,8 +27,8 @@ from typing import Any
 
 from django.db import connection
 
-from orchestrator.core.db import qualified
-from orchestrator.observability import metrics
+from foundation.core.db import qualified
+from foundation.observability import metrics
 
 logger = logging.getLogger("orchestrator.conflicts")
 

@@ -46,12 +46,12 @@ from contexts.models import TaskContext
 from contexts.services import cache
 from contexts.services import representation as task_repr
 from contexts.services.edit_policy import policies_of
+from foundation.backends import files, redis_store
+from foundation.core.db import qualified
+from foundation.core.errors import OrchestratorError, failure_reason
+from foundation.core.stamps import now_iso
+from foundation.core.tools.schema import CONFLICT_TYPES
 from locks import services as locks
-from orchestrator.backends import files, redis_store
-from orchestrator.core.db import qualified
-from orchestrator.core.errors import OrchestratorError, failure_reason
-from orchestrator.core.stamps import now_iso
-from orchestrator.core.tools.schema import CONFLICT_TYPES
 
 logger = logging.getLogger("orchestrator.conflicts")
 ACTIVE_STATUSES = ("pending", "in_progress", "blocked")

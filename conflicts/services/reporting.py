@@ -12,8 +12,8 @@ from conflicts.models import ContextConflict
 from conflicts.services import representation
 from conflicts.services.store import KNOWN_STATUSES, Candidate, store_candidates
 from contexts.models import TaskContext
-from orchestrator.core.errors import OrchestratorError, projects_differ, task_not_found
-from orchestrator.core.tools.schema import CONFLICT_TYPES
+from foundation.core.errors import OrchestratorError, projects_differ, task_not_found
+from foundation.core.tools.schema import CONFLICT_TYPES
 
 REPORTERS = ("agent", "manual")
 

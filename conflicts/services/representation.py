@@ -6,7 +6,7 @@ from decimal import Decimal
 from typing import Any
 
 from conflicts.models import ContextConflict
-from orchestrator.core.stamps import iso
+from foundation.core.stamps import iso
 
 # The action the console and the detect_conflicts answer propose for each type.
 SUGGESTIONS = {

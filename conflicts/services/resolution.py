@@ -24,9 +24,9 @@ from django.db.models.functions import Now
 
 from conflicts.models import ContextConflict
 from conflicts.services import side_effects
-from orchestrator.core.errors import OrchestratorError, conflict_not_found
-from orchestrator.core.stamps import now_iso
-from orchestrator.observability import metrics
+from foundation.core.errors import OrchestratorError, conflict_not_found
+from foundation.core.stamps import now_iso
+from foundation.observability import metrics
 
 logger = logging.getLogger("orchestrator.conflicts")
 

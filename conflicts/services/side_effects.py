@@ -24,9 +24,9 @@ from contexts.models import TaskContext
 from contexts.services import cache
 from contexts.services import representation as task_repr
 from contexts.services.write import Changes, lock_task, write_task
+from foundation.backends import files, redis_store
+from foundation.core.errors import OrchestratorError
 from locks import services as locks
-from orchestrator.backends import files, redis_store
-from orchestrator.core.errors import OrchestratorError
 
 
 class _Writer:

@@ -23,8 +23,8 @@ from django.db import connection, transaction
 
 from conflicts.models import ContextConflict
 from conflicts.services import auto_close
-from orchestrator.core.db import qualified
-from orchestrator.observability import metrics
+from foundation.core.db import qualified
+from foundation.observability import metrics
 
 logger = logging.getLogger("orchestrator.conflicts")
 

@@ -24,8 +24,8 @@ from django.utils.html import format_html
 from console.projects import project_names, selected_project, selected_project_ids
 from console.templatetags.console_format import NONE, short_id
 from contexts.models import TaskContext
-from orchestrator.core.models import Project
-from orchestrator.core.tools import ToolContext, call_tool
+from foundation.core.models import Project
+from foundation.core.tools import ToolContext, call_tool
 from sessions.models import SessionDetail
 
 M = TypeVar("M", bound=models.Model)

@@ -29,7 +29,7 @@ from console.admin.base import (
 from console.projects import selected_project_ids
 from console.templatetags.console_format import when
 from contexts.models import TaskContext
-from orchestrator.core.errors import OrchestratorError
+from foundation.core.errors import OrchestratorError
 
 SEVERITY_COLOURS = {"critical": "#ba2121", "high": "#e67e22", "medium": "#d4ac0d",
                     "low": "#5b80b2"}

@@ -18,7 +18,7 @@ from django.urls import path, reverse
 from console.admin.base import MissingObjectIs404, ProjectScopedAdmin, object_or_404, run_tool
 from contexts.models import GlobalContext
 from contexts.services import global_context
-from orchestrator.core.errors import OrchestratorError
+from foundation.core.errors import OrchestratorError
 
 # Form field -> (tool field, edited as JSON?)
 FORM_FIELDS = {

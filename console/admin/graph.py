@@ -12,9 +12,9 @@ from django.urls import NoReverseMatch, path, reverse
 from console.admin.base import ProjectFilter, ProjectScopedAdmin, ReadOnlyAdmin, run_tool
 from console.projects import project_names, selected_project
 from contexts.models import TaskContext
+from foundation.core.errors import OrchestratorError
 from graph.models import TaskRelationship
 from graph.tools import MAX_DEPTH
-from orchestrator.core.errors import OrchestratorError
 
 TASK_CHOICES_LIMIT = 1000
 

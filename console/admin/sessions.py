@@ -32,7 +32,7 @@ from console.templatetags.console_format import (
     when,
 )
 from contexts.models import TaskContext
-from orchestrator.core.errors import OrchestratorError
+from foundation.core.errors import OrchestratorError
 from sessions.models import (
     ActiveSession,
     SessionDetail,

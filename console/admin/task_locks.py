@@ -17,8 +17,8 @@ from django.http import HttpRequest
 from django.urls import reverse
 
 from contexts.models import TaskContext
+from foundation.backends import redis_store
 from locks import services as locks
-from orchestrator.backends import redis_store
 from sessions.models import ActiveSession, SessionDetail, SessionWork
 
 # Who may release another session's task lock from the console: a person who may change

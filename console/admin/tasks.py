@@ -61,7 +61,7 @@ from contexts.models import (
 )
 from contexts.services import rollback
 from contexts.services.checkpoints import snapshot_for_display
-from orchestrator.core.errors import OrchestratorError
+from foundation.core.errors import OrchestratorError
 from sessions.models import ActiveSession
 
 CONFLICT_HISTORY_TEMPLATE = "conflicts/_task_history.html"

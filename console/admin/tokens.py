@@ -4,8 +4,8 @@ from django.contrib.auth.admin import GroupAdmin, UserAdmin
 from django.contrib.auth.models import Group, User
 
 from console.admin.base import MissingObjectIs404, ReadOnlyAdmin, run_tool
-from orchestrator.core import auth, enrollment
-from orchestrator.core.models import ApiToken, EnrollmentCode, JobRun, hash_token
+from foundation.core import auth, enrollment
+from foundation.core.models import ApiToken, EnrollmentCode, JobRun, hash_token
 
 
 def revocation_delay() -> str:

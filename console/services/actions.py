@@ -20,8 +20,8 @@ from django.db import models
 from claims.models import FileClaim
 from conflicts.models import ContextConflict
 from contexts.models import TaskContext
-from orchestrator.core.errors import OrchestratorError
-from orchestrator.core.tools import ToolContext, call_tool
+from foundation.core.errors import OrchestratorError
+from foundation.core.tools import ToolContext, call_tool
 from sessions.models import ActiveSession
 
 RESOLUTIONS = ("use_a", "use_b", "merge", "ignore")

@@ -30,10 +30,10 @@ from conflicts.models import ContextConflict
 from conflicts.services import console as conflict_console
 from console.services.states import LATE_SHARE, crash_threshold_seconds, session_state
 from contexts.models import TaskContext
+from foundation.backends import redis_store
+from foundation.core.errors import session_not_found
+from foundation.core.stamps import iso
 from locks import services as locks
-from orchestrator.backends import redis_store
-from orchestrator.core.errors import session_not_found
-from orchestrator.core.stamps import iso
 from sessions.models import ActiveSession, SessionDetail, SessionEvent, ToolInvocation
 from sessions.services import recovery
 from sessions.services.common import CLOSED_STATUSES, LIVE_STATUSES

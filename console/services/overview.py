@@ -23,10 +23,10 @@ from conflicts.models import ContextConflict
 from console.services.states import session_state
 from contexts.models import TaskContext
 from contexts.services import storage
-from orchestrator.backends import redis_store
-from orchestrator.core import jobruns
-from orchestrator.core.db import qualified
-from orchestrator.core.stamps import iso
+from foundation.backends import redis_store
+from foundation.core import jobruns
+from foundation.core.db import qualified
+from foundation.core.stamps import iso
 from sessions.models import ActiveSession, SessionDetail, SessionEvent, ToolInvocation
 from sessions.services.work import orphaned_tasks as orphaned_task_rows
 
@@ -227,7 +227,7 @@ def job_status(now: datetime) -> list[dict[str, Any]]:
     periods = jobruns.job_periods()
     runs = jobruns.latest_runs()
     jobs = []
-    for name in jobruns.KNOWN_JOBS:
+    for name in jobruns.known_jobs():
         run, period = runs.get(name), periods.get(name)
         entry: dict[str, Any] = {"name": name, "periodSeconds": period, "state": "never run",
                                  "stale": False, "outcome": None, "summary": "",
@@ -238,7 +238,7 @@ def job_status(now: datetime) -> list[dict[str, Any]]:
                          outcome=run["outcome"], summary=run["summary"], ageSeconds=int(age),
                          state=run["outcome"],
                          stale=period is not None and age > STALE_PERIODS * period)
-        elif period is None and jobruns.KNOWN_JOBS[name] is not None:
+        elif period is None:
             entry["state"] = "disabled"
         jobs.append(entry)
     return jobs

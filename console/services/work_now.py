@@ -17,8 +17,8 @@ from conflicts.models import ContextConflict
 from console.services.states import LIVE_STATUSES, session_state
 from contexts.models import ContextVersion, TaskContext
 from contexts.services.relationships import unfinished_blockers
+from foundation.backends import redis_store
 from locks import services as locks
-from orchestrator.backends import redis_store
 from sessions.models import ActiveSession, SessionDetail
 from sessions.services.work import orphaned_task_ids
 

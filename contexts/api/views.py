@@ -21,11 +21,11 @@ from rest_framework.response import Response
 from contexts.models import Checkpoint, ContextVersion, TaskContext
 from contexts.services import checkpoints, representation
 from contexts.services.tasks import get_global_context
-from orchestrator.core.errors import OrchestratorError, checkpoint_not_found, task_not_found
-from orchestrator.core.filters import UtcDateTimeFilter, check_query_parameters
-from orchestrator.core.projects import default_project, scoped
-from orchestrator.core.stamps import iso
-from orchestrator.core.tools.schema import CHANGE_TYPES, SAFE_ID_PATTERN
+from foundation.core.errors import OrchestratorError, checkpoint_not_found, task_not_found
+from foundation.core.filters import UtcDateTimeFilter, check_query_parameters
+from foundation.core.projects import default_project, scoped
+from foundation.core.stamps import iso
+from foundation.core.tools.schema import CHANGE_TYPES, SAFE_ID_PATTERN
 
 LOOKUP_REGEX = SAFE_ID_PATTERN.strip("^$")
 

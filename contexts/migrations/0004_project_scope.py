@@ -13,7 +13,7 @@ are unique across the server.
 from django.conf import settings
 from django.db import migrations, models
 
-from orchestrator.core.projects import default_project
+from foundation.core.projects import default_project
 
 S = settings.MCP_SCHEMA
 

@@ -18,11 +18,11 @@ from django.db import connection
 
 from contexts.models import TaskContext
 from contexts.services import cache, representation
-from orchestrator.backends import files, redis_store
-from orchestrator.backends.coalesce import CoalescingWriters
-from orchestrator.core.db import qualified
-from orchestrator.core.stamps import now_iso
-from orchestrator.observability import metrics, tracing
+from foundation.backends import files, redis_store
+from foundation.backends.coalesce import CoalescingWriters
+from foundation.core.db import qualified
+from foundation.core.stamps import now_iso
+from foundation.observability import metrics, tracing
 
 logger = logging.getLogger("orchestrator.contexts")
 

@@ -18,10 +18,10 @@ from django.conf import settings
 
 from contexts.models import GlobalContext, TaskContext
 from contexts.services import representation
-from orchestrator.backends import redis_store
-from orchestrator.core.errors import task_not_found
-from orchestrator.core.projects import namespace
-from orchestrator.observability import metrics
+from foundation.backends import redis_store
+from foundation.core.errors import task_not_found
+from foundation.core.projects import namespace
+from foundation.observability import metrics
 
 logger = logging.getLogger("orchestrator.contexts")
 

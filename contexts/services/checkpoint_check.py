@@ -19,9 +19,9 @@ from django.db import connection, transaction
 
 from contexts.models import CheckpointDetails
 from contexts.services.checkpoints import integrity_problem
-from orchestrator.core.db import qualified
-from orchestrator.core.errors import checkpoint_not_found
-from orchestrator.core.stamps import now_iso
+from foundation.core.db import qualified
+from foundation.core.errors import checkpoint_not_found
+from foundation.core.stamps import now_iso
 
 logger = logging.getLogger("orchestrator.contexts")
 

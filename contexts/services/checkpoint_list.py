@@ -12,10 +12,10 @@ from django.db.models.fields.json import KeyTextTransform
 from django.db.models.functions import Cast, Coalesce
 
 from contexts.models import Checkpoint, CheckpointDetails, TaskContext
-from orchestrator.backends.files import check_safe_id
-from orchestrator.core.db import qualified
-from orchestrator.core.errors import session_not_found, task_not_found
-from orchestrator.core.stamps import iso, now_iso
+from foundation.backends.files import check_safe_id
+from foundation.core.db import qualified
+from foundation.core.errors import session_not_found, task_not_found
+from foundation.core.stamps import iso, now_iso
 
 LIST_LIMIT_DEFAULT = 20
 LIST_LIMIT_MAX = 100

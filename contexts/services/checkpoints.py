@@ -36,9 +36,9 @@ from django.db import DatabaseError, connection, transaction
 
 from contexts.models import Checkpoint, CheckpointDetails, TaskContext
 from contexts.signals import agent_of_session
-from orchestrator.backends.files import check_safe_id
-from orchestrator.core.db import qualified
-from orchestrator.core.errors import (
+from foundation.backends.files import check_safe_id
+from foundation.core.db import qualified
+from foundation.core.errors import (
     OrchestratorError,
     checkpoint_not_found,
     failure_reason,
@@ -46,9 +46,9 @@ from orchestrator.core.errors import (
     storage_quota_exceeded,
     task_not_found,
 )
-from orchestrator.core.projects import default_project, require_project
-from orchestrator.core.stamps import iso
-from orchestrator.observability import metrics
+from foundation.core.projects import default_project, require_project
+from foundation.core.stamps import iso
+from foundation.observability import metrics
 
 logger = logging.getLogger("orchestrator.contexts")
 

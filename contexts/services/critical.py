@@ -14,9 +14,9 @@ from django.db import transaction
 
 from contexts.models import CriticalKeys
 from contexts.services.tasks import project_of_task
-from orchestrator.backends.files import check_safe_id
-from orchestrator.core.errors import task_not_found
-from orchestrator.core.stamps import now_iso
+from foundation.backends.files import check_safe_id
+from foundation.core.errors import task_not_found
+from foundation.core.stamps import now_iso
 
 # Bundle order: the order critical lines appear in HOT.
 MOVABLE = ("description", "notes", "keyFiles", "technicalDecisions", "relationships",

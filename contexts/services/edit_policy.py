@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import Any
 
-from orchestrator.core.errors import OrchestratorError
+from foundation.core.errors import OrchestratorError
 
 POLICIES = ("warn", "block")
 DEFAULT_POLICY = "warn"

@@ -20,9 +20,9 @@ from django.db import transaction
 from contexts.models import GlobalContext, GlobalContextVersion
 from contexts.services import edit_policy, representation
 from contexts.services.sync import write_project_constants
-from orchestrator.core.db import set_change_context
-from orchestrator.core.errors import OrchestratorError
-from orchestrator.core.stamps import now_iso
+from foundation.core.db import set_change_context
+from foundation.core.errors import OrchestratorError
+from foundation.core.stamps import now_iso
 
 logger = logging.getLogger("orchestrator.contexts")
 

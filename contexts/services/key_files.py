@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 
 from contexts.services.write import ListAppend, write_task
-from orchestrator.core.errors import OrchestratorError
+from foundation.core.errors import OrchestratorError
 
 logger = logging.getLogger("orchestrator.contexts")
 

@@ -15,7 +15,7 @@ from typing import Any
 from django.db import connection
 
 from contexts.models import ProjectLearning
-from orchestrator.core.errors import OrchestratorError
+from foundation.core.errors import OrchestratorError
 
 MAX_PER_CALL = 20
 MAX_LENGTH = 1000

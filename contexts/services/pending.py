@@ -20,7 +20,7 @@ the sender could not make is not made), by
 Not at start-up: a web worker starting does not know Postgres is back, and the two above
 cover every case within a heartbeat interval.
 
-Exactly once: each held save has an id, recorded (``orchestrator.core.models.ReplayedCall``)
+Exactly once: each held save has an id, recorded (``foundation.core.models.ReplayedCall``)
 in the transaction that applies it; a replay skips ids already recorded, so a replay that
 crashed after applying and before rewriting the file, or two replays at once, apply each
 save once. A held save the service refuses on replay (the task was deleted meanwhile, a
@@ -49,12 +49,12 @@ from typing import Any
 from django.conf import settings
 from django.db import InterfaceError, OperationalError, connection, transaction
 
-from orchestrator.backends import files
-from orchestrator.core.errors import OrchestratorError
-from orchestrator.core.models import ReplayedCall
-from orchestrator.core.stamps import now_iso
-from orchestrator.core.tools import ToolContext, call_tool
-from orchestrator.observability import metrics
+from foundation.backends import files
+from foundation.core.errors import OrchestratorError
+from foundation.core.models import ReplayedCall
+from foundation.core.stamps import now_iso
+from foundation.core.tools import ToolContext, call_tool
+from foundation.observability import metrics
 
 logger = logging.getLogger("orchestrator.contexts")
 

@@ -12,11 +12,11 @@ from typing import Any
 from django.db import IntegrityError, connection, transaction
 
 from contexts.models import GlobalContext
-from orchestrator.core.db import qualified
-from orchestrator.core.errors import OrchestratorError
-from orchestrator.core.models import Project
-from orchestrator.core.projects import check_project_id
-from orchestrator.core.stamps import iso, now_iso
+from foundation.core.db import qualified
+from foundation.core.errors import OrchestratorError
+from foundation.core.models import Project
+from foundation.core.projects import check_project_id
+from foundation.core.stamps import iso, now_iso
 
 logger = logging.getLogger("orchestrator.contexts")
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from django.db import connection
 
-from orchestrator.core.db import qualified
+from foundation.core.db import qualified
 
 # The ready-task rule: a blocker counts until it is 'completed'.
 _UNFINISHED_BLOCKERS_SQL = """

@@ -7,7 +7,7 @@ from decimal import Decimal
 from typing import Any
 
 from contexts.models import GlobalContext, TaskContext
-from orchestrator.core.stamps import iso
+from foundation.core.stamps import iso
 
 EMPTY_IMMEDIATE_CONTEXT: dict[str, Any] = {"workingOn": None, "lastAction": None,
                                            "nextStep": None, "blockers": []}

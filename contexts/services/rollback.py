@@ -18,10 +18,10 @@ from django.db import DatabaseError
 from contexts.models import ContextVersion, TaskContext
 from contexts.services import checkpoints
 from contexts.services.write import COLUMN_FIELDS, TaskChanges, write_task
-from orchestrator.backends.files import check_safe_id
-from orchestrator.core.errors import OrchestratorError
-from orchestrator.core.stamps import now_iso
-from orchestrator.observability import metrics
+from foundation.backends.files import check_safe_id
+from foundation.core.errors import OrchestratorError
+from foundation.core.stamps import now_iso
+from foundation.observability import metrics
 
 logger = logging.getLogger("orchestrator.contexts")
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from contexts.services.write import write_task
-from orchestrator.core.stamps import now_iso
+from foundation.core.stamps import now_iso
 
 
 def save_task_changes(task_id: str, changes: dict[str, Any] | None, *,

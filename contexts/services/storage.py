@@ -16,7 +16,7 @@ from typing import Any
 from django.conf import settings
 from django.db import connection
 
-from orchestrator.core.db import internal_schema
+from foundation.core.db import internal_schema
 
 
 def usage_table() -> str:

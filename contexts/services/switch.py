@@ -18,15 +18,15 @@ from contexts import signals
 from contexts.models import GlobalContext, TaskContext
 from contexts.services import backends, relationships, representation
 from contexts.services.write import TaskChanges, notify_changed, write_task
-from orchestrator.backends.files import check_safe_id
-from orchestrator.core.errors import (
+from foundation.backends.files import check_safe_id
+from foundation.core.errors import (
     OrchestratorError,
     failure_reason,
     projects_differ,
     task_not_found,
 )
-from orchestrator.core.stamps import now_iso
-from orchestrator.observability import metrics
+from foundation.core.stamps import now_iso
+from foundation.observability import metrics
 
 logger = logging.getLogger("orchestrator.contexts")
 

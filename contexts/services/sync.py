@@ -16,12 +16,12 @@ from django.conf import settings
 
 from contexts.models import GlobalContext, TaskContext
 from contexts.services import backends, cache, representation
-from orchestrator.backends import files, redis_store
-from orchestrator.backends.files import check_safe_id
-from orchestrator.core.errors import OrchestratorError, task_not_found
-from orchestrator.core.projects import is_default
-from orchestrator.core.stamps import iso, now_iso
-from orchestrator.observability import metrics
+from foundation.backends import files, redis_store
+from foundation.backends.files import check_safe_id
+from foundation.core.errors import OrchestratorError, task_not_found
+from foundation.core.projects import is_default
+from foundation.core.stamps import iso, now_iso
+from foundation.observability import metrics
 
 logger = logging.getLogger("orchestrator.contexts")
 CHUNK = 100

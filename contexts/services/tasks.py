@@ -10,12 +10,12 @@ from django.db import DatabaseError, IntegrityError, transaction
 from contexts.models import GlobalContext, TaskContext
 from contexts.services.validation import validate_changes
 from contexts.services.write import notify_changed, publish
-from orchestrator.backends.files import check_safe_id
-from orchestrator.core.db import set_change_context
-from orchestrator.core.errors import OrchestratorError, storage_quota_exceeded, task_not_found
-from orchestrator.core.projects import default_project, require_project
-from orchestrator.core.stamps import iso
-from orchestrator.core.tools.schema import MAX_TASK_ID_LENGTH
+from foundation.backends.files import check_safe_id
+from foundation.core.db import set_change_context
+from foundation.core.errors import OrchestratorError, storage_quota_exceeded, task_not_found
+from foundation.core.projects import default_project, require_project
+from foundation.core.stamps import iso
+from foundation.core.tools.schema import MAX_TASK_ID_LENGTH
 
 logger = logging.getLogger("orchestrator.contexts")
 

@@ -18,11 +18,11 @@ from django.db import connection
 from contexts.models import CriticalKeys, ProjectLearning
 from contexts.services import cache
 from contexts.services.tasks import get_global_context, project_of_task
-from orchestrator.backends import prepared
-from orchestrator.backends.files import check_safe_id
-from orchestrator.core.db import qualified
-from orchestrator.core.projects import default_project
-from orchestrator.core.stamps import iso, now_iso
+from foundation.backends import prepared
+from foundation.backends.files import check_safe_id
+from foundation.core.db import qualified
+from foundation.core.projects import default_project
+from foundation.core.stamps import iso, now_iso
 
 TIERS = ("hot", "warm", "cold")
 WARM_PARTS = ("conflicts", "relationships")

@@ -11,8 +11,8 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from contexts.services.representation import FIELD_COLUMNS
-from orchestrator.core.errors import OrchestratorError
-from orchestrator.core.tools.schema import TASK_STATUSES
+from foundation.core.errors import OrchestratorError
+from foundation.core.tools.schema import TASK_STATUSES
 
 MAX_INT = 2**31 - 1
 MAX_CHANGES_BYTES = 512 * 1024

@@ -42,18 +42,18 @@ from contexts.models import TaskContext
 from contexts.services import backends, cache
 from contexts.services.representation import FIELD_COLUMNS
 from contexts.services.validation import LIST_LIMITS, validate_changes
-from locks import services as locks
-from locks.services import HINT_TABLE
-from orchestrator.backends import prepared
-from orchestrator.backends.files import check_safe_id
-from orchestrator.core.db import (
+from foundation.backends import prepared
+from foundation.backends.files import check_safe_id
+from foundation.core.db import (
     in_callers_transaction,
     qualified,
     retried_statement,
     set_change_context,
 )
-from orchestrator.core.errors import storage_quota_exceeded, task_not_found
-from orchestrator.observability import metrics, tracing
+from foundation.core.errors import storage_quota_exceeded, task_not_found
+from foundation.observability import metrics, tracing
+from locks import services as locks
+from locks.services import HINT_TABLE
 
 logger = logging.getLogger("orchestrator.contexts")
 

@@ -3,11 +3,11 @@
 - ``reference/tools.md`` from the tool registry (every ``register(Tool(...))`` of the apps'
   ``tools.py``): name, what it may do, its description and input fields, the agent
   catalogue's name for it (``/mcp/agent``), and the internal tools.
-- ``reference/settings.md`` from ``orchestrator.config.Settings`` (pydantic): every field's
+- ``reference/settings.md`` from ``foundation.config.Settings`` (pydantic): every field's
   name, type and bounds and default, with its meaning from ``docs/_gen/settings.yml``. A
   field without an entry there, or an entry naming no field (and no other program that reads
   it), fails the build: the page cannot fall behind the code.
-- ``reference/errors.md`` from the E16xx registry (``orchestrator.core.errors``).
+- ``reference/errors.md`` from the E16xx registry (``foundation.core.errors``).
 
 The pages are not files in ``docs/``: MkDocs gets them from ``on_files``. Django is set up
 (no server is contacted) because the tools register when the apps are ready.
@@ -75,7 +75,7 @@ def _first_sentence(text: str) -> str:
 
 
 def tools_page() -> str:
-    from orchestrator.core.tools.registry import internal_tools, tools
+    from foundation.core.tools.registry import internal_tools, tools
     from orchestrator.web.agent_tools import CATALOGUE
 
     agent_names = {entry.tool: entry.name for entry in CATALOGUE}
@@ -155,7 +155,7 @@ def _default(field: Any) -> str:
 
 
 def settings_page() -> str:
-    from orchestrator.config import _YAML_PATHS, Settings
+    from foundation.config import _YAML_PATHS, Settings
 
     fields = Settings.model_fields
     groups = yaml.safe_load(MEANINGS.read_text())
@@ -165,12 +165,12 @@ def settings_page() -> str:
     unknown = [name for group in groups if "read_by" not in group
                for name in group["names"] if name not in fields]
     if missing or twice or unknown:
-        raise PluginError(f"docs/_gen/settings.yml is out of step with orchestrator/config.py: "
+        raise PluginError(f"docs/_gen/settings.yml is out of step with foundation/config.py: "
                           f"no entry for {missing}, listed twice {twice}, no such field {unknown}")
     lines = [
         "# Settings",
         "",
-        "Generated at every build of this site from `orchestrator/config.py`'s `Settings` "
+        "Generated at every build of this site from `foundation/config.py`'s `Settings` "
         "model (name, type and bounds, default) and `docs/_gen/settings.yml` (meaning). How "
         "values are read and checked: [Configuration](../operations/configuration.md).",
         "",
@@ -201,10 +201,10 @@ def settings_page() -> str:
 
 
 def errors_page() -> str:
-    from orchestrator.core.errors import REGISTRY
+    from foundation.core.errors import REGISTRY
 
     lines = ["# Errors", "",
-             "Generated from the E16xx registry (`orchestrator/core/errors.py`). Every error "
+             "Generated from the E16xx registry (`foundation/core/errors.py`). Every error "
              "answers `{\"success\": false, \"error\": {\"code\", \"message\", \"details\"}, "
              "\"timestamp\"}` with this HTTP status; over MCP it is the `tools/call` result "
              "with `isError: true`. See [Input rules and errors]"

@@ -6,9 +6,9 @@ import django_filters
 from django.db.models import Q
 from rest_framework import viewsets
 
+from foundation.core.tools.schema import RELATIONSHIP_TYPES
 from graph.api.serializers import TaskRelationshipSerializer
 from graph.models import TaskRelationship
-from orchestrator.core.tools.schema import RELATIONSHIP_TYPES
 
 
 class TaskRelationshipFilter(django_filters.FilterSet):

@@ -8,7 +8,7 @@ project_id (the unique (source, target, type) stays as the spec has it).
 from django.conf import settings
 from django.db import migrations, models
 
-from orchestrator.core.projects import default_project
+from foundation.core.projects import default_project
 
 S = settings.MCP_SCHEMA
 DEFAULT = "'" + settings.MCP_PROJECT_ID.replace("'", "''") + "'"

@@ -11,9 +11,9 @@ from typing import Any
 from django.db import connection
 
 from contexts.services import relationships
+from foundation.core.db import qualified
 from graph.readers import Edge, Node, edge_order, make_edge, make_node, node_order, sortable_stamp
 from graph.types import GRAPH_LABELS
-from orchestrator.core.db import qualified
 from sessions.services.work import WORK_TABLE
 
 _NODE_COLUMNS = "t.task_id, t.name, t.status, t.current_phase, t.priority, t.score"

@@ -24,15 +24,15 @@ from django.conf import settings
 from django.db import connection, transaction
 
 from contexts.models import TaskContext
+from foundation.backends.coalesce import CoalescingWriter
+from foundation.core.errors import failure_reason
+from foundation.core.stamps import now_iso
+from foundation.observability import metrics
 from graph import backend
 from graph.models import GraphOutboxEntry
 from graph.readers import sortable_stamp
 from graph.services import mirror
 from graph.services.mirror import Statements
-from orchestrator.backends.coalesce import CoalescingWriter
-from orchestrator.core.errors import failure_reason
-from orchestrator.core.stamps import now_iso
-from orchestrator.observability import metrics
 from sessions.models import ActiveSession
 
 logger = logging.getLogger("orchestrator.graph")

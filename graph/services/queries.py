@@ -16,13 +16,13 @@ from django.conf import settings
 from django.db import DatabaseError
 
 from contexts.models import TaskContext
+from foundation.core.errors import OrchestratorError, failure_reason, task_not_found
+from foundation.core.stamps import now_iso
 from graph import backend
 from graph.readers import GraphReader, Node
 from graph.readers.cypher import CypherReader
 from graph.readers.postgres import POSTGRES_READER
 from graph.services import outbox
-from orchestrator.core.errors import OrchestratorError, failure_reason, task_not_found
-from orchestrator.core.stamps import now_iso
 from sessions.services.work import orphaned_task_ids
 
 logger = logging.getLogger("orchestrator.graph")

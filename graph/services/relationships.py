@@ -16,12 +16,12 @@ from typing import Any
 from django.db import connection, transaction
 
 from contexts.models import TaskContext
+from foundation.core.db import qualified
+from foundation.core.errors import OrchestratorError, projects_differ, task_not_found
 from graph.models import TaskRelationship
 from graph.readers import sortable_stamp
 from graph.services import mirror
 from graph.types import ACYCLIC, StoredEdge, canonical
-from orchestrator.core.db import qualified
-from orchestrator.core.errors import OrchestratorError, projects_differ, task_not_found
 
 logger = logging.getLogger("orchestrator.graph")
 

@@ -23,15 +23,15 @@ from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
 from contexts.models import TaskContext
+from foundation.core.errors import failure_reason
+from foundation.core.models import JobRun
+from foundation.core.stamps import now_iso
 from graph import backend
 from graph.models import TaskRelationship
 from graph.readers import sortable_stamp
 from graph.services import mirror, outbox
 from graph.services.mirror import Statements, chunks, edge_props, task_props
 from graph.types import GRAPH_LABELS, LABEL_TYPES
-from orchestrator.core.errors import failure_reason
-from orchestrator.core.models import JobRun
-from orchestrator.core.stamps import now_iso
 from sessions.models import ActiveSession, SessionWork
 
 logger = logging.getLogger("orchestrator.graph")

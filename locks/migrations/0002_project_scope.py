@@ -2,7 +2,7 @@
 
 from django.db import migrations, models
 
-from orchestrator.core.projects import default_project
+from foundation.core.projects import default_project
 
 
 class Migration(migrations.Migration):

@@ -35,9 +35,9 @@ from typing import Any
 from django.conf import settings
 from django.db import connection, transaction
 
-from orchestrator.config import libpq_environment
-from orchestrator.core.db import qualified
-from orchestrator.core.errors import OrchestratorError
+from foundation.config import libpq_environment
+from foundation.core.db import qualified
+from foundation.core.errors import OrchestratorError
 
 DUMP_NAME = "database.dump"
 MANIFEST_NAME = "manifest.json"

@@ -68,7 +68,7 @@ class LeaderScheduler(RedBeatScheduler):
         self._installed_under = self.lock
 
     def _stagger_heavy_jobs(self) -> None:
-        """Give the heavy jobs (``jobruns.HEAVY_JOBS``) their own phase in the period when
+        """Give the heavy jobs (``jobruns.Job.heavy``) their own phase in the period when
         their next runs fall closer together than half of an even spacing.
 
         Installed together they would fall due in the same second forever: the first
@@ -77,9 +77,9 @@ class LeaderScheduler(RedBeatScheduler):
         was sent, so the phases hold to within beat's lateness; they only take turns
         (``jobruns.one_heavy_job_at_a_time``) should they ever meet again.
         """
-        from orchestrator.core.jobruns import HEAVY_JOBS, KNOWN_JOBS  # Django set up by now
+        from foundation.core.jobruns import known_jobs  # Django set up by now
 
-        heavy_tasks = {KNOWN_JOBS[name] for name in HEAVY_JOBS}
+        heavy_tasks = {job.task for job in known_jobs().values() if job.heavy}
         names = sorted(name for name, job in self.app.conf.beat_schedule.items()
                        if job["task"] in heavy_tasks)
         entries = [self.Entry.from_key(self.Entry.generate_key(self.app, name), app=self.app)

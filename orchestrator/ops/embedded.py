@@ -33,7 +33,7 @@ from urllib.parse import quote
 
 import psutil
 
-from orchestrator.core.private_files import (
+from foundation.core.private_files import (
     mask_url,
     private_dir,
     read_secret,
@@ -343,7 +343,7 @@ class Postgres(Server):
             return False
 
     def url(self, db: str = db) -> str:
-        # The socket's directory goes in ?host= (libpq and orchestrator.config read it there).
+        # The socket's directory goes in ?host= (libpq and foundation.config read it there).
         return (f"postgresql://{self.user}:{self.password}@localhost:{self.port}/{db}"
                 f"?host={self.sockets}")
 

@@ -37,7 +37,7 @@ from pathlib import Path
 
 import psutil
 
-from orchestrator.core.private_files import private_dir, write_private
+from foundation.core.private_files import private_dir, write_private
 from orchestrator.ops.embedded import (
     GRACE,
     Bolt,

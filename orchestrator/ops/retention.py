@@ -28,7 +28,7 @@ compares the files that exist, so a missing one is never reported.
 Sessions over (ended or recovered, needing no recovery) for longer than
 RETENTION_EVENT_DAYS go with their tool history, and handoff notes replaced that long
 ago: the hourly stale-session sweep never deletes anything. It also drops the ownership
-rows (orchestrator.core.models.SessionOwner) of sessions that no
+rows (foundation.core.models.SessionOwner) of sessions that no
 longer exist, the file claims that count for no one any more (their session is over or
 gone, or they lapsed longer than FILE_CLAIM_RECENT_SECONDS ago, with nothing left to
 record), and the notices delivered (or left undelivered by a session that is over) longer
@@ -56,9 +56,9 @@ from django.apps import apps
 from django.conf import settings
 from django.db import connection, transaction
 
-from orchestrator.backends import files
-from orchestrator.core.db import qualified
-from orchestrator.core.models import SessionOwner
+from foundation.backends import files
+from foundation.core.db import qualified
+from foundation.core.models import SessionOwner
 
 logger = logging.getLogger("orchestrator.retention")
 

@@ -9,10 +9,10 @@ from typing import Any
 from celery import shared_task
 from django.conf import settings
 
-from orchestrator.core.errors import OrchestratorError
-from orchestrator.core.jobruns import run_job
-from orchestrator.core.tools import ToolContext, call_tool
-from orchestrator.observability import metrics
+from foundation.core.errors import OrchestratorError
+from foundation.core.jobruns import run_job
+from foundation.core.tools import ToolContext, call_tool
+from foundation.observability import metrics
 
 logger = logging.getLogger("orchestrator.backup")
 

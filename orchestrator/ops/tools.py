@@ -9,10 +9,10 @@ from typing import Any
 
 from django.conf import settings
 
-from orchestrator.core.errors import OrchestratorError
-from orchestrator.core.stamps import now_iso
-from orchestrator.core.tools import Tool, ToolContext, register
-from orchestrator.core.tools.schema import TIMESTAMP, array, boolean, integer, obj, string
+from foundation.core.errors import OrchestratorError
+from foundation.core.stamps import now_iso
+from foundation.core.tools import Tool, ToolContext, register
+from foundation.core.tools.schema import TIMESTAMP, array, boolean, integer, obj, string
 from orchestrator.ops import backup, retention
 
 COUNTS = {"type": "object", "additionalProperties": {"type": "integer"}}

@@ -24,8 +24,8 @@ import functools
 from dataclasses import dataclass, field
 from typing import Any
 
-from orchestrator.core.errors import OrchestratorError
-from orchestrator.core.tools import registry
+from foundation.core.errors import OrchestratorError
+from foundation.core.tools import registry
 
 Schema = dict[str, Any]
 

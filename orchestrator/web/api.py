@@ -14,9 +14,9 @@ from rest_framework import authentication, exceptions, filters, parsers, status,
 from rest_framework.response import Response
 
 from console.views import not_found as console_not_found
-from orchestrator.core.auth import TokenPrincipal, authenticate_header, metrics_only
-from orchestrator.core.errors import OrchestratorError, error_body
-from orchestrator.core.projects import scoped
+from foundation.core.auth import TokenPrincipal, authenticate_header, metrics_only
+from foundation.core.errors import OrchestratorError, error_body
+from foundation.core.projects import scoped
 from orchestrator.web import ratelimit
 
 logger = logging.getLogger("orchestrator.api")

@@ -1,5 +1,5 @@
 """``POST /api/v1/enroll/``: a machine exchanges an enrollment code for a token of its own
-(``orchestrator.core.enrollment``; issue 36). The one call without a bearer token besides
+(``foundation.core.enrollment``; issue 36). The one call without a bearer token besides
 /healthz: the code is the credential. Every attempt counts against its address's budget
 (``ratelimit.attempt_retry_after``), refused with 429 beyond it."""
 
@@ -10,7 +10,7 @@ from rest_framework import permissions, serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from orchestrator.core import enrollment
+from foundation.core import enrollment
 from orchestrator.web import ratelimit
 
 

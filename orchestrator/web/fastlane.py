@@ -22,10 +22,10 @@ from typing import Any, TypeVar
 from django.conf import settings
 from django.db import InterfaceError, OperationalError, close_old_connections
 
-from orchestrator.core.auth import TokenPrincipal, authenticate_header, metrics_only
-from orchestrator.core.errors import OrchestratorError, error_body
-from orchestrator.core.tools import ToolContext, registry
-from orchestrator.observability import tracing
+from foundation.core.auth import TokenPrincipal, authenticate_header, metrics_only
+from foundation.core.errors import OrchestratorError, error_body
+from foundation.core.tools import ToolContext, registry
+from foundation.observability import tracing
 from orchestrator.web import ratelimit
 
 TOOL_PATH = re.compile(r"^/api/v1/tools/([A-Za-z0-9_]{1,100})/?$")

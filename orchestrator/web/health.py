@@ -8,8 +8,8 @@ from django.conf import settings
 from django.db import connection
 from django.http import JsonResponse
 
-from orchestrator.backends import files, redis_store
-from orchestrator.core.errors import failure_reason
+from foundation.backends import files, redis_store
+from foundation.core.errors import failure_reason
 
 logger = logging.getLogger("orchestrator.health")
 

@@ -34,7 +34,7 @@ from django.dispatch import receiver
 from django.http.request import split_domain_port, validate_host
 from django.utils.http import is_same_domain
 
-from orchestrator.core.errors import error_body
+from foundation.core.errors import error_body
 
 # How many distinct Host / Origin values keep their verdict; past that, each is checked
 # anew (a few microseconds) instead of growing the table.

@@ -29,11 +29,11 @@ from mcp.server.lowlevel import Server
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
 
-from orchestrator.core.errors import OrchestratorError
-from orchestrator.core.models import TokenScope
-from orchestrator.core.projects import CLIENT_PROJECT_HEADER
-from orchestrator.core.tools import registry
-from orchestrator.core.tools.schema import answer_or_error
+from foundation.core.errors import OrchestratorError
+from foundation.core.models import TokenScope
+from foundation.core.projects import CLIENT_PROJECT_HEADER
+from foundation.core.tools import registry
+from foundation.core.tools.schema import answer_or_error
 from orchestrator.web import agent_tools
 from orchestrator.web.fastlane import in_fresh_connection, in_tool_thread
 

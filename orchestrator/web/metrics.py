@@ -26,11 +26,11 @@ from prometheus_client import (
 )
 from prometheus_client.core import GaugeMetricFamily
 
-from orchestrator.core.auth import authenticate_header
-from orchestrator.core.db import qualified
-from orchestrator.core.errors import error_body
-from orchestrator.core.models import TokenScope
-from orchestrator.observability.metrics import P, multiprocess_dir
+from foundation.core.auth import authenticate_header
+from foundation.core.db import qualified
+from foundation.core.errors import error_body
+from foundation.core.models import TokenScope
+from foundation.observability.metrics import P, multiprocess_dir
 from orchestrator.web.fastlane import AUTH_HEADERS
 
 logger = logging.getLogger("orchestrator.metrics")

@@ -32,8 +32,8 @@ from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.plumbing import ResolvedComponent
 from rest_framework import serializers
 
-from orchestrator.core.errors import REGISTRY as ERROR_CODES
-from orchestrator.core.tools.schema import ERROR_OBJECT
+from foundation.core.errors import REGISTRY as ERROR_CODES
+from foundation.core.tools.schema import ERROR_OBJECT
 
 EVERY_OPERATION = (401, 429, 500, 503)
 BROWSING = (400,)

@@ -9,7 +9,7 @@ and DRF browsing calls it too (``TokenRateThrottle`` in orchestrator.web.api), s
 share one counter. The sliding window counter keeps two integers per token (no list of
 timestamps as a moving window would) and smooths the burst a fixed window allows at its
 edge. One call costs one Redis round trip (an EVALSHA running the library's Lua script,
-on the connection pool of orchestrator.backends.redis_store); only a refused call makes a
+on the connection pool of foundation.backends.redis_store); only a refused call makes a
 second one, for its Retry-After.
 
 Fail open: the limiter protects the server, it must never be why it fails. With Redis
@@ -29,8 +29,8 @@ from limits import RateLimitItem, parse
 from limits.storage import RedisStorage
 from limits.strategies import SlidingWindowCounterRateLimiter
 
-from orchestrator.backends import redis_store
-from orchestrator.core.errors import error_body
+from foundation.backends import redis_store
+from foundation.core.errors import error_body
 
 # Keys: <prefix>:{<limit>/token:<id>} and its previous window (limits' own layout), beside
 # the spec's keys rather than among them.

@@ -12,9 +12,9 @@ from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from orchestrator.core.errors import REGISTRY as ERROR_CODES
-from orchestrator.core.projects import CLIENT_PROJECT_HEADER
-from orchestrator.core.tools import registry
+from foundation.core.errors import REGISTRY as ERROR_CODES
+from foundation.core.projects import CLIENT_PROJECT_HEADER
+from foundation.core.tools import registry
 from orchestrator.web import fastlane
 from orchestrator.web.openapi import TOO_LARGE
 

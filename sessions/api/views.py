@@ -10,9 +10,9 @@ from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, viewsets
 from rest_framework.decorators import action
 
-from orchestrator.core.filters import StrictBooleanFilter
-from orchestrator.core.pagination import StrictCursorPagination
-from orchestrator.core.tools.schema import SAFE_ID_PATTERN, SESSION_STATUSES
+from foundation.core.filters import StrictBooleanFilter
+from foundation.core.pagination import StrictCursorPagination
+from foundation.core.tools.schema import SAFE_ID_PATTERN, SESSION_STATUSES
 from sessions.models import ActiveSession, SessionEvent, SessionHandoff, ToolInvocation
 
 

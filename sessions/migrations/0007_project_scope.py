@@ -11,7 +11,7 @@ across every project reads a small index.
 from django.conf import settings
 from django.db import migrations, models
 
-from orchestrator.core.projects import default_project
+from foundation.core.projects import default_project
 
 S = settings.MCP_SCHEMA
 

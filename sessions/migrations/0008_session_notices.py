@@ -3,7 +3,7 @@
 import django.db.models.functions.datetime
 from django.db import migrations, models
 
-import orchestrator.core.projects
+import foundation.core.projects
 
 
 class Migration(migrations.Migration):
@@ -18,7 +18,7 @@ class Migration(migrations.Migration):
             fields=[
                 ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
                 ('session_id', models.CharField(max_length=255)),
-                ('project_id', models.CharField(default=orchestrator.core.projects.default_project, max_length=255)),
+                ('project_id', models.CharField(default=foundation.core.projects.default_project, max_length=255)),
                 ('kind', models.CharField(max_length=50)),
                 ('text', models.TextField()),
                 ('created_at', models.DateTimeField(db_default=django.db.models.functions.datetime.Now())),

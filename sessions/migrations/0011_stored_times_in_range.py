@@ -4,7 +4,7 @@ Before issue 34 a pause's ``resetsAt`` and a hook tool use's ``timestamp`` were 
 given: Postgres keeps years down to 4713 BC and past 9999, Python (psycopg reading the row)
 stops at year 1 and year 9999, so one row before year 1 made every check_recovery that
 listed overdue pauses fail with "timestamp too small". Input is now bounded
-(``orchestrator.core.tools.input_checks.check_date_time``: 1970 to the end of 9998); rows
+(``foundation.core.tools.input_checks.check_date_time``: 1970 to the end of 9998); rows
 stored before are mended here the same way. A pause keeps its pause but loses the reset
 time (unknown, as when a client sends none: it is never listed as overdue, and ends as any
 pause does); a tool use's time is clamped into the range, the row kept."""

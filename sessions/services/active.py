@@ -11,8 +11,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from orchestrator.core.errors import OrchestratorError
-from orchestrator.core.stamps import iso
+from foundation.core.errors import OrchestratorError
+from foundation.core.stamps import iso
 from sessions.services.common import DETAIL_TABLE, LIVE_STATUSES, fetch_dicts, sessions_table
 
 CRITERIA = {"agentId": "d.agent_id", "agentKind": "d.agent_kind", "workflow": "d.workflow",

@@ -24,10 +24,10 @@ from django.db import connection
 
 from contexts.services.key_files import append_key_files
 from contexts.services.tasks import require_task
-from orchestrator.backends import prepared
-from orchestrator.core.db import async_commit_sql
-from orchestrator.core.errors import OrchestratorError
-from orchestrator.core.stamps import iso
+from foundation.backends import prepared
+from foundation.core.db import async_commit_sql
+from foundation.core.errors import OrchestratorError
+from foundation.core.stamps import iso
 from sessions import signals
 from sessions.models import ActiveSession
 from sessions.services import lifecycle, pause
@@ -107,7 +107,7 @@ def _record(session_id: str, task_id: str | None, tool_uses: list[dict[str, Any]
     # Inside a caller's transaction its commit is never weakened (async_commit_sql).
     sql = _RECORD_SQL.format(commit=async_commit_sql(), sessions=sessions_table(),
                              history=HISTORY_TABLE, tasks=tasks_table())
-    # Prepared (orchestrator.backends.prepared): a flush every few seconds per agent,
+    # Prepared (foundation.backends.prepared): a flush every few seconds per agent,
     # and Postgres planned this statement each time it was sent.
     row = prepared.fetch_one(sql, {
         "session": session_id, "task": task_id,
@@ -129,7 +129,7 @@ def record_activity(session_id: str, *, task_id: str | None = None,
     """Heartbeat + tool history + keyFiles for one batch of hook events; with ``notices``,
     the session's pending notices too (a hook that can show them to the model asks)."""
     # Each timestamp is a date-time Postgres stores, checked with the input
-    # (orchestrator.core.tools.input_checks.check_date_time).
+    # (foundation.core.tools.input_checks.check_date_time).
     tool_uses = tool_uses or []
     notices_waiting = True
     if heartbeat:

@@ -13,12 +13,12 @@ from django.db import connection
 from contexts.models import TaskContext
 from contexts.services.bundle import context_bundle
 from contexts.services.tasks import create_task
-from orchestrator.backends import prepared
-from orchestrator.core.db import qualified
-from orchestrator.core.errors import OrchestratorError, project_not_found
-from orchestrator.core.models import Project
-from orchestrator.core.projects import check_project_id
-from orchestrator.core.tools.schema import MAX_TASK_ID_LENGTH
+from foundation.backends import prepared
+from foundation.core.db import qualified
+from foundation.core.errors import OrchestratorError, project_not_found
+from foundation.core.models import Project
+from foundation.core.projects import check_project_id
+from foundation.core.tools.schema import MAX_TASK_ID_LENGTH
 from sessions.services.common import get_session, logger, sessions_table, tasks_table
 
 # Whether the project exists, the task of the latest earlier session of this project

@@ -7,9 +7,9 @@ from typing import Any
 
 from django.db import connection, transaction
 
-from orchestrator.core.db import qualified
-from orchestrator.core.errors import OrchestratorError, session_not_found
-from orchestrator.observability import metrics
+from foundation.core.db import qualified
+from foundation.core.errors import OrchestratorError, session_not_found
+from foundation.observability import metrics
 from sessions import signals
 from sessions.models import ActiveSession, SessionDetail, SessionEvent, ToolInvocation
 

@@ -17,9 +17,9 @@ from typing import Any
 from django.conf import settings
 from django.db import connection, transaction
 
-from orchestrator.core.errors import OrchestratorError
-from orchestrator.core.stamps import now_iso
-from orchestrator.observability import metrics
+from foundation.core.errors import OrchestratorError
+from foundation.core.stamps import now_iso
+from foundation.observability import metrics
 from sessions.services import agent_context, events, markers, recovery
 from sessions.services.common import (
     DETAIL_TABLE,

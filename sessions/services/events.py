@@ -16,9 +16,9 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
-from orchestrator.core.db import internal_schema
-from orchestrator.core.errors import session_not_found
-from orchestrator.core.stamps import iso
+from foundation.core.db import internal_schema
+from foundation.core.errors import session_not_found
+from foundation.core.stamps import iso
 from sessions.models import SessionDetail
 from sessions.services.common import (
     CLOSED_STATUSES,

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from orchestrator.core.stamps import iso
+from foundation.core.stamps import iso
 from sessions.models import SessionHandoff
 
 # How an ending session leaves its note (end_session runs these among its statements, in

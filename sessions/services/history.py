@@ -22,12 +22,12 @@ from typing import Any
 
 from django.db import connection, transaction
 
-from orchestrator.backends import files, prepared
-from orchestrator.backends.coalesce import CoalescingWriters
-from orchestrator.core.db import ASYNC_COMMIT, SYNC_COMMIT
-from orchestrator.core.stamps import iso
-from orchestrator.core.tools.registry import Tool, ToolContext
-from orchestrator.observability import metrics
+from foundation.backends import files, prepared
+from foundation.backends.coalesce import CoalescingWriters
+from foundation.core.db import ASYNC_COMMIT, SYNC_COMMIT
+from foundation.core.stamps import iso
+from foundation.core.tools.registry import Tool, ToolContext
+from foundation.observability import metrics
 from sessions.services.common import HISTORY_TABLE, fetch_dicts, sessions_table
 
 logger = logging.getLogger("orchestrator.sessions")

@@ -12,13 +12,13 @@ from django.db import transaction
 
 from contexts.services import learnings as project_learnings
 from contexts.services.tasks import project_of_task
-from orchestrator.backends import prepared
-from orchestrator.core.db import qualified
-from orchestrator.core.errors import OrchestratorError, projects_differ, task_not_found
-from orchestrator.core.models import SessionOwner
-from orchestrator.core.projects import default_project, require_project
-from orchestrator.core.stamps import iso
-from orchestrator.observability import metrics
+from foundation.backends import prepared
+from foundation.core.db import qualified
+from foundation.core.errors import OrchestratorError, projects_differ, task_not_found
+from foundation.core.models import SessionOwner
+from foundation.core.projects import default_project, require_project
+from foundation.core.stamps import iso
+from foundation.observability import metrics
 from sessions import signals
 from sessions.models import ActiveSession, SessionHandoff
 from sessions.services import agent_context, handoffs, markers, notifications, recovery
@@ -221,7 +221,7 @@ def beat(session_id: str, *, task_id: str | None = None,
     # set_config join makes this statement's commit asynchronous: a liveness timestamp
     # lost in a database crash costs nothing, and not waiting for the WAL flush is what
     # lets heartbeats from many agents through at once.
-    # Prepared (orchestrator.backends.prepared): planning it cost as much as running it.
+    # Prepared (foundation.backends.prepared): planning it cost as much as running it.
     row = prepared.fetch_one(
         f"UPDATE {table} s SET last_heartbeat = now(), "
         "task_id = COALESCE(%s, s.task_id), "

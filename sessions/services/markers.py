@@ -11,9 +11,9 @@ from typing import Any
 
 from django.conf import settings
 
-from orchestrator.backends import files, redis_store
-from orchestrator.core.stamps import iso, now_iso
-from orchestrator.observability import metrics
+from foundation.backends import files, redis_store
+from foundation.core.stamps import iso, now_iso
+from foundation.observability import metrics
 from sessions.services.common import logger
 
 HEARTBEAT_FILE = ".session-heartbeat.json"

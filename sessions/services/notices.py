@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from django.db import connection
 
-from orchestrator.backends import prepared
-from orchestrator.core.db import async_commit_sql
+from foundation.backends import prepared
+from foundation.core.db import async_commit_sql
 from sessions.models import SessionNotice
 
 NOTICES_TABLE = SessionNotice._meta.db_table

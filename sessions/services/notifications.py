@@ -20,7 +20,7 @@ from typing import Protocol
 import httpx
 from django.conf import settings
 
-from orchestrator.observability import metrics
+from foundation.observability import metrics
 
 logger = logging.getLogger("orchestrator.sessions")
 

@@ -38,8 +38,8 @@ from typing import Any
 from django.conf import settings
 from django.db import connection, transaction
 
-from orchestrator.core.errors import OrchestratorError
-from orchestrator.core.stamps import iso
+from foundation.core.errors import OrchestratorError
+from foundation.core.stamps import iso
 from sessions.services import events, markers
 from sessions.services.common import (
     DETAIL_TABLE,

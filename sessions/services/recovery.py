@@ -19,12 +19,12 @@ from django.db import connection, transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from orchestrator.backends import prepared
-from orchestrator.core.db import qualified
-from orchestrator.core.errors import OrchestratorError, session_not_found
-from orchestrator.core.models import Project
-from orchestrator.core.stamps import iso, now_iso
-from orchestrator.core.tools.input_checks import EARLIEST_INSTANT
+from foundation.backends import prepared
+from foundation.core.db import qualified
+from foundation.core.errors import OrchestratorError, session_not_found
+from foundation.core.models import Project
+from foundation.core.stamps import iso, now_iso
+from foundation.core.tools.input_checks import EARLIEST_INSTANT
 from sessions import signals
 from sessions.models import ActiveSession, SessionDetail, SessionEvent
 from sessions.services import history, markers, pause
@@ -432,7 +432,7 @@ def start_report(project_id: str, exclude_session: str,
     if crashed_session_ids or _stale_file_state(project_id, {exclude_session}):
         return check_recovery(project_ids=[project_id], exclude_session=exclude_session,
                               crashed_session_ids=crashed_session_ids)
-    # Prepared (orchestrator.backends.prepared): planning it cost more than running it.
+    # Prepared (foundation.backends.prepared): planning it cost more than running it.
     row = prepared.fetch_one(_START_PROBE, {
         "project": project_id, "me": exclude_session,
         "crash": settings.CRASH_THRESHOLD_MINUTES * 60,

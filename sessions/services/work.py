@@ -13,7 +13,7 @@ from typing import Any, NamedTuple
 
 from django.db import connection
 
-from orchestrator.core.db import qualified
+from foundation.core.db import qualified
 from sessions.models import SessionWork
 from sessions.services import pause
 from sessions.services.common import DETAIL_TABLE

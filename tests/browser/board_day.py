@@ -15,8 +15,8 @@ from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 
-from orchestrator.core.db import qualified
-from orchestrator.core.tools import ToolContext, call_tool
+from foundation.core.db import qualified
+from foundation.core.tools import ToolContext, call_tool
 
 PROJECTS = {"shop": "Web shop", "billing": "Billing API", "mobile": "Mobile app"}
 TASKS = {

@@ -24,7 +24,7 @@ import pytest
 from django.contrib.admin.models import LogEntry
 
 from conflicts.models import ContextConflict
-from orchestrator.core.tools import call_tool
+from foundation.core.tools import call_tool
 from sessions.models import ActiveSession
 from tests.browser.board_day import AS_BEAT, age_heartbeat, seed, threshold_seconds
 from tests.browser.conftest import ROOT

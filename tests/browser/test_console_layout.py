@@ -23,8 +23,8 @@ from django.utils import timezone
 
 from conflicts.models import ContextConflict
 from contexts.models import Checkpoint, ContextVersion, GlobalContext, TaskContext
+from foundation.core.models import ApiToken, JobRun
 from graph.models import TaskRelationship
-from orchestrator.core.models import ApiToken, JobRun
 from sessions.models import ActiveSession, SessionHandoff
 from sessions.services import recovery
 from tests.browser.conftest import ROOT

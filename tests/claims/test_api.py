@@ -10,7 +10,7 @@ import pytest
 from django.test import Client
 
 from claims.services.queries import file_claims
-from orchestrator.core.models import ApiToken
+from foundation.core.models import ApiToken
 from tests.claims.test_claims import expire
 from tests.conftest import ToolClient, ToolResponse
 

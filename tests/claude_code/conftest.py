@@ -97,7 +97,7 @@ def orchestrator(orchestrator_process, transactional_db, tmp_path,
 
 @pytest.fixture
 def api_token_live(transactional_db) -> str:
-    from orchestrator.core.models import ApiToken
+    from foundation.core.models import ApiToken
 
     _, raw = ApiToken.issue(f"claude-code-{time.monotonic_ns()}")
     return raw

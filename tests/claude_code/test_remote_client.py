@@ -22,8 +22,8 @@ from django.core.management import call_command
 
 from claims.models import FileClaim
 from contexts.models import TaskContext
-from orchestrator.core.models import ApiToken
-from orchestrator.core.tools import ToolContext, call_tool
+from foundation.core.models import ApiToken
+from foundation.core.tools import ToolContext, call_tool
 from orchestrator_hook.project import identify
 from sessions.models import ActiveSession, SessionHandoff
 from tests.agent_runner import finish

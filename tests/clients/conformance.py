@@ -18,8 +18,8 @@ from typing import Any
 
 import jsonschema
 
-from orchestrator.core.tools import registry
-from orchestrator.core.tools.schema import ERROR_OBJECT, answer_or_error
+from foundation.core.tools import registry
+from foundation.core.tools.schema import ERROR_OBJECT, answer_or_error
 
 SCENARIO_FILE = Path(__file__).with_name("tool_calls.json")
 REFERENCE = re.compile(r"^\$\{(\w+)\.([\w.]+)\}$")

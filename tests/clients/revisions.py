@@ -25,7 +25,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from orchestrator.core.tools import registry
+from foundation.core.tools import registry
 from tests.clients import conformance
 
 MODERN = "2026-07-28"  # server/discover, a per-request envelope, no initialize

@@ -25,9 +25,9 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
-from orchestrator.core.projects import CLIENT_PROJECT_HEADER
-from orchestrator.core.tools import registry
-from orchestrator.core.tools.schema import answer_or_error
+from foundation.core.projects import CLIENT_PROJECT_HEADER
+from foundation.core.tools import registry
+from foundation.core.tools.schema import answer_or_error
 from orchestrator.web import agent_tools, mcp
 from tests.operations.test_commands import ROOT, _env_for_test_database
 
@@ -305,7 +305,7 @@ def test_the_project_header_works_on_mcp_agent(live_api):
 
 @pytest.mark.slow
 def test_a_token_limited_to_a_project_keeps_its_limits_on_mcp_agent(live_api):
-    from orchestrator.core.models import ApiToken, TokenScope
+    from foundation.core.models import ApiToken, TokenScope
 
     url, token = live_api
     with client(url, token, "/mcp") as full:

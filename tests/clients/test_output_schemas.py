@@ -10,10 +10,10 @@ import httpx
 import jsonschema
 import pytest
 
+from foundation.core.errors import REGISTRY
+from foundation.core.tools import registry
+from foundation.core.tools.schema import ERROR_OBJECT
 from graph import backend as graph_backend
-from orchestrator.core.errors import REGISTRY
-from orchestrator.core.tools import registry
-from orchestrator.core.tools.schema import ERROR_OBJECT
 from orchestrator.web import mcp
 from tests.clients import conformance
 from tests.conftest import free_port

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from orchestrator.core.tools import registry
+from foundation.core.tools import registry
 from tests.clients import conformance, python_client, revisions
 
 

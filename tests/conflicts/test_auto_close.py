@@ -17,8 +17,8 @@ from conflicts.services.store import store_candidates
 from contexts.models import TaskContext
 from contexts.services import cache
 from contexts.services.save import save_task_changes
+from foundation.backends import files, redis_store
 from locks import services as locks
-from orchestrator.backends import files, redis_store
 from tests.conflicts.conftest import detect
 from tests.locks.conftest import write_lock
 

@@ -9,7 +9,7 @@ import pytest
 from conflicts.models import ContextConflict
 from contexts.services import cache
 from contexts.services.save import save_task_changes
-from orchestrator.backends import files, redis_store
+from foundation.backends import files, redis_store
 from tests.conflicts.conftest import detect
 from tests.locks.conftest import write_lock
 

@@ -14,9 +14,9 @@ from conflicts.services import resolution
 from contexts.models import ContextVersion, TaskContext
 from contexts.services import cache
 from contexts.services.save import save_task_changes
+from foundation.backends import files, redis_store
+from foundation.core.errors import OrchestratorError
 from locks import services as locks
-from orchestrator.backends import files, redis_store
-from orchestrator.core.errors import OrchestratorError
 from tests.locks.conftest import write_lock
 
 

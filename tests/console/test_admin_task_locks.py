@@ -11,8 +11,8 @@ from django.test import Client
 from django.urls import reverse
 
 from contexts.models import ContextVersion, TaskContext
+from foundation.backends import redis_store
 from locks import services as locks
-from orchestrator.backends import redis_store
 from sessions.models import ActiveSession
 from tests.locks.conftest import write_lock
 

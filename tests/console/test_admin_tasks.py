@@ -12,7 +12,7 @@ from django.db import connection
 from django.urls import reverse
 
 from contexts.models import Checkpoint, ContextVersion, TaskContext
-from orchestrator.core.db import qualified
+from foundation.core.db import qualified
 
 pytestmark = pytest.mark.django_db
 

@@ -1,12 +1,12 @@
 """The console's token page says how long a revoked token may still work: each server
-process keeps a valid token for orchestrator.core.auth.TOKEN_CACHE_SECONDS."""
+process keeps a valid token for foundation.core.auth.TOKEN_CACHE_SECONDS."""
 
 from __future__ import annotations
 
 import pytest
 
-from orchestrator.core import auth
-from orchestrator.core.models import ApiToken
+from foundation.core import auth
+from foundation.core.models import ApiToken
 
 pytestmark = pytest.mark.django_db
 

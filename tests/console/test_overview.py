@@ -10,8 +10,8 @@ from django.utils import timezone
 
 from conflicts.models import ContextConflict
 from contexts.models import ContextVersion
-from orchestrator.core.jobruns import record_job_run
-from orchestrator.core.models import JobRun
+from foundation.core.jobruns import record_job_run
+from foundation.core.models import JobRun
 from sessions.models import ActiveSession, ToolInvocation
 from sessions.services import recovery
 
@@ -65,7 +65,7 @@ def test_the_resume_prompt_link_shows_the_prompt(admin_client, fleet):
 
 
 def test_cache_hit_rate_is_redis_s_own(admin_client, fleet):
-    from orchestrator.backends import redis_store
+    from foundation.backends import redis_store
 
     def counters() -> tuple[int, int]:
         stats = redis_store.run(lambda r: r.info("stats"))

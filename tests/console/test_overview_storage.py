@@ -8,7 +8,7 @@ import pytest
 from django.db import connection
 from django.urls import reverse
 
-from orchestrator.core.db import qualified
+from foundation.core.db import qualified
 from tests.console.test_projects import switch
 
 pytestmark = pytest.mark.django_db

@@ -15,8 +15,8 @@ from django.db import DatabaseError, connection, transaction
 
 from contexts.models import Checkpoint, CheckpointDetails, ContextVersion
 from contexts.services.checkpoints import pack_snapshot, unpack_snapshot
-from orchestrator.backends import redis_store
-from orchestrator.core.db import qualified
+from foundation.backends import redis_store
+from foundation.core.db import qualified
 
 pytestmark = pytest.mark.django_db
 

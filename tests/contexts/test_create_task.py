@@ -9,7 +9,7 @@ from tests.conftest import free_port
 def test_create_task_writes_all_backends(tools, settings):
     import json
 
-    from orchestrator.backends import redis_store
+    from foundation.backends import redis_store
 
     body = tools.ok("create_task", {"taskId": "b1", "name": "backends", "keyFiles": ["x.py"]})
     assert body["savedTo"] == {"database": True, "redis": True, "file": True}

@@ -15,7 +15,7 @@ from django.conf import settings
 from django.db import connection
 
 from contexts.models import Checkpoint, CheckpointDetails, GlobalContext, TaskContext
-from orchestrator.core.db import qualified
+from foundation.core.db import qualified
 
 pytestmark = pytest.mark.django_db
 

@@ -18,10 +18,10 @@ from bench.roundtrips import PostgresTrace
 from contexts.models import ContextVersion, TaskContext
 from contexts.services.save import save_task_changes
 from contexts.services.tasks import create_task
+from foundation.backends import redis_store
+from foundation.core.errors import OrchestratorError
 from graph.models import GraphOutboxEntry
 from locks import services as locks
-from orchestrator.backends import redis_store
-from orchestrator.core.errors import OrchestratorError
 from tests.conftest import free_port
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -151,7 +151,7 @@ def test_concurrent_saves_lose_nothing():
 def test_the_active_task_refreshes_hot_cache_hot_file_and_registry():
     from contexts.services import cache
     from contexts.services.switch import switch_task
-    from orchestrator.backends import files
+    from foundation.backends import files
 
     create_task("fast-7", {"name": "Active"})
     switch_task("fast-7")

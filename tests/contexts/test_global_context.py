@@ -10,7 +10,7 @@ from django.db import IntegrityError, connection, transaction
 
 from contexts.models import GlobalContext, GlobalContextVersion
 from contexts.services import global_context
-from orchestrator.core.db import qualified
+from foundation.core.db import qualified
 from tests import mcp_client
 
 pytestmark = pytest.mark.django_db

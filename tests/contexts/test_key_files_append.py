@@ -15,9 +15,9 @@ from contexts.models import ContextVersion, TaskContext
 from contexts.services.key_files import append_key_files
 from contexts.services.tasks import create_task
 from contexts.services.validation import LIST_LIMITS
+from foundation.core.db import qualified
+from foundation.core.errors import OrchestratorError
 from locks import services as locks
-from orchestrator.core.db import qualified
-from orchestrator.core.errors import OrchestratorError
 from tests.processes import database_url
 from tests.waiting import lock_wait
 

@@ -22,7 +22,7 @@ import pytest
 
 from contexts.models import ContextVersion, TaskContext
 from contexts.services.tasks import create_task
-from orchestrator.core.models import ApiToken
+from foundation.core.models import ApiToken
 from tests.conftest import free_port
 from tests.processes import database_url
 

@@ -12,8 +12,8 @@ from django.core.management import call_command
 from django.db import connection
 
 from contexts.models import Checkpoint
-from orchestrator.core.db import qualified
-from orchestrator.core.models import ApiToken
+from foundation.core.db import qualified
+from foundation.core.models import ApiToken
 from tests.conftest import ToolClient
 from tests.sessions.helpers import conforms
 

@@ -29,10 +29,10 @@ from django.core.management import call_command
 
 from contexts.models import ContextVersion, TaskContext
 from contexts.services import pending
-from orchestrator.backends import files
-from orchestrator.core.auth import TOKEN_CACHE_SECONDS
-from orchestrator.core.models import JobRun, ReplayedCall
-from orchestrator.core.tools import ToolContext
+from foundation.backends import files
+from foundation.core.auth import TOKEN_CACHE_SECONDS
+from foundation.core.models import JobRun, ReplayedCall
+from foundation.core.tools import ToolContext
 from orchestrator.ops import embedded
 from tests.conftest import free_port
 from tests.contexts.test_kill_durability import wait_for

@@ -7,7 +7,7 @@ import pytest
 
 from contexts.models import GlobalContext
 from contexts.services.save import save_task_changes
-from orchestrator.backends import redis_store
+from foundation.backends import redis_store
 
 
 @pytest.mark.django_db

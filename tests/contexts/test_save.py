@@ -12,9 +12,9 @@ from django.db import connection
 from contexts.models import ContextVersion, TaskContext
 from contexts.services import cache
 from contexts.services.save import save_task_changes
+from foundation.backends import files, redis_store
+from foundation.core.db import qualified
 from locks import services as locks
-from orchestrator.backends import files, redis_store
-from orchestrator.core.db import qualified
 
 pytestmark = pytest.mark.django_db
 
@@ -81,7 +81,7 @@ def test_every_update_field_is_validated(tools, make_task, updates):
     response = tools.call("save_context_snapshot", {"taskId": "val-1", "updates": updates})
     assert (response.status, response.error_code) == (400, "E1612"), response.body
     # The service applies the same checks to callers that bypass the tool schema.
-    from orchestrator.core.errors import OrchestratorError
+    from foundation.core.errors import OrchestratorError
     with pytest.raises(OrchestratorError) as caught:
         save_task_changes("val-1", updates)
     assert caught.value.code == "E1612"
@@ -110,7 +110,7 @@ def test_unsafe_task_ids_are_refused_before_any_write(tools, settings, task_id):
         response = tools.call(tool, payload)
         assert response.status == 400 and response.error_code in ("E1612", "E1621"), (
             tool, response.body)
-    from orchestrator.core.errors import OrchestratorError
+    from foundation.core.errors import OrchestratorError
     with pytest.raises(OrchestratorError) as caught:
         save_task_changes(task_id, {"currentPhase": "p"})
     assert caught.value.code == "E1612"

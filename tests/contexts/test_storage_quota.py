@@ -13,7 +13,7 @@ from django.db import connection
 
 from contexts.models import Checkpoint, ContextVersion, TaskContext
 from contexts.services import storage
-from orchestrator.core.db import qualified
+from foundation.core.db import qualified
 from orchestrator.ops import retention
 
 pytestmark = pytest.mark.django_db

@@ -10,7 +10,7 @@ import pytest
 
 from contexts.models import GlobalContext, TaskContext
 from contexts.services import backends
-from orchestrator.backends import files, redis_store
+from foundation.backends import files, redis_store
 from tests.waiting import wait_for
 
 

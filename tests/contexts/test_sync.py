@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from orchestrator.backends import files, redis_store
+from foundation.backends import files, redis_store
 
 
 @pytest.mark.django_db

@@ -8,7 +8,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from contexts.models import TaskContext
-from orchestrator.backends import redis_store
+from foundation.backends import redis_store
 
 pytestmark = pytest.mark.django_db
 

@@ -21,7 +21,7 @@ from contexts import signals
 from contexts.models import ContextVersion, TaskContext
 from contexts.services import cache, write
 from contexts.services.save import save_task_changes
-from orchestrator.backends import files, redis_store
+from foundation.backends import files, redis_store
 
 MIRRORED = sorted(write.MIRRORED_COLUMNS)
 

@@ -1,6 +1,6 @@
 """The documentation site builds as `make docs` builds it: `mkdocs build --strict`, where a
 link to a missing page or anchor, a page left out of the nav, or a setting of
-orchestrator/config.py without a meaning in docs/_gen/settings.yml fails the build. The
+foundation/config.py without a meaning in docs/_gen/settings.yml fails the build. The
 README is the front door: short, and every page it links to exists."""
 
 from __future__ import annotations

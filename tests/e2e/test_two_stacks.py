@@ -33,13 +33,13 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.multiprocess import MultiProcessCollector
 
 from contexts.models import TaskContext
+from foundation.core.db import qualified
+from foundation.core.jobruns import known_jobs
+from foundation.core.models import JobRun
 from graph import backend
 from graph.models import GraphOutboxEntry
 from graph.services.outbox import drain_outbox
 from orchestrator.celery import app as celery_app
-from orchestrator.core.db import qualified
-from orchestrator.core.jobruns import KNOWN_JOBS
-from orchestrator.core.models import JobRun
 from sessions.models import ActiveSession
 from tests import processes
 from tests.conftest import free_port
@@ -244,8 +244,8 @@ def test_two_stacks_behave_as_one(tools, api_token, tmp_path, settings):
         def every_job_ran_again() -> bool:
             resumed.update({job: min(moments) for job, moments in
                             run_starts(took_over_at, float("inf")).items()})
-            return set(resumed) >= set(KNOWN_JOBS) and set(send_lines(standby)) >= set(
-                KNOWN_JOBS.values())
+            return set(resumed) >= set(known_jobs()) and set(send_lines(standby)) >= {
+                job.task for job in known_jobs().values()}
 
         wait(every_job_ran_again, 20, *stacks)
 
@@ -260,7 +260,7 @@ def test_two_stacks_behave_as_one(tools, api_token, tmp_path, settings):
 
     # One beat sent, each job about once a second.
     sent = send_lines(leader, before=killed_at)
-    assert set(sent) >= set(KNOWN_JOBS.values()) | {"graph.drain_outbox"}, logs
+    assert set(sent) >= {job.task for job in known_jobs().values()} | {"graph.drain_outbox"}, logs
     assert not send_lines(standby, before=killed_at), logs
     for task, moments in sent.items():
         assert shortest_gap(moments) > 0.8, (task, moments)

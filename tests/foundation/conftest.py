@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from orchestrator.core.models import ApiToken, TokenScope
+from foundation.core.models import ApiToken, TokenScope
 from tests.conftest import ToolClient
 
 

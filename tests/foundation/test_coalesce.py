@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 
-from orchestrator.backends.coalesce import CoalescingWriter, CoalescingWriters
+from foundation.backends.coalesce import CoalescingWriter, CoalescingWriters
 from tests.waiting import wait_for
 
 

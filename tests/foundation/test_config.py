@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.config import ConfigError, bolt_target, load_settings, resolve_dir
+from foundation.config import ConfigError, bolt_target, load_settings, resolve_dir
 
 ROOT = Path(__file__).resolve().parents[2]
 SPEC_FILE = """
@@ -228,8 +228,8 @@ def test_a_bad_tls_proxy_flag_stops_start_up():
     assert result.stderr.strip().startswith("E1690: BEHIND_TLS_PROXY:")
 
 
-# Reads of the process environment outside orchestrator/config.py, each with its reason.
-# Everything else a server module needs is a field of orchestrator.config.Settings.
+# Reads of the process environment outside foundation/config.py, each with its reason.
+# Everything else a server module needs is a field of foundation.config.Settings.
 ENVIRONMENT_READERS = {
     # make run's launcher and supervisor: they run before Django and set its environment.
     "orchestrator/ops/launcher.py", "orchestrator/ops/embedded.py",
@@ -239,9 +239,9 @@ ENVIRONMENT_READERS = {
     "orchestrator/ops/fuzz.py",
     # DJANGO_SETTINGS_MODULE, and prometheus_client's PROMETHEUS_MULTIPROC_DIR before any metric.
     "orchestrator/__init__.py", "orchestrator/celery.py", "orchestrator/asgi.py",
-    "orchestrator/wsgi.py", "orchestrator/observability/metrics.py",
+    "orchestrator/wsgi.py", "foundation/observability/metrics.py",
     # OTEL_*: the OpenTelemetry SDK reads its own variables; this only asks whether one is set.
-    "orchestrator/observability/tracing.py",
+    "foundation/observability/tracing.py",
     # The whole environment handed on to pg_dump / pg_restore.
     "orchestrator/ops/backup.py",
     # The variables handed on to the MCP stdio entry it writes, and where make run serves.
@@ -256,7 +256,7 @@ def test_server_code_reads_settings_not_the_environment():
     for package in SERVER_PACKAGES:
         for path in (ROOT / package).rglob("*.py"):
             relative = path.relative_to(ROOT).as_posix()
-            if relative != "orchestrator/config.py" and re.search(
+            if relative != "foundation/config.py" and re.search(
                     r"\bos\.(environ|getenv)\b|\bgetenv\(", path.read_text()):
                 readers.add(relative)
     assert readers <= ENVIRONMENT_READERS, sorted(readers - ENVIRONMENT_READERS)

@@ -1,5 +1,5 @@
 """Connection settings reach the real servers: DATABASE_URL's options reach libpq, and a
-Bolt password with ``@ / # :`` logs in (orchestrator/config.py, graph/backend.py)."""
+Bolt password with ``@ / # :`` logs in (foundation/config.py, graph/backend.py)."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from foundation.config import load_settings
+from foundation.core import private_files
 from graph import backend
-from orchestrator.config import load_settings
-from orchestrator.core import private_files
 from orchestrator.ops.embedded import Bolt, Registry
 
 ROOT = Path(__file__).resolve().parents[2]

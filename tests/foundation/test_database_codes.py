@@ -15,9 +15,9 @@ import httpx
 import pytest
 from django.db import OperationalError, connection, connections, transaction
 
-from orchestrator.core.errors import OrchestratorError
-from orchestrator.core.tools import registry
-from orchestrator.core.tools.definition import ToolContext
+from foundation.core.errors import OrchestratorError
+from foundation.core.tools import registry
+from foundation.core.tools.definition import ToolContext
 from sessions.models import SessionEvent
 from tests import mcp_client
 

@@ -18,11 +18,11 @@ import pytest
 
 from contexts.models import TaskContext
 from contexts.services.tasks import create_task
-from orchestrator.backends import prepared
-from orchestrator.backends.files import dumps_indented
-from orchestrator.core.db import qualified
-from orchestrator.core.tools.input_checks import MAX_DEPTH, _scan, scan_input
-from orchestrator.observability.logformat import JsonFormatter, _timestamp
+from foundation.backends import prepared
+from foundation.backends.files import dumps_indented
+from foundation.core.db import qualified
+from foundation.core.tools.input_checks import MAX_DEPTH, _scan, scan_input
+from foundation.observability.logformat import JsonFormatter, _timestamp
 
 
 class Level(enum.IntEnum):

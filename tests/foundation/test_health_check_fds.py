@@ -1,4 +1,4 @@
-"""The connection health check (orchestrator/backends/postgres/base.py) on a connection
+"""The connection health check (foundation/backends/postgres/base.py) on a connection
 whose file descriptor is 1024 or more, as in a busy worker: the check must say healthy
 without a round trip, and a request must keep its connection, not reconnect."""
 

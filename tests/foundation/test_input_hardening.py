@@ -10,9 +10,9 @@ import httpx
 import pytest
 
 from contexts.models import ContextVersion, TaskContext
-from orchestrator.core.tools import registry
-from orchestrator.core.tools.input_checks import MAX_DEPTH
-from orchestrator.core.tools.schema import MAX_TASK_ID_LENGTH
+from foundation.core.tools import registry
+from foundation.core.tools.input_checks import MAX_DEPTH
+from foundation.core.tools.schema import MAX_TASK_ID_LENGTH
 from sessions.models import SessionDetail, ToolInvocation
 from tests import mcp_client
 
@@ -126,7 +126,7 @@ def test_longest_task_id_fits_every_file_it_becomes(tools, settings):
 
 def test_task_id_limit_holds_in_the_service_too():
     from contexts.services.tasks import create_task
-    from orchestrator.core.errors import OrchestratorError
+    from foundation.core.errors import OrchestratorError
 
     with pytest.raises(OrchestratorError) as error:
         create_task("x" * (MAX_TASK_ID_LENGTH + 1), {"name": "long"})

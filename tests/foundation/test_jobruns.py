@@ -10,9 +10,9 @@ import psycopg
 import pytest
 from django.db import connection, connections
 
-from orchestrator.core import jobruns
-from orchestrator.core.jobruns import record_job_run
-from orchestrator.core.models import JobRun
+from foundation.core import jobruns
+from foundation.core.jobruns import record_job_run
+from foundation.core.models import JobRun
 
 pytestmark = pytest.mark.django_db
 

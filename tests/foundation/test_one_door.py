@@ -12,7 +12,7 @@ import pytest
 from django.core.management import call_command
 from prometheus_client import REGISTRY
 
-from orchestrator.core.tools import ToolContext, call_tool, registry
+from foundation.core.tools import ToolContext, call_tool, registry
 from sessions.models import ActiveSession
 from tests import mcp_client
 

@@ -14,7 +14,7 @@ import httpx
 import pytest
 from mcp.shared.exceptions import MCPError
 
-from orchestrator.core.models import ApiToken
+from foundation.core.models import ApiToken
 from tests.conftest import free_port
 from tests.mcp_client import call_tool
 

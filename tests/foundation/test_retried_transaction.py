@@ -9,7 +9,7 @@ import psycopg
 import pytest
 from django.db import OperationalError, connection, transaction
 
-from orchestrator.core.db import retried_statement, retried_transaction
+from foundation.core.db import retried_statement, retried_transaction
 from tests.processes import database_url
 from tests.waiting import lock_wait
 

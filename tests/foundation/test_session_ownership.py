@@ -12,8 +12,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from contexts.models import Checkpoint, ContextVersion, GlobalContextVersion, TaskContext
-from orchestrator.core.models import ApiToken, SessionOwner, TokenScope
-from orchestrator.core.tools import ToolContext, call_tool
+from foundation.core.models import ApiToken, SessionOwner, TokenScope
+from foundation.core.tools import ToolContext, call_tool
 from sessions.models import ActiveSession, SessionDetail, SessionEvent, ToolInvocation
 from tests import mcp_client
 from tests.foundation.conftest import client_with
@@ -179,7 +179,7 @@ def test_the_owner_and_an_admin_name_it(owner, session, tool, payload):
 
 def test_every_write_tool_naming_a_session_checks_its_owner():
     """No write tool takes a sessionId it does not create without the owner rule."""
-    from orchestrator.core.tools import registry
+    from foundation.core.tools import registry
 
     unchecked = [t.name for t in registry.tools() + registry.internal_tools()
                  if not t.read_only and "sessionId" in t.input_schema["properties"]

@@ -107,7 +107,7 @@ def test_statement_timeout_cuts_a_query_stuck_behind_a_lock(tools):
     params.pop("context", None)
     holder = psycopg.connect(**params)
     try:
-        from orchestrator.core.db import qualified
+        from foundation.core.db import qualified
 
         holder.execute(f"SELECT 1 FROM {qualified('task_contexts')} WHERE task_id = 'stuck' "
                        "FOR UPDATE")  # holds the row lock in an open transaction

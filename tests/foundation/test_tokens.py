@@ -10,7 +10,7 @@ import pytest
 from django.core.management import call_command
 from django.test import Client
 
-from orchestrator.core.models import ApiToken, TokenScope, hash_token
+from foundation.core.models import ApiToken, TokenScope, hash_token
 from tests.foundation.conftest import client_with
 
 pytestmark = pytest.mark.django_db
@@ -46,7 +46,7 @@ def test_browsing_api_requires_a_token(db, client: Client):
 
 
 def test_a_revoked_token_stops_working(db, client: Client):
-    from orchestrator.core.models import ApiToken
+    from foundation.core.models import ApiToken
 
     token, raw = ApiToken.issue("short-lived")
     headers = {"HTTP_AUTHORIZATION": f"Bearer {raw}"}

@@ -10,7 +10,7 @@ from django.conf import settings
 from django.db import IntegrityError, connection, transaction
 from django.db.utils import DatabaseError
 
-from orchestrator.core.db import qualified
+from foundation.core.db import qualified
 
 TASKS = qualified("task_contexts")
 VERSIONS = qualified("context_versions")
@@ -81,7 +81,7 @@ def test_updated_at_is_set_by_trigger(db):
 
 
 def test_change_context_reaches_the_trigger_and_stays_in_its_transaction(db):
-    from orchestrator.core.db import set_change_context
+    from foundation.core.db import set_change_context
 
     insert_task()
     with transaction.atomic():

@@ -13,8 +13,8 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from orchestrator.core.tools import registry
-from orchestrator.core.tools.input_checks import scan_input
+from foundation.core.tools import registry
+from foundation.core.tools.input_checks import scan_input
 from tests.fuzz.test_tool_inputs import fields, minimal_value, with_value
 
 ANCHORS = {"taskId": "t-1", "taskAId": "t-1", "taskBId": "t-2", "fromTaskId": "t-1",

@@ -18,9 +18,9 @@ import pytest
 from django.apps import apps
 from django.db import connection
 
-from orchestrator.backends import redis_store
-from orchestrator.core.tools import registry
-from orchestrator.core.tools.input_checks import MAX_DEPTH
+from foundation.backends import redis_store
+from foundation.core.tools import registry
+from foundation.core.tools.input_checks import MAX_DEPTH
 
 pytestmark = pytest.mark.django_db
 

@@ -11,8 +11,8 @@ import psycopg
 import pytest
 from django.db import connection, transaction
 
+from foundation.core.db import qualified
 from graph import backend
-from orchestrator.core.db import qualified
 from tests.conftest import free_port
 
 

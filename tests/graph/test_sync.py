@@ -138,9 +138,9 @@ def test_beats_sync_repairs_when_counts_differ_and_in_full_when_due(live_graph, 
     """Beat's run compares counts of every kind first: equal counts (give or take the
     changes still queued in the outbox) make no full pass until
     GRAPH_FULL_SYNC_INTERVAL_SECONDS since the last one; a count that differs does."""
+    from foundation.core.models import JobRun
     from graph.services.outbox import drain_outbox
     from graph.tasks import sync_graph_task
-    from orchestrator.core.models import JobRun
 
     live_graph.task("a", agentType="backend")
     live_graph.task("b")

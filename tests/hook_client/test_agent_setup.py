@@ -10,7 +10,7 @@ import stat
 
 import pytest
 
-from orchestrator.core.models import ApiToken, Project
+from foundation.core.models import ApiToken, Project
 from orchestrator_hook import agent_setup
 from orchestrator_hook.project import identify
 from tests.claude_code.conftest import make_project

@@ -12,7 +12,7 @@ import pytest
 from django.db import connection
 
 from contexts.models import TaskContext
-from orchestrator.core.db import qualified
+from foundation.core.db import qualified
 from sessions.models import ActiveSession, SessionEvent, SessionHandoff, ToolInvocation
 from sessions.services import recovery
 from tests.hook_client.conftest import Project, dead_url, fixture

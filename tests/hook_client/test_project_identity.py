@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from django.core.management import CommandError, call_command
 
-from orchestrator.core.models import ApiToken, Project, hash_token
+from foundation.core.models import ApiToken, Project, hash_token
 from orchestrator_hook.project import identify, key_from, normalize_remote
 
 GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
@@ -53,7 +53,7 @@ def test_paths_keep_their_case_and_hosts_do_not():
 
 
 def test_a_long_key_stays_a_valid_project_id():
-    from orchestrator.core.projects import check_project_id
+    from foundation.core.projects import check_project_id
 
     key = key_from("host/" + "/".join(["segment with spaces"] * 30))
     assert len(key) == 200 and check_project_id(key) == key

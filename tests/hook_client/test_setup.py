@@ -13,7 +13,7 @@ from io import StringIO
 import pytest
 from django.core.management import CommandError, call_command
 
-from orchestrator.core.models import ApiToken, Project, hash_token
+from foundation.core.models import ApiToken, Project, hash_token
 from orchestrator_hook import __version__, install
 from tests.hook_client.conftest import HOOK, fixture
 

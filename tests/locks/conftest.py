@@ -6,8 +6,8 @@ from datetime import timedelta
 
 from django.utils import timezone
 
+from foundation.backends import redis_store
 from locks import services as locks
-from orchestrator.backends import redis_store
 
 
 def write_lock(task_id: str, session_id: str, *, expires_in: int) -> dict:

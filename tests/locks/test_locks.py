@@ -10,8 +10,8 @@ import pytest
 from django.db import connection
 
 from contexts.services.save import save_task_changes
+from foundation.core.errors import OrchestratorError
 from locks import services as locks
-from orchestrator.core.errors import OrchestratorError
 from tests.locks.conftest import write_lock
 
 

@@ -13,8 +13,8 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from orchestrator.observability import tracing
-from orchestrator.observability.logformat import JsonFormatter
+from foundation.observability import tracing
+from foundation.observability.logformat import JsonFormatter
 
 # The OpenTelemetry API takes one tracer provider per process: one for the whole run,
 # with an exporter each test empties.

@@ -95,7 +95,7 @@ def test_every_metric_in_rules_and_dashboard_is_exported(tools, client: Client):
     tools.ok("create_task", {"taskId": "d-a", "name": "A", "keyFiles": ["f"]})
     tools.ok("create_task", {"taskId": "d-b", "name": "B", "keyFiles": ["f"]})
     tools.ok("detect_conflicts", {})
-    from orchestrator.observability import metrics
+    from foundation.observability import metrics
 
     metrics.mark_job_success("detect_crashed_sessions")
     metrics.backend_failures_total.labels("redis", "cache_task")

@@ -10,7 +10,7 @@ import pytest
 from django.conf import settings
 
 from conflicts import tasks as conflict_tasks
-from orchestrator.observability.logformat import JsonFormatter
+from foundation.observability.logformat import JsonFormatter
 from sessions.services import recovery
 from tests.sessions.helpers import backdate
 

@@ -16,7 +16,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from contexts import tasks as context_tasks
 from contexts.models import ContextVersion
-from orchestrator.core.models import ApiToken
+from foundation.core.models import ApiToken
 from sessions.services import recovery
 from sessions.tasks import detect_crashed_sessions_task
 from tests import processes
@@ -78,7 +78,7 @@ def test_every_spec_metric_with_its_labels(tools, client):
         "type": "checkpoint", "checkpointId": checkpoint["checkpointId"]}})
     tools.ok("switch_task", {"toTaskId": "m-b"})
     tools.ok("get_unified_context", {"taskId": "m-b"})  # cached by the switch: a hit
-    from orchestrator.backends import redis_store
+    from foundation.backends import redis_store
     redis_store.delete("context:task:m-a")
     tools.ok("get_unified_context", {"taskId": "m-a"})  # a miss
     tools.ok("sync_hot_context", {})

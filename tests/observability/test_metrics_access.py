@@ -9,7 +9,7 @@ import pytest
 from django.core.management import CommandError, call_command
 from prometheus_client.parser import text_string_to_metric_families
 
-from orchestrator.core.models import ApiToken, TokenScope
+from foundation.core.models import ApiToken, TokenScope
 from orchestrator.web.metrics import OTHER_TASKS, TASK_SERIES_LIMIT
 from tests.conftest import metrics_token
 

@@ -17,7 +17,7 @@ from mcp.client.streamable_http import streamable_http_client
 from opentelemetry import trace
 
 from contexts import tasks as context_tasks
-from orchestrator.core.models import ApiToken
+from foundation.core.models import ApiToken
 from tests import processes
 from tests.conftest import free_port
 from tests.otlp_receiver import OtlpReceiver

@@ -6,7 +6,7 @@ import pytest
 from opentelemetry.trace import StatusCode
 
 from contexts import tasks as context_tasks
-from orchestrator.observability import tracing
+from foundation.observability import tracing
 from tests.observability.conftest import EXPORTER
 
 

@@ -15,8 +15,8 @@ import pytest
 from django.core.management import call_command
 from django.db import connection
 
-from orchestrator.backends import redis_store
-from orchestrator.core.db import qualified
+from foundation.backends import redis_store
+from foundation.core.db import qualified
 from tests import processes
 
 # Each table's rows as JSON, in a stable order (what must come back identical).

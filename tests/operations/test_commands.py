@@ -13,7 +13,7 @@ from django.conf import settings
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-from orchestrator.core.models import ApiToken, hash_token
+from foundation.core.models import ApiToken, hash_token
 from tests.processes import database_url
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from django.db import connection, transaction
 
-from orchestrator.config import ConfigError, load_settings
-from orchestrator.core.db import qualified
+from foundation.config import ConfigError, load_settings
+from foundation.core.db import qualified
 from orchestrator.ops.tasks import retention_task
 
 ROOT = Path(__file__).resolve().parents[2]

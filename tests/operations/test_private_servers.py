@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.core import private_files
+from foundation.core import private_files
 from orchestrator.ops.embedded import package_dir
 
 pytestmark = pytest.mark.slow

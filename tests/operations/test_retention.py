@@ -15,7 +15,7 @@ from django.db import DatabaseError, connection, transaction
 
 from conflicts.models import ContextConflict
 from contexts.models import Checkpoint, ContextVersion
-from orchestrator.core.db import qualified
+from foundation.core.db import qualified
 from orchestrator.ops import retention
 from sessions.models import SessionEvent
 
@@ -135,7 +135,7 @@ def test_prune_command_dry_run_prints_and_deletes_nothing(tools, settings):
 
 
 def test_owners_of_removed_sessions_are_forgotten(tools):
-    from orchestrator.core.models import SessionOwner
+    from foundation.core.models import SessionOwner
 
     kept = tools.ok("start_session", {})["sessionId"]
     removed = tools.ok("start_session", {})["sessionId"]

@@ -17,8 +17,8 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from conflicts.models import ContextConflict
-from orchestrator.backends import files
-from orchestrator.core.db import qualified
+from foundation.backends import files
+from foundation.core.db import qualified
 from orchestrator.ops import retention
 
 pytestmark = pytest.mark.django_db

@@ -14,8 +14,8 @@ from django.core.management import CommandError, call_command
 from django.test import Client
 from django.utils import timezone
 
-from orchestrator.core.models import ApiToken, EnrollmentCode, TokenScope, hash_token
-from orchestrator.core.tools import registry
+from foundation.core.models import ApiToken, EnrollmentCode, TokenScope, hash_token
+from foundation.core.tools import registry
 from tests.clients import conformance
 from tests.conftest import ToolClient
 

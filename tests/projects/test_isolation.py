@@ -9,8 +9,8 @@ import pytest
 from django.conf import settings
 
 from conflicts.models import ContextConflict
-from orchestrator.backends import redis_store
-from orchestrator.core.models import Project
+from foundation.backends import redis_store
+from foundation.core.models import Project
 from tests.conftest import ToolClient
 
 pytestmark = pytest.mark.django_db

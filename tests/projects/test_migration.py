@@ -8,7 +8,7 @@ from django.core.management import call_command
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
-from orchestrator.core.db import qualified
+from foundation.core.db import qualified
 
 BEFORE_PROJECTS = [("orchestrator", "0003_job_runs"),
                    ("contexts", "0003_global_context_versions"),

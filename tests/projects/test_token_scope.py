@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from orchestrator.core.models import ApiToken, TokenScope
+from foundation.core.models import ApiToken, TokenScope
 from tests import mcp_client
 from tests.conftest import ToolClient
 

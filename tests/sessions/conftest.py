@@ -13,7 +13,7 @@ from __future__ import annotations
 import pytest
 from django.db import connection
 
-from orchestrator.core.db import qualified
+from foundation.core.db import qualified
 from sessions.models import SessionDetail, SessionEvent, SessionHandoff, ToolInvocation
 
 TABLES = [qualified("active_sessions")] + [

@@ -7,8 +7,8 @@ from typing import Any
 import jsonschema
 from django.db import connection
 
-from orchestrator.core.db import qualified
-from orchestrator.core.tools import get_tool
+from foundation.core.db import qualified
+from foundation.core.tools import get_tool
 
 
 def backdate(session_id: str, minutes: float) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from orchestrator.backends import files
+from foundation.backends import files
 from tests.sessions.helpers import conforms, status_of
 
 

@@ -75,7 +75,7 @@ def test_an_append_waiting_on_an_ending_session_is_refused_and_leaves_no_gap(too
     end (E1602), add nothing, and give its sequence number back."""
     from django.db import connections
 
-    from orchestrator.core.errors import OrchestratorError
+    from foundation.core.errors import OrchestratorError
     from sessions.models import SessionDetail
     from sessions.services.common import DETAIL_TABLE, sessions_table
 

@@ -7,7 +7,7 @@ import threading
 import httpx
 import pytest
 
-from orchestrator.backends import files
+from foundation.backends import files
 from sessions.models import ToolInvocation
 from sessions.services import history
 from tests import mcp_client

@@ -10,7 +10,7 @@ import pytest
 from django.conf import settings
 
 from contexts.models import GlobalContext, TaskContext
-from orchestrator.backends import files, redis_store
+from foundation.backends import files, redis_store
 from sessions import signals
 from sessions.models import ActiveSession, SessionDetail
 from tests.sessions.helpers import backdate, conforms
@@ -53,7 +53,7 @@ def test_a_refused_start_writes_nothing(tools):
     """start_session writes its rows in one statement: an existing id (E1601) changes
     none of the first session's rows nor the project's note; an unknown or malformed
     project of a start that resolves its task (E1605, E1612) leaves no session."""
-    from orchestrator.core.models import SessionOwner
+    from foundation.core.models import SessionOwner
     from sessions.models import SessionHandoff, SessionWork
 
     tools.ok("create_task", {"taskId": "t1", "name": "Task one"})

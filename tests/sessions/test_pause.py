@@ -15,9 +15,9 @@ from django.apps import apps as django_apps
 from django.db import connection
 from django.utils import timezone
 
-from orchestrator.core.errors import OrchestratorError
-from orchestrator.core.models import ApiToken, TokenScope
-from orchestrator.core.stamps import iso
+from foundation.core.errors import OrchestratorError
+from foundation.core.models import ApiToken, TokenScope
+from foundation.core.stamps import iso
 from sessions.models import SessionDetail, ToolInvocation
 from sessions.services import recovery
 from tests.conftest import ToolClient

@@ -14,9 +14,9 @@ from django.core.management import call_command
 from django.utils import timezone
 
 from contexts.models import GlobalContext
-from orchestrator.backends import files
-from orchestrator.core.models import JobRun
-from orchestrator.core.stamps import iso
+from foundation.backends import files
+from foundation.core.models import JobRun
+from foundation.core.stamps import iso
 from sessions.models import ActiveSession, SessionDetail
 from sessions.tasks import resume_paused_sessions_task
 from tests.sessions.helpers import conforms

@@ -11,7 +11,7 @@ from django.db import connection
 from bench.roundtrips import PostgresTrace
 from conflicts.models import ContextConflict
 from contexts.models import ContextVersion, TaskContext
-from orchestrator.core.db import qualified
+from foundation.core.db import qualified
 from sessions.models import ToolInvocation
 from sessions.services import activity
 from tests import mcp_client

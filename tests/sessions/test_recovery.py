@@ -12,7 +12,7 @@ from django.core.management import call_command
 from django.db import connection
 from django.utils import timezone
 
-from orchestrator.backends import files
+from foundation.backends import files
 from sessions.services import recovery
 from tests.sessions.helpers import backdate, status_of
 

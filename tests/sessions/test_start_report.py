@@ -11,7 +11,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from contexts.models import TaskContext
-from orchestrator.core.stamps import iso
+from foundation.core.stamps import iso
 from sessions.services import recovery
 from tests.sessions.helpers import backdate, conforms
 
@@ -124,7 +124,7 @@ def test_enable_auto_recovery_check_false_turns_the_start_check_off(tools, setti
     a start neither reports nor sweeps (the stale session stays active, nothing listed);
     a crash the client saw itself (crashedSessionIds) is still recorded. Back on, the
     next start finds the stale one."""
-    from orchestrator.config import load_settings
+    from foundation.config import load_settings
     from sessions.services.common import session_status
 
     loaded = load_settings({"ENABLE_AUTO_RECOVERY_CHECK": "false"})

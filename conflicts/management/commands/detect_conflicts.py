@@ -9,9 +9,9 @@ import json
 from django.core.management.base import BaseCommand, CommandError
 
 from conflicts.tasks import detect_conflicts_task
-from orchestrator.core.errors import OrchestratorError
-from orchestrator.core.tools import ToolContext, call_tool
-from orchestrator.core.tools.schema import CONFLICT_TYPES
+from foundation.core.errors import OrchestratorError
+from foundation.core.tools import ToolContext, call_tool
+from foundation.core.tools.schema import CONFLICT_TYPES
 
 
 class Command(BaseCommand):

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
-from orchestrator.core.errors import OrchestratorError
-from orchestrator.core.tools import ToolContext, call_tool
+from foundation.core.errors import OrchestratorError
+from foundation.core.tools import ToolContext, call_tool
 
 
 class Command(BaseCommand):

@@ -25,11 +25,11 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from contexts.models import TaskContext
-from orchestrator.core.auth import authenticate_header
-from orchestrator.core.errors import OrchestratorError
-from orchestrator.core.models import ApiToken, Project
-from orchestrator.core.projects import check_project_id
-from orchestrator.core.tools import ToolContext, call_tool
+from foundation.core.auth import authenticate_header
+from foundation.core.errors import OrchestratorError
+from foundation.core.models import ApiToken, Project
+from foundation.core.projects import check_project_id
+from foundation.core.tools import ToolContext, call_tool
 from orchestrator.ops.localservers import running_service
 from orchestrator_hook import agent_setup, install
 from orchestrator_hook import check as client_check

@@ -1,7 +1,7 @@
 """Exit 0 when the stack's periodic jobs are being run: the compose beat's healthcheck.
 
 Beat itself answers no request, so its health is read where its work lands: the job-runs
-table (orchestrator.core.jobruns), which the worker writes for every job beat sends. The
+table (foundation.core.jobruns), which the worker writes for every job beat sends. The
 crash sweep is sent every HEARTBEAT_INTERVAL_MS, so a stack whose beat (the leader, on
 this stack or another sharing the servers) and worker are alive has a run younger than
 three of those intervals; a standby beat is healthy while another one leads.
@@ -15,7 +15,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
-from orchestrator.core.models import JobRun
+from foundation.core.models import JobRun
 
 
 class Command(BaseCommand):

@@ -8,8 +8,8 @@ import anyio
 from django.core.management.base import BaseCommand, CommandError
 from mcp.server.stdio import stdio_server
 
-from orchestrator.core.errors import OrchestratorError
-from orchestrator.core.projects import check_project_id
+from foundation.core.errors import OrchestratorError
+from foundation.core.projects import check_project_id
 from orchestrator.web.mcp import build_server
 
 

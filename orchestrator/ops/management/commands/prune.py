@@ -2,8 +2,8 @@
 
 from django.core.management.base import BaseCommand, CommandError
 
-from orchestrator.core.errors import OrchestratorError
-from orchestrator.core.tools import ToolContext, call_tool
+from foundation.core.errors import OrchestratorError
+from foundation.core.tools import ToolContext, call_tool
 from orchestrator.ops.retention import PruneReport
 from orchestrator.ops.tasks import retention_task
 

@@ -8,7 +8,7 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
-from orchestrator.core.errors import OrchestratorError
+from foundation.core.errors import OrchestratorError
 from orchestrator.ops import backup
 
 

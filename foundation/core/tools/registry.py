@@ -18,17 +18,17 @@ from typing import Any
 import psycopg
 from django.db import DatabaseError, InterfaceError, OperationalError
 
-from orchestrator.core.errors import OrchestratorError, failure_reason, storage_quota_exceeded
-from orchestrator.core.tools.access import check_access, session_argument
-from orchestrator.core.tools.definition import Tool, ToolContext
-from orchestrator.core.tools.input_checks import (
+from foundation.core.errors import OrchestratorError, failure_reason, storage_quota_exceeded
+from foundation.core.tools.access import check_access, session_argument
+from foundation.core.tools.definition import Tool, ToolContext
+from foundation.core.tools.input_checks import (
     format_problem,
     quick_validator_for,
     scan_input,
     validator_for,
 )
-from orchestrator.observability import metrics, tracing
-from orchestrator.observability.logformat import call_project
+from foundation.observability import metrics, tracing
+from foundation.observability.logformat import call_project
 
 logger = logging.getLogger("orchestrator.tools")
 
@@ -127,7 +127,7 @@ def unavailable_message(exc: BaseException) -> str:
         return "PostgreSQL did not answer within the statement timeout"
     if isinstance(exc.__cause__, psycopg.errors.DeadlockDetected
                   | psycopg.errors.SerializationFailure):
-        # Retried where that is safe (orchestrator.core.db); this one ran out of tries.
+        # Retried where that is safe (foundation.core.db); this one ran out of tries.
         return ("PostgreSQL aborted this call's transaction to break a deadlock with "
                 "another call; retry it")
     return "PostgreSQL is unreachable"

@@ -25,7 +25,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.db.backends.base.base import NO_DB_ALIAS
 from django_prometheus.db.backends.postgresql import base
 
-from orchestrator.backends.postgres.pool import check_connection
+from foundation.backends.postgres.pool import check_connection
 
 
 class DatabaseWrapper(base.DatabaseWrapper):

@@ -1,5 +1,5 @@
 """One registry of tool operations, served over REST (``rest.py``) and MCP (``mcp.py``)."""
 
-from orchestrator.core.tools.registry import Tool, ToolContext, call_tool, get_tool, register, tools
+from foundation.core.tools.registry import Tool, ToolContext, call_tool, get_tool, register, tools
 
 __all__ = ["Tool", "ToolContext", "call_tool", "get_tool", "register", "tools"]

@@ -78,7 +78,7 @@ class ApiToken(models.Model):
 class EnrollmentCode(models.Model):
     """A code an operator hands to a developer's machine (issue 36): ``orchestrator-agent
     setup --enroll CODE`` exchanges it for a token of the machine's own, limited to the
-    code's project (``orchestrator.core.enrollment``). Only its sha256 is stored, like a
+    code's project (``foundation.core.enrollment``). Only its sha256 is stored, like a
     token's; it works ``max_uses`` times and never after ``expires_at``."""
 
     code_hash = models.CharField(max_length=64, unique=True, editable=False)

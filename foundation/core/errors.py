@@ -12,7 +12,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from orchestrator.core.stamps import now_iso
+from foundation.core.stamps import now_iso
 
 
 @dataclass(frozen=True)
@@ -131,7 +131,7 @@ def task_not_found(task_id: str, *, code: str = "E1610", field: str = "taskId",
 
 # One shape per kind of missing thing: a token limited to projects gets the same answer
 # for another project's task, session, conflict or checkpoint as for one that does not
-# exist (orchestrator.core.tools.access), so every place reporting one uses these.
+# exist (foundation.core.tools.access), so every place reporting one uses these.
 
 def session_not_found(session_id: str, *, code: str = "E1600") -> OrchestratorError:
     if code == "E1631":

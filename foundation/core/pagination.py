@@ -17,7 +17,7 @@ from urllib import parse
 
 from rest_framework.pagination import Cursor, CursorPagination, LimitOffsetPagination
 
-from orchestrator.core.errors import OrchestratorError
+from foundation.core.errors import OrchestratorError
 
 MAX_LIMIT = 1000
 MAX_OFFSET = 2**31 - 1

@@ -21,8 +21,8 @@ from django.conf import settings
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from orchestrator.core.errors import failure_reason
-from orchestrator.observability import tracing
+from foundation.core.errors import failure_reason
+from foundation.observability import tracing
 
 logger = logging.getLogger("orchestrator.redis")
 T = TypeVar("T")

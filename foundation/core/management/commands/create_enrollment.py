@@ -1,8 +1,8 @@
 from django.core.management.base import BaseCommand, CommandError
 
-from orchestrator.core import enrollment
-from orchestrator.core.errors import OrchestratorError
-from orchestrator.core.tools import ToolContext, call_tool
+from foundation.core import enrollment
+from foundation.core.errors import OrchestratorError
+from foundation.core.tools import ToolContext, call_tool
 
 
 class Command(BaseCommand):

@@ -7,7 +7,7 @@ class CoreConfig(AppConfig):
     under the app label ``orchestrator`` their tables and migrations have always had), the
     tool registry, auth and access."""
 
-    name = "orchestrator.core"
+    name = "foundation.core"
     label = "orchestrator"
     verbose_name = "Orchestrator"
     default_auto_field = "django.db.models.BigAutoField"
@@ -16,7 +16,7 @@ class CoreConfig(AppConfig):
         # Every app declares its tools in tools.py; importing them fills the registry.
         autodiscover_modules("tools")
         # The core's own tool (the registry package is its ``tools``): enrollment codes.
-        from orchestrator.core import enrollment  # noqa: F401
-        from orchestrator.observability import tracing
+        from foundation.core import enrollment  # noqa: F401
+        from foundation.observability import tracing
 
         tracing.configure()

@@ -1,6 +1,6 @@
 from django.core.management.base import BaseCommand, CommandError
 
-from orchestrator.core.models import ApiToken, Project, TokenScope
+from foundation.core.models import ApiToken, Project, TokenScope
 
 
 class Command(BaseCommand):

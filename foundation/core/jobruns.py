@@ -4,9 +4,9 @@
 with an outcome (ok / failed) and a short summary. Recording is best effort: a failure to
 write the row is logged and never fails or hides the job itself.
 
-The periodic jobs the console lists are ``KNOWN_JOBS``; each is matched to its Celery
-beat entry to learn its period (a job is stale once its last run is older than twice
-that period).
+The periodic jobs the console lists are registered by the apps that run them
+(``register_job``); each is matched to its Celery beat entry to learn its period (a job is
+stale once its last run is older than twice that period).
 """
 
 from __future__ import annotations
@@ -21,36 +21,51 @@ from typing import Any
 from django.db import connection
 from django.utils import timezone
 
-from orchestrator.core.errors import OrchestratorError
-from orchestrator.core.models import JobRun
-from orchestrator.core.tools import ToolContext, call_tool
-from orchestrator.observability import metrics
+from foundation.core.errors import OrchestratorError
+from foundation.core.models import JobRun
+from foundation.core.tools import ToolContext, call_tool
+from foundation.observability import metrics
 
 logger = logging.getLogger("orchestrator.jobs")
 
 KEPT_RUNS = 100
 SUMMARY_LENGTH = 500
 
-# Job name shown to people -> the Celery task beat runs it as.
-KNOWN_JOBS: dict[str, str] = {
-    "crash sweep": "sessions.detect_crashed_sessions",
-    "hot sync": "contexts.sync_hot_context",
-    "conflict detection": "conflicts.detect_conflicts",
-    "graph sync": "graph.sync_graph",
-    "stale-session cleanup": "sessions.clean_stale_sessions",
-    "retention": "orchestrator.retention",
-    "checkpoint check": "contexts.check_checkpoints",
-    "pause auto-resume": "sessions.resume_paused_sessions",
-    "pending-save replay": "contexts.replay_pending_saves",
-}
+@dataclass(frozen=True)
+class Job:
+    """A periodic job the console lists, registered by the app that runs it: the name shown
+    to people, the Celery task beat runs it as (whose beat entry gives its period: a job is
+    stale once its last run is older than twice that period), the ``job`` label of
+    session_orchestration_job_last_success_* (its name when None), and whether it is one
+    of the heavy jobs that take turns (``one_heavy_job_at_a_time``)."""
+
+    name: str
+    task: str
+    metric: str | None = None
+    heavy: bool = False
 
 
-# Job name shown to people -> the `job` label of session_orchestration_job_last_success_*.
-METRIC_JOB_NAMES = {"crash sweep": "detect_crashed_sessions", "hot sync": "sync_hot_context",
-                    "conflict detection": "detect_conflicts", "graph sync": "sync_graph",
-                    "stale-session cleanup": "clean_stale_sessions",
-                    "pause auto-resume": "resume_paused_sessions",
-                    "pending-save replay": "replay_pending_saves"}
+_jobs: dict[str, Job] = {}
+# The beat schedule ({entry: {"task": ..., "schedule": seconds}}), registered by the layer
+# that owns the Celery app.
+_schedule: Callable[[], dict[str, dict[str, Any]]] | None = None
+
+
+def register_job(name: str, task: str, *, metric: str | None = None,
+                 heavy: bool = False) -> None:
+    """List a periodic job (each app registers its own, in its AppConfig.ready)."""
+    _jobs[name] = Job(name, task, metric, heavy)
+
+
+def known_jobs() -> dict[str, Job]:
+    """The registered jobs by name, in the order they were registered."""
+    return dict(_jobs)
+
+
+def register_schedule(source: Callable[[], dict[str, dict[str, Any]]]) -> None:
+    """Where ``job_periods`` reads the beat schedule from."""
+    global _schedule
+    _schedule = source
 
 
 @dataclass
@@ -83,16 +98,17 @@ def record_job_run(job_name: str) -> Iterator[RunOutcome]:
     _finish(run, JobRun.FAILED if outcome.failed else JobRun.OK, outcome.summary)
     if not outcome.failed:
         # The Prometheus gauge behind the PeriodicJobNotRunning alert, labelled by task.
-        metrics.mark_job_success(METRIC_JOB_NAMES.get(job_name, job_name))
+        job = _jobs.get(job_name)
+        metrics.mark_job_success(job.metric or job_name if job else job_name)
 
 
-# The heavy periodic jobs: each reads every active task or the whole graph. They share a
+# The heavy periodic jobs (registered ``heavy``): each reads every active task or the whole
+# graph. They share a
 # period, so they fall due in the same second, and the worker runs two at a time: at 2,000
 # agents that pulse took both cores for seconds and stalled hook calls by hundreds of ms
 # (bench/PROFILE.md), while each alone went unnoticed. They run one at a time, across every
 # stack that shares the database (a session-level advisory lock); one that waits longer
 # than HEAVY_JOB_WAIT_SECONDS runs anyway rather than miss its period.
-HEAVY_JOBS = frozenset({"hot sync", "conflict detection", "graph sync"})
 HEAVY_JOB_LOCK_KEY = 0x6865617679_6A6F62  # "heavy" "job"
 HEAVY_JOB_WAIT_SECONDS = 120.0
 HEAVY_JOB_POLL_SECONDS = 0.2
@@ -102,7 +118,8 @@ HEAVY_JOB_POLL_SECONDS = 0.2
 def one_heavy_job_at_a_time(job_name: str) -> Iterator[None]:
     """Wait until no other heavy job runs (no-op for the others); hold the turn while
     the body runs."""
-    if job_name not in HEAVY_JOBS:
+    job = _jobs.get(job_name)
+    if job is None or not job.heavy:
         yield
         return
     held = _wait_for_turn(job_name)
@@ -195,10 +212,9 @@ def _finish(run: JobRun | None, outcome: str, summary: str) -> None:
 
 def job_periods() -> dict[str, float | None]:
     """Each known job's beat period in seconds; None when beat does not run it (disabled)."""
-    from orchestrator.celery import periodic_jobs
-
-    by_task = {entry["task"]: entry["schedule"] for entry in periodic_jobs().values()}
-    return {name: by_task.get(task) for name, task in KNOWN_JOBS.items()}
+    schedule = _schedule() if _schedule is not None else {}
+    by_task = {entry["task"]: entry["schedule"] for entry in schedule.values()}
+    return {name: by_task.get(job.task) for name, job in _jobs.items()}
 
 
 def latest_runs() -> dict[str, dict[str, Any]]:

@@ -29,7 +29,7 @@ from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.models import Model, signals
 from django.db.models.base import ModelState
 
-from orchestrator.observability import tracing
+from foundation.observability import tracing
 
 
 @contextlib.contextmanager

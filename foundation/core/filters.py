@@ -9,7 +9,7 @@ import django_filters
 from django import forms
 from rest_framework import filters
 
-from orchestrator.core.errors import OrchestratorError
+from foundation.core.errors import OrchestratorError
 
 
 class UtcDateTimeField(django_filters.fields.IsoDateTimeField):
@@ -56,7 +56,7 @@ class StrictBooleanFilter(django_filters.BooleanFilter):
 def check_query_parameters(request: Any) -> None:
     """E1612 (400) for a query parameter Postgres cannot compare: a NUL character in its
     name or value. Each filter checks its own values (django-filter: a bad choice, date or
-    boolean is a 400; pagination: orchestrator.core.pagination)."""
+    boolean is a 400; pagination: foundation.core.pagination)."""
     for name, values in request.query_params.lists():
         if "\x00" in name or any("\x00" in value for value in values):
             shown = name.replace("\x00", "\\0")

@@ -1,15 +1,17 @@
 """Who may call what: token scopes, projects and session ownership (a session is written
 only by the token that started it).
 
-A token has a scope (``orchestrator.core.models.TokenScope``): ``read`` calls only tools the
+A token has a scope (``foundation.core.models.TokenScope``): ``read`` calls only tools the
 registry marks read-only (E1608 otherwise); ``write`` calls every tool but writes only
 the sessions it started itself (E1604 for another token's session, a session a save or
-checkpoint names as its author included; another token's session in a list such as
-``crashedSessionIds`` is dropped); ``admin`` writes every session. A tool declares which
-session a call writes with ``Tool.writes_session`` (by default its ``sessionId``).
-A token made with ``--project`` reaches only its projects, whatever its scope: a task,
-session, conflict or checkpoint of another project answers as if it did not exist, a
-call naming another project (``projectId``) is E1608 (``check_projects``).
+checkpoint names as its author included; another token's session in a list an app
+registers with ``register_list_argument(..., own_sessions=True)`` is dropped); ``admin``
+writes every session. A tool declares which session a call writes with
+``Tool.writes_session`` (by default its ``sessionId``).
+A token made with ``--project`` reaches only its projects, whatever its scope: anything of
+another project that an app registered (``register_entity``, and the arguments naming it
+with ``register_argument``) answers as if it did not exist, a call naming another project
+(``projectId``) is E1608 (``check_projects``).
 
 In-process callers (admin actions, management commands, Celery tasks) are not tokens:
 their ``ToolContext.scope`` is None and nothing here restricts them.
@@ -20,21 +22,16 @@ from __future__ import annotations
 import re
 import threading
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from django.db import connection
 
-from orchestrator.core.db import qualified
-from orchestrator.core.errors import (
-    OrchestratorError,
-    checkpoint_not_found,
-    conflict_not_found,
-    session_not_found,
-    task_not_found,
-)
-from orchestrator.core.models import SessionOwner, TokenScope
-from orchestrator.core.projects import CLIENT_PROJECT_HEADER, check_project_id
-from orchestrator.core.tools.definition import Tool, ToolContext
+from foundation.core.errors import OrchestratorError, task_not_found
+from foundation.core.models import SessionOwner, TokenScope
+from foundation.core.projects import CLIENT_PROJECT_HEADER, check_project_id
+from foundation.core.tools.definition import Tool, ToolContext
 
 # Owners seen recently, so that the check does not cost a query on every heartbeat. An
 # owner only changes when a session id is deleted (retention) and started again, so a
@@ -69,16 +66,21 @@ def owner_of(session_id: str) -> str | None:
     cached = _owners.get(session_id)
     if cached and time.monotonic() - cached[0] < OWNER_CACHE_SECONDS:
         return cached[1]
-    # One round trip: the owner, and whether the session exists at all. Only an existing
-    # session's answer is remembered; a session id not started yet may get an owner any
-    # moment, and its first check must see it.
+    # One round trip: the owner, and whether the session exists at all (the "session"
+    # kind its app registered). Only an existing session's answer is remembered; a session
+    # id not started yet may get an owner any moment, and its first check must see it.
+    sessions = _kinds.get(SESSION_KIND)
+    owners = SessionOwner._meta.db_table
     with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT o.token_name FROM {qualified('active_sessions')} s "
-            f"LEFT JOIN {SessionOwner._meta.db_table} o ON o.session_id = s.session_id "
-            "WHERE s.session_id = %s "
-            f"UNION ALL SELECT token_name FROM {SessionOwner._meta.db_table} "
-            "WHERE session_id = %s LIMIT 1", [session_id, session_id])
+        if sessions is None:  # no app keeps sessions: only the owner rows tell
+            cursor.execute(f"SELECT token_name FROM {owners} WHERE session_id = %s",
+                           [session_id])
+        else:
+            cursor.execute(
+                f"SELECT o.token_name FROM ({sessions.sql}) AS s(id, project_id) "
+                f"LEFT JOIN {owners} o ON o.session_id = s.id "
+                f"UNION ALL SELECT token_name FROM {owners} "
+                "WHERE session_id = %s LIMIT 1", [[session_id], session_id])
         row = cursor.fetchone()
     if row is None:
         return None  # no such session and no owner row: nothing to protect, nothing cached
@@ -134,14 +136,15 @@ def check_access(tool: Tool, arguments: dict[str, Any], context: ToolContext
     return arguments
 
 
-# Lists of sessions a write changes where it may (crashedSessionIds: marked crashed now):
-# another token's session is dropped, as one that is not live is left alone, so that no
-# token ends another's session. Nearly always empty, so the hot path pays nothing.
-SESSION_LISTS = ("crashedSessionIds",)
+# Lists of sessions a write changes where it may (such as ids to mark crashed now; the
+# apps register them): another token's session is dropped, as one that is not live is left
+# alone, so that no token ends another's session. Nearly always empty, so the hot path
+# pays nothing.
+_session_lists: dict[str, None] = {}
 
 
 def _own_sessions_only(arguments: dict[str, Any], context: ToolContext) -> dict[str, Any]:
-    for name in SESSION_LISTS:
+    for name in _session_lists:
         listed = arguments.get(name)
         if isinstance(listed, list) and listed:
             mine = [s for s in listed if owner_of(s) in (None, context.actor)]
@@ -151,38 +154,60 @@ def _own_sessions_only(arguments: dict[str, Any], context: ToolContext) -> dict[
 
 
 # -- projects ------------------------------------------------------------------------------
-# Arguments naming something that lives in a project, whatever the tool: what it is, and
-# the code a call gets for one of a project the token may not reach, the same a call naming
-# one that does not exist gets, so a token learns nothing about other projects.
-ENTITY_ARGUMENTS: dict[str, tuple[str, str]] = {
-    "taskId": ("task", "E1610"), "taskIds": ("task", "E1610"),
-    "includeTasks": ("task", "E1610"), "sourceTaskId": ("task", "E1610"),
-    "targetTaskId": ("task", "E1610"), "taskAId": ("task", "E1610"),
-    "taskBId": ("task", "E1610"), "fromTaskId": ("task", "E1660"),
-    "toTaskId": ("task", "E1661"), "sessionId": ("session", "E1600"),
-    "markRecovered": ("session", "E1631"), "conflictId": ("conflict", "E1642"),
-}
+# What lives in a project is the apps' to say, registered from above (each app's tools
+# module): the kinds of things (a query for the project of each id) and the arguments that
+# name one, each with the error its tool gives for a missing one, which a call naming one of
+# a project the token may not reach gets too, so a token learns nothing about other projects.
+SESSION_KIND = "session"  # the kind whose ids session owners are kept for
+
+
+@dataclass(frozen=True)
+class EntityKind:
+    """``sql``: (id, project id) of each of the ids in its one parameter (a text array);
+    ``id_pattern``: the ids it can hold (others are not looked up)."""
+
+    sql: str
+    id_pattern: re.Pattern[str] | None = None
+
+
+NotFound = Callable[[str], OrchestratorError]
+
+_kinds: dict[str, EntityKind] = {}
+# Argument (a dotted path for one inside an object) -> (kind, the tool's missing-id error).
+_arguments: dict[str, tuple[str, NotFound]] = {}
 # Lists of ids a call acts on only where they exist and may be acted on: one of another
 # project is dropped, as one that does not exist is ignored.
-FILTERED_ARGUMENTS = {"crashedSessionIds": "session"}
-UUID = re.compile(r"^[0-9a-fA-F-]{32,36}$")
+_filtered: dict[str, str] = {}
 
-# What project each task, session, conflict or checkpoint is in: that never changes, so a
-# cached answer stays right (a deleted id's entry answers as before: its tool says it is
-# gone). Saves the restricted token's hot calls (heartbeat, record_activity) a query.
+
+def register_entity(kind: str, sql: str, *, id_pattern: re.Pattern[str] | None = None) -> None:
+    """Things of ``kind`` live in a project: ``sql`` selects (id, project id) of the ids in
+    its one parameter (a text array)."""
+    _kinds[kind] = EntityKind(sql, id_pattern)
+    forget_entity_projects()
+
+
+def register_argument(name: str, kind: str, not_found: NotFound) -> None:
+    """An argument (``a.b`` for ``b`` inside the object ``a``) holding the id, or a list of
+    ids, of something of ``kind``; ``not_found(id)`` is what its tools answer for a missing
+    one."""
+    _arguments[name] = (kind, not_found)
+
+
+def register_list_argument(name: str, kind: str, *, own_sessions: bool = False) -> None:
+    """A list of ids of ``kind`` a call acts on only where they exist: ids of another project
+    are dropped; with ``own_sessions`` (sessions a write changes) another token's too."""
+    _filtered[name] = kind
+    if own_sessions:
+        _session_lists[name] = None
+
+
+# What project each registered thing is in: that never changes, so a cached answer stays
+# right (a deleted id's entry answers as before: its tool says it is gone). Saves the
+# restricted token's hot calls (heartbeat, record_activity) a query.
 ENTITY_CACHE_SIZE = 100_000
 _entity_projects: dict[tuple[str, str], str] = {}
 _entity_lock = threading.Lock()
-
-_PROJECTS_OF = """
-SELECT 'task', task_id, project_id FROM {tasks} WHERE task_id = ANY(%(task)s)
-UNION ALL SELECT 'session', session_id, project_id FROM {sessions}
-  WHERE session_id = ANY(%(session)s)
-UNION ALL SELECT 'conflict', id::text, project_id FROM {conflicts}
-  WHERE id = ANY(%(conflict)s::uuid[])
-UNION ALL SELECT 'checkpoint', checkpoint_id, project_id FROM {checkpoints}
-  WHERE checkpoint_id = ANY(%(checkpoint)s)
-"""
 
 
 def forget_entity_projects() -> None:
@@ -191,26 +216,36 @@ def forget_entity_projects() -> None:
         _entity_projects.clear()
 
 
-def _references(tool: Tool, arguments: dict[str, Any]) -> list[tuple[str, str, str, str]]:
-    """(kind, id, argument, code) of everything the arguments name, in argument order;
-    code "" for ids in lists the tool acts on only where they exist."""
-    found = []
-    for name, (kind, code) in ENTITY_ARGUMENTS.items():
+def _argument(arguments: dict[str, Any], name: str) -> Any:
+    value: Any = arguments
+    for part in name.split("."):
+        if not isinstance(value, dict):
+            return None
+        value = value.get(part)
+    return value
+
+
+Reference = tuple[str, str, str, NotFound | None]
+
+
+def _references(tool: Tool, arguments: dict[str, Any]) -> list[Reference]:
+    """(kind, id, argument, missing-id error) of everything the arguments name: the plain
+    arguments, then those inside objects, then the filtered lists; no error for ids in lists
+    the tool acts on only where they exist."""
+    found: list[Reference] = []
+    for name, (kind, not_found) in sorted(_arguments.items(), key=lambda a: "." in a[0]):
         if name in tool.creates:
             continue
-        value = arguments.get(name)
+        value = _argument(arguments, name)
         ignored = name in tool.only_known
         for item in value if isinstance(value, list) else [value]:
             if isinstance(item, str) and item:
-                found.append((kind, item, name, "" if ignored else code))
-    target = arguments.get("target")
-    if isinstance(target, dict) and isinstance(target.get("checkpointId"), str):
-        found.append(("checkpoint", target["checkpointId"], "target.checkpointId", "E1622"))
-    for name, kind in FILTERED_ARGUMENTS.items():
+                found.append((kind, item, name, None if ignored else not_found))
+    for name, kind in _filtered.items():
         value = arguments.get(name)
         for item in value if isinstance(value, list) else []:
             if isinstance(item, str):
-                found.append((kind, item, name, ""))
+                found.append((kind, item, name, None))
     return found
 
 
@@ -219,17 +254,20 @@ def projects_of(keys: set[tuple[str, str]]) -> dict[tuple[str, str], str]:
     with _entity_lock:
         known = {key: _entity_projects[key] for key in keys if key in _entity_projects}
     wanted = keys - set(known)
-    if wanted:
-        ids: dict[str, list[str]] = {"task": [], "session": [], "conflict": [],
-                                     "checkpoint": []}
-        for kind, item in wanted:
-            if kind != "conflict" or UUID.match(item):
-                ids[kind].append(item)
+    ids: dict[str, list[str]] = {}
+    for kind, item in wanted:
+        entity = _kinds.get(kind)
+        if entity is not None and (entity.id_pattern is None or entity.id_pattern.match(item)):
+            ids.setdefault(kind, []).append(item)
+    if ids:
+        kinds = sorted(ids)
+        params: list[Any] = []
+        for kind in kinds:
+            params += [kind, ids[kind]]
         with connection.cursor() as cursor:
-            cursor.execute(_PROJECTS_OF.format(
-                tasks=qualified("task_contexts"), sessions=qualified("active_sessions"),
-                conflicts=qualified("context_conflicts"),
-                checkpoints=qualified("checkpoints")), ids)
+            cursor.execute(" UNION ALL ".join(
+                f"SELECT %s::text, e.id::text, e.project_id FROM ({_kinds[kind].sql}) "
+                "AS e(id, project_id)" for kind in kinds), params)
             rows = cursor.fetchall()
         with _entity_lock:
             if len(_entity_projects) >= ENTITY_CACHE_SIZE:
@@ -238,18 +276,6 @@ def projects_of(keys: set[tuple[str, str]]) -> dict[tuple[str, str], str]:
                 _entity_projects[(kind, item)] = project
                 known[(kind, item)] = project
     return known
-
-
-def _not_found(kind: str, item: str, argument: str, code: str) -> OrchestratorError:
-    """The tool's own answer for a missing ``item`` (the shared helpers in errors.py)."""
-    if kind == "task":
-        field = argument if code in ("E1660", "E1661") else "taskId"
-        return task_not_found(item, code=code, field=field)
-    if kind == "session":
-        return session_not_found(item, code=code)
-    if kind == "conflict":
-        return conflict_not_found(item)
-    return checkpoint_not_found(item)
 
 
 def check_client_project(context: ToolContext) -> None:
@@ -293,8 +319,9 @@ def check_projects(tool: Tool, arguments: dict[str, Any], allowed: frozenset[str
             if tool.task_group_sorted:
                 missing.sort()
             raise task_not_found(missing[0], missing=missing)
-        first = next(r for r in references if r[3] and unknown(r))
-        raise _not_found(*first)
+        kind, item, _, not_found = next(r for r in references if r[3] and unknown(r))
+        assert not_found is not None
+        raise not_found(item)
     cleaned = dict(arguments)
     for name in {r[2] for r in references if not r[3]}:
         if isinstance(cleaned.get(name), list):

@@ -37,7 +37,7 @@ from opentelemetry import context as otel_context
 from opentelemetry import propagate, trace
 from opentelemetry.trace import Span, SpanKind, StatusCode
 
-from orchestrator.observability.logformat import SERVICE_NAME
+from foundation.observability.logformat import SERVICE_NAME
 
 ENDPOINT_VARIABLES = ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
 SPAN_PREFIX = "session_orchestration."
@@ -211,7 +211,7 @@ def command_span(command: str) -> Iterator[None]:
 
 def statement_span(sql: Any):
     """The span of one Postgres statement, ``postgres <VERB>``; for statements sent past
-    Django's cursor (``orchestrator.backends.prepared``), which its execute wrappers never see."""
+    Django's cursor (``foundation.backends.prepared``), which its execute wrappers never see."""
     if not enabled:
         return _NOOP
     text = sql if isinstance(sql, str) else str(sql)

@@ -19,10 +19,10 @@ from typing import Any
 
 from django.conf import settings
 
-from orchestrator.backends.coalesce import CoalescingWriter
-from orchestrator.core.errors import OrchestratorError
-from orchestrator.core.projects import namespace
-from orchestrator.observability import tracing
+from foundation.backends.coalesce import CoalescingWriter
+from foundation.core.errors import OrchestratorError
+from foundation.core.projects import namespace
+from foundation.observability import tracing
 
 SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,254}$")
 

@@ -13,8 +13,8 @@ from django.db.models.signals import post_delete, post_save
 from django.dispatch import receiver
 from django.utils import timezone
 
-from orchestrator.core.errors import OrchestratorError
-from orchestrator.core.models import ApiToken, TokenScope, hash_token
+from foundation.core.errors import OrchestratorError
+from foundation.core.models import ApiToken, TokenScope, hash_token
 
 
 @dataclass(frozen=True)

@@ -12,8 +12,8 @@ import re
 
 from django.conf import settings
 
-from orchestrator.core.errors import OrchestratorError, project_not_found
-from orchestrator.core.models import Project
+from foundation.core.errors import OrchestratorError, project_not_found
+from foundation.core.models import Project
 
 # The header a client names the project it works in with (hook client, .mcp.json):
 # calls naming no project go there (ToolContext.project).

@@ -16,7 +16,7 @@ class ToolContext:
 
     ``scope`` is the bearer token's scope when a token authenticated the call (REST, MCP;
     ``actor`` is then the token's name); None for in-process callers (admin, commands,
-    tasks), which are trusted. See ``orchestrator.core.tools.access``.
+    tasks), which are trusted. See ``foundation.core.tools.access``.
     """
 
     transport: str  # "rest" | "mcp" | "admin" | "command" | "task"

@@ -23,11 +23,11 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from orchestrator.core.errors import OrchestratorError, project_not_found
-from orchestrator.core.models import ApiToken, EnrollmentCode, Project, TokenScope, hash_token
-from orchestrator.core.stamps import iso, now_iso
-from orchestrator.core.tools import Tool, ToolContext, register
-from orchestrator.core.tools.schema import TIMESTAMP, integer, obj, project_id, string
+from foundation.core.errors import OrchestratorError, project_not_found
+from foundation.core.models import ApiToken, EnrollmentCode, Project, TokenScope, hash_token
+from foundation.core.stamps import iso, now_iso
+from foundation.core.tools import Tool, ToolContext, register
+from foundation.core.tools.schema import TIMESTAMP, integer, obj, project_id, string
 
 CODE_PREFIX = "enr_"
 DEFAULT_USES = 1

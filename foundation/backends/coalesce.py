@@ -27,7 +27,7 @@ from collections.abc import Callable
 from django.conf import settings
 from django.db import close_old_connections, connection
 
-from orchestrator.observability import metrics
+from foundation.observability import metrics
 
 logger = logging.getLogger("orchestrator.files")
 
