@@ -268,8 +268,9 @@ class ActiveSessionAdmin(ProjectScopedAdmin, MissingObjectIs404):
                     .order_by("-sequence")[:SHOWN_EVENTS])
         if not rows:
             return "none"
-        return format_html("<table>{}</table>", format_html_join(
-            "", "<tr><td>#{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+        return format_html('<table id="event-log">{}</table>', format_html_join(
+            "", '<tr><td>#{}</td><td class="event-type">{}</td><td>{}</td><td>{}</td>'
+                "<td>{}</td></tr>",
             ((e.sequence, e.event_type, e.role, e.content[:500],
               pretty_json(e.parts) if e.parts is not None else "")
              for e in reversed(rows))))
