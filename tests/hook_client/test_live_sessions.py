@@ -137,6 +137,18 @@ def test_the_handoff_note_is_readable_lines(shop, tmp_path):
                                  "Last actions:", "- Edit src/nav.tsx"]
 
 
+def test_a_note_left_on_another_task_is_not_called_the_previous_sessions(shop):
+    project = shop("repo")
+    start(project)
+    project.hook("SessionEnd", fixture("session_end_other", session_id=CLAUDE))
+    note = SessionHandoff.objects.get(active=True)
+    run = start(project, OTHER)
+    assert f"Left by session {note.from_session_id}" in run.context
+    assert "previous session" not in run.context
+    assert (f"Handoff note from a {note.from_agent} session of this project" if note.from_agent
+            else "Handoff note from a session of this project") in run.context
+
+
 def test_a_long_outage_is_said_once_in_the_offline_context(shop):
     project = shop("repo")
     project.configure(dead_url(), "whatever")
