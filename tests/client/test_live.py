@@ -15,7 +15,7 @@ from contexts.models import TaskContext
 from foundation.core.db import qualified
 from sessions.models import ActiveSession, SessionEvent, SessionHandoff, ToolInvocation
 from sessions.services import recovery
-from tests.hook_client.conftest import Project, dead_url, fixture
+from tests.client.conftest import Project, dead_url, fixture
 from tests.waiting import wait_for
 
 FAST_FLUSH = {"ORCHESTRATOR_FLUSH_SECONDS": "0"}
