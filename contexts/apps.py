@@ -15,6 +15,8 @@ class ContextsConfig(AppConfig):
         register_job("checkpoint check", "contexts.check_checkpoints")
         register_job("pending-save replay", "contexts.replay_pending_saves",
                      metric="replay_pending_saves")
+        from contexts import signals
+        from contexts.services import events
         from contexts.services.tasks import refuse_unknown_task_lock
         from locks.signals import lock_asked_for
 
@@ -22,3 +24,5 @@ class ContextsConfig(AppConfig):
         # does not exist is refused here (E1610), before the lock rule is asked.
         lock_asked_for.connect(refuse_unknown_task_lock,
                                dispatch_uid="contexts.refuse_unknown_task_lock")
+        # Every process that saves broadcasts its task changes (contexts/services/events.py).
+        signals.task_changed.connect(events.on_task_changed, dispatch_uid="contexts.events")

@@ -30,6 +30,19 @@ SUITE_RATE_LIMIT = "10000000/minute"
 os.environ.setdefault("API_RATE_LIMIT", SUITE_RATE_LIMIT)
 
 
+# A test driving a real agent CLI (its npm install on first use, then a real run per step
+# against a scripted model) takes tens of seconds: it belongs to the slow suite (make
+# test-slow) whatever its file says.
+REAL_AGENT_MARKERS = ("claude_code", "codex", "gemini")
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m deselects by marker
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if any(item.get_closest_marker(name) for name in REAL_AGENT_MARKERS):
+            item.add_marker(pytest.mark.slow)
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
