@@ -100,12 +100,14 @@ def owner_upsert_sql(started: str, owner: str) -> str:
             "ON CONFLICT (session_id) DO UPDATE SET token_name = EXCLUDED.token_name")
 
 
-def forget_owners(gone_sql: str) -> int:
-    """Drop the owner rows of the sessions the query ``gone_sql`` selects (their ids), which
-    the sessions' app gives: it knows which sessions no longer exist. The number dropped."""
+def forget_owners_of_removed(existing_sql: str) -> int:
+    """Drop the owner rows of sessions that no longer exist: ``existing_sql`` selects the
+    ids of those that do, which only the app keeping sessions knows (retention asks it).
+    The number dropped."""
     owners = SessionOwner._meta.db_table
     with connection.cursor() as cursor:
-        cursor.execute(f"DELETE FROM {owners} o WHERE o.session_id IN ({gone_sql})")
+        cursor.execute(f"DELETE FROM {owners} o WHERE NOT EXISTS (SELECT 1 FROM "
+                       f"({existing_sql}) AS s(id) WHERE s.id = o.session_id)")
         return cursor.rowcount
 
 
