@@ -95,10 +95,16 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--only", default=",".join(SLICES),
                         help=f"slices to run, comma separated, of {','.join(SLICES)} "
                         "(default all)")
-    parser.add_argument("--agents", default="100,250,350,500,1000,1500,2000,3000,4000",
-                        help="the agents slice's load levels (python -m bench.agents --agents)")
-    parser.add_argument("--agents-seconds", type=float, default=120,
+    parser.add_argument("--agents", default=None,
+                        help="the agents slice's ladder of load levels (python -m bench.agents "
+                        "--agents; default its own)")
+    parser.add_argument("--agents-start", type=int, default=None,
+                        help="the level its capacity search starts at (bench.agents --start)")
+    parser.add_argument("--agents-seconds", type=float, default=60,
                         help="measured seconds per load level of the agents slice")
+    parser.add_argument("--agents-repeat", type=int, default=3,
+                        help="capacity searches on one server (bench.agents --repeat): the "
+                        "capacity is their median")
     parser.add_argument("--blocks", type=int, default=30,
                         help="interleaved blocks of the floor slice, each of requests/blocks "
                         "calls (its rows' p50 is the median of the blocks' p50s)")
@@ -541,7 +547,10 @@ def run(args: argparse.Namespace) -> None:
 
         print("\nAgents against the `make run` stack, one server and two (bench.agents) ...",
               flush=True)
-        agents.main(["--agents", args.agents, "--seconds", str(args.agents_seconds)])
+        agents.main([*(["--agents", args.agents] if args.agents else []),
+                     *(["--start", str(args.agents_start)] if args.agents_start else []),
+                     "--seconds", str(args.agents_seconds),
+                     "--repeat", str(args.agents_repeat)])
 
 
 if __name__ == "__main__":

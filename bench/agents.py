@@ -2,6 +2,8 @@
 
     .venv/bin/python -m bench.agents                       # starts the `make run` stacks itself
     .venv/bin/python -m bench.agents --agents 50,200 --seconds 30 --servers 1
+    .venv/bin/python -m bench.agents --repeat 3                # what `make bench` runs
+    .venv/bin/python -m bench.agents --agents 500 --servers 1  # one level, to profile
     .venv/bin/python -m bench.agents --url http://127.0.0.1:8000 --token TOKEN
 
 (one token for every simulated agent: a server of your own runs with a per-token rate
@@ -21,14 +23,39 @@ other, and every save the service acknowledged looked up in Postgres.
 Requests go over a pool of keep-alive HTTP/1.1 connections driven by asyncio streams (no
 httpx: the generator shares the 2 cores with the server, see ``bench.common.RawHttpClient``).
 
-For each N (``--agents``, default 100,250,350,500,1000,1500,2000,3000,4000) the agents
-start at 25 a second, 10 s pass, then ``--seconds`` are measured, then every open session is ended. It
-prints requests/s, p50/p99 per call, errors, the CPU of each server process group and of
-the generator, and stops at the first N that fails. It ends with the capacity table and
-``capacity: N agents on one server, M on two``: the largest N whose every hook call's p99
-is <= ``--p99-ms`` (100) with no error. Closed loop: an agent waits for an answer before
-it thinks again, like the real client, so a slow server lowers the request rate rather
-than piling up requests; read the rate next to the latencies.
+For each level N the agents start at 25 a second, 10 s pass, then ``--seconds`` (60) are
+measured, then every open session is ended. A level prints requests/s, p50/p99 per call,
+errors, and the CPU table: server CPU milliseconds per hook call by role (web: every web
+worker; postgres: every backend and its background processes; graph: the graph server;
+worker: the Celery worker and beat; redis; other: the launcher and ``serve``), the whole
+server, web + postgres + graph, and apart the load generator (this process). It is the CPU
+the processes used over the measured window (/proc/<pid>/stat utime + stime of the
+stack's process tree, and cutime + cstime for the processes that exited and were reaped
+meanwhile: ``window_cpu``) divided by the hook calls answered in it. It follows the
+machine's speed and grows somewhat on a busy machine (shared caches and cores), but far
+less than latency does, so it is the figure to compare between runs, beside the machine
+line (the CPU, python ``sum(range(10**6))`` before and after the run, the load average at
+its start). A level holds when every hook call's
+p99 is <= ``--p99-ms`` (100) with no error. Closed loop: an agent waits for an answer
+before it thinks again, like the real client, so a slow server lowers the request rate
+rather than piling up requests; read the rate next to the latencies. Tables are markdown,
+to paste into a dated page of docs/benchmarks/.
+
+The capacity search steps on a ladder (``--agents``, default 250, 500, 1000, 1500, 2000,
+2500, 3000, 4000) from ``--start`` (1000): up while the levels hold, down while they
+fail, and it stops once one held and one failed; the capacity is the largest level that
+held. ``--repeat N`` runs the search N times on the same stack, the first from
+``--start`` and the next ones from the first one's capacity (so each costs about two
+levels), and prints each level's median and (min-max) of p99 and CPU per call, and the
+capacity as the median of the N runs (the lower middle one of an even count). Then two
+stacks, one search from one server's capacity, and the failover run at that capacity.
+Why these defaults: on a 2-core machine a level of N agents costs N/25 s of ramp + 10 s
++ 60 s + the ends, 1.5 min at 500 and 2.5 min at 2,000; 60 s holds a minute of the
+periodic jobs (beat's schedule) and at 500 agents ~5,000 hook calls, enough for a p99;
+starting at 1,000 reaches 2,000 (the target) in three levels and 500 (the capacity
+before issue 41) in two. So ``make bench`` (3 repeats) costs about 20 minutes at a
+capacity of 500 and about 30 at 2,000. One level alone, to profile the server under a
+steady load (py-spy, pg_stat_statements), is ``--agents 500 --servers 1 --seconds 300``.
 
 What one agent sends: the hook client's traffic (client/src/orchestrator_hook/), call for call
 -----------------------------------------------------------------------------------------
@@ -86,6 +113,7 @@ import os
 import random
 import shutil
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -96,7 +124,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench.common import free_port, machine_line, percentile
+from bench.common import cpu_model, free_port, percentile, python_ms
 from orchestrator_hook.edit_check import clean as claim_was_clean
 from orchestrator_hook.lite import DEFAULT_CLAIM_REUSE_SECONDS, DEFAULT_FLUSH_SECONDS
 
@@ -114,6 +142,9 @@ AREA_FILES = 15  # an agent works mostly in one area (a module) of its repositor
 CALL_TIMEOUT = 30.0
 SLOW_CALL = 0.1  # a hook call slower than the pass criterion's p99 is logged with its time
 RAMP_STARTS_PER_SECOND = 25
+# The capacity search's ladder and where it starts (see the module's docstring).
+LADDER = (250, 500, 1000, 1500, 2000, 2500, 3000, 4000)
+START = 1000
 SETTLE_SECONDS = 10.0
 
 
@@ -473,114 +504,202 @@ class Agent:
 
 # -- CPU of the processes ------------------------------------------------------------------
 
+# (needle in the command line, also in it, role): a process takes the role of the first of
+# itself and its ancestors that matches.
 ROLES = (("celery", " worker", "celery worker"), ("celery", " beat", "celery beat"),
          ("orchestrator.ops.webserver", "", "web"), ("postgres", "", "postgres"),
          ("valkey", "", "redis"), ("redis-server", "", "redis"), ("java", "", "arcadedb"),
          ("orchestrator.ops.launcher", "", "launcher"), ("orchestrator.ops.serve", "", "serve"))
+GENERATOR = "load generator"
+# The roles of the CPU-per-call table: the server's parts, then the generator apart.
+GROUPS = {"web": "web", "postgres": "postgres", "arcadedb": "graph",
+          "celery worker": "worker", "celery beat": "worker", "redis": "redis",
+          "launcher": "other", "serve": "other", "other": "other", GENERATOR: "generator"}
+SERVER_GROUPS = ("web", "postgres", "graph", "worker", "redis", "other")
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+ProcKey = tuple[int, int]  # (pid, start time in clock ticks since boot): a reused pid differs
 
 
-def role_of(proc) -> str | None:
-    import psutil
+@dataclass(frozen=True)
+class ProcTimes:
+    """CPU seconds of one process from /proc/<pid>/stat: its own (utime + stime, every
+    thread) and its reaped children's (cutime + cstime: each child it waited for, with what
+    that child had reaped)."""
+    own: float = 0.0
+    reaped: float = 0.0
 
+    @property
+    def total(self) -> float:
+        return self.own + self.reaped
+
+
+def read_stat(pid: int) -> tuple[ProcKey, int, ProcTimes, str] | None:
+    """(key, parent pid, times, state) of a process, None when it is gone (state "Z": it
+    exited and its parent has not reaped it)."""
     try:
-        chain = [proc, *proc.parents()]
-        for candidate in chain:
-            line = " ".join(candidate.cmdline())
-            for needle, also, role in ROLES:
-                if needle in line and also in line:
-                    return role
-    except psutil.Error:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
         return None
+    # The command name (field 2) may hold spaces and parentheses: split after its last ')'.
+    rest = text[text.rindex(")") + 2:].split()
+    utime, stime, cutime, cstime = (int(x) for x in rest[11:15])
+    return ((pid, int(rest[19])), int(rest[1]),
+            ProcTimes((utime + stime) / CLOCK_TICKS, (cutime + cstime) / CLOCK_TICKS), rest[0])
+
+
+def command_line(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(
+            errors="replace")
+    except OSError:
+        return ""
+
+
+def role_of(pid: int, parents: dict[int, int]) -> str | None:
+    """The role of the first of the process and its ancestors whose command line names one."""
+    seen = set()
+    while pid > 1 and pid not in seen:
+        seen.add(pid)
+        line = command_line(pid)
+        for needle, also, role in ROLES:
+            if needle in line and also in line:
+                return role
+        pid = parents.get(pid, 0)
     return None
 
 
-def server_processes(root_pid: int | None) -> list:
-    import psutil
+def window_cpu(first: dict[ProcKey, ProcTimes], last: dict[ProcKey, ProcTimes],
+               parent: dict[ProcKey, ProcKey | None], alive: set[ProcKey],
+               roles: dict[ProcKey, str],
+               zombies: frozenset[ProcKey] = frozenset()) -> dict[str, float]:
+    """CPU seconds each role used between the first sample and the last, from the times
+    of every process seen (``first``: at the window's start, zero for one born since;
+    ``last``: at its last sample). A process alive at the end counts what it and the
+    children it reaped meanwhile used (a Postgres backend or a Celery child that exits is
+    reaped by its parent, which then holds its whole life's CPU). So a process gone by the
+    end takes back only what it had used before the window, when its parent, alive at the
+    end, reaped it; one whose parent went first or is a zombie (``zombies``: exited, not
+    reaped), as when a stack is killed with its children, was reaped by no process of
+    ours and counts up to its last sample (at most a second missed)."""
+    used: dict[str, float] = {}
+    for key, role in roles.items():
+        reaper = parent.get(key)
+        if key in alive or reaper not in alive or reaper in zombies:
+            delta = last[key].total - first[key].total
+        else:
+            delta = -first[key].total
+        used[role] = used.get(role, 0.0) + delta
+    return used
 
-    if root_pid:
-        with contextlib.suppress(psutil.Error):
-            root = psutil.Process(root_pid)
-            return [root, *root.children(recursive=True)]
-        return []
-    me = os.getuid()
-    found = []
-    for proc in psutil.process_iter(["uids"]):
-        with contextlib.suppress(psutil.Error, TypeError):
-            if proc.info["uids"].real == me and proc.pid != os.getpid() \
-                    and role_of(proc) is not None:
-                found.append(proc)
-    return found
+
+def cpu_ms_per_call(cpu_seconds: dict[str, float], calls: int) -> dict[str, float]:
+    """Role -> CPU seconds over a window, as the table's groups' CPU milliseconds per hook
+    call, with ``server`` (every group but the generator) and ``web+pg+graph`` (the figure
+    issue 41 sets its target on)."""
+    grouped = dict.fromkeys((*SERVER_GROUPS, "generator"), 0.0)
+    for role, seconds in cpu_seconds.items():
+        group = GROUPS.get(role, "other")
+        grouped[group] += seconds
+    out = {group: 1000 * seconds / calls if calls else float("nan")
+           for group, seconds in grouped.items()}
+    out["server"] = sum(out[g] for g in SERVER_GROUPS)
+    out["web+pg+graph"] = out["web"] + out["postgres"] + out["graph"]
+    return out
 
 
 class CpuMeter:
-    """CPU seconds per process group over the measured window. Sampled every second
-    (``sample``), so a process that exits meanwhile (a Postgres backend, a Celery child)
-    still counts up to its last sample; roles are fixed when a process is first seen."""
+    """CPU seconds per process role over the measured window, from /proc/<pid>/stat of the
+    stack's processes (every descendant of ``root_pid``; without one, this user's
+    processes whose command line names a role) and of this process (the load generator).
+    Sampled every second (``sample``): processes are found as they start, and the
+    per-second figures show what ran when calls were slow (report_stalls). See
+    ``window_cpu`` for how a process that exits meanwhile is counted."""
 
     def __init__(self, root_pid: int | None) -> None:
         self.root_pid = root_pid
-        self.t0, self.wall0 = time.monotonic(), time.time()
-        self.procs: dict[int, object] = {}
-        self.roles: dict[int, str] = {}
-        self.start: dict[int, float] = {}
-        self.last: dict[int, float] = {}
+        self.t0 = time.monotonic()
+        self.first: dict[ProcKey, ProcTimes] = {}
+        self.last: dict[ProcKey, ProcTimes] = {}
+        self.parent: dict[ProcKey, ProcKey | None] = {}
+        self.roles: dict[ProcKey, str] = {}
+        self.alive: set[ProcKey] = set()
+        self.zombies: frozenset[ProcKey] = frozenset()
         self.per_second: dict[int, dict[str, float]] = {}
+        self._total: dict[str, float] = {}
+        self._started = False
         self.sample()
+
+    def _scan(self) -> tuple[dict[int, tuple[ProcKey, int, ProcTimes, str]], set[int]]:
+        table = {}
+        for entry in os.listdir("/proc"):
+            if entry.isdigit() and (stat := read_stat(int(entry))) is not None:
+                table[int(entry)] = stat
+        me = os.getpid()
+        if self.root_pid:
+            children: dict[int, list[int]] = {}
+            for pid, (_, ppid, _, _) in table.items():
+                children.setdefault(ppid, []).append(pid)
+            wanted, todo = set(), [self.root_pid] if self.root_pid in table else []
+            while todo:
+                pid = todo.pop()
+                wanted.add(pid)
+                todo.extend(children.get(pid, ()))
+        else:
+            uid = os.getuid()
+            wanted = {pid for pid in table if pid != me and self._owned(pid, uid)}
+        return table, wanted | {me}
+
+    def _owned(self, pid: int, uid: int) -> bool:
+        try:
+            return os.stat(f"/proc/{pid}").st_uid == uid
+        except OSError:
+            return False
 
     def sample(self) -> None:
-        import psutil
-
-        for proc in [*server_processes(self.root_pid), psutil.Process()]:
-            if proc.pid not in self.procs:
-                try:
-                    new = proc.create_time() >= self.wall0
-                except psutil.Error:
+        table, wanted = self._scan()
+        parents = {pid: ppid for pid, (_, ppid, _, _) in table.items()}
+        alive, zombies = set(), set()
+        for pid in wanted:
+            key, ppid, times, state = table[pid]
+            if key not in self.roles:
+                if pid == os.getpid():
+                    role = GENERATOR
+                else:
+                    role = role_of(pid, parents) or ("other" if self.root_pid else None)
+                if role is None:  # without a root: not a process of the stack
                     continue
-                used = 0.0 if new else self._times(proc)
-                if used is None:  # gone between the listing and this read
-                    continue
-                self.start[proc.pid] = used
-                self.procs[proc.pid] = proc
-                self.roles[proc.pid] = "bench (this)" if proc.pid == os.getpid() \
-                    else (role_of(proc) or "other")
-        previous = self._by_role()
-        for pid, proc in self.procs.items():
-            used = self._times(proc)
-            if used is not None:
-                self.last[pid] = used
-        # CPU seconds each role used since the previous sample, by wall-clock second: what
-        # ran when calls were slow (report_stalls).
-        now = self._by_role()
+                self.roles[key] = role
+                # Alive at the first sample: count from here; born since: from zero.
+                self.first[key] = times if not self._started else ProcTimes()
+            parent = table.get(ppid)
+            self.parent[key] = parent[0] if parent else None
+            self.last[key] = times
+            alive.add(key)
+            if state == "Z":
+                zombies.add(key)
+        self.alive, self.zombies = alive, frozenset(zombies)
+        self._started = True
+        now = window_cpu(self.first, self.last, self.parent, self.alive, self.roles,
+                         self.zombies)
         self.per_second[int(time.time())] = {
-            role: now[role] - previous.get(role, 0.0) for role in now}
+            role: now[role] - self._total.get(role, 0.0) for role in now}
+        self._total = now
 
-    def _by_role(self) -> dict[str, float]:
-        totals: dict[str, float] = {}
-        for pid, role in self.roles.items():
-            used = self.last.get(pid, self.start.get(pid, 0.0)) - self.start.get(pid, 0.0)
-            totals[role] = totals.get(role, 0.0) + max(0.0, used)
-        return totals
-
-    @staticmethod
-    def _times(proc) -> float | None:
-        import psutil
-
-        try:
-            t = proc.cpu_times()
-            return t.user + t.system
-        except psutil.Error:
-            return None
+    def seconds(self) -> dict[str, tuple[int, float]]:
+        """role -> (processes seen, CPU seconds) since the start."""
+        self.sample()
+        out: dict[str, tuple[int, float]] = {}
+        for role in self.roles.values():
+            count, _ = out.get(role, (0, 0.0))
+            out[role] = (count + 1, self._total.get(role, 0.0))
+        return out
 
     def read(self) -> dict[str, tuple[int, float]]:
-        """role -> (processes, % of one core) since the start."""
-        self.sample()
+        """role -> (processes seen, % of one core) since the start."""
+        used = self.seconds()
         wall = time.monotonic() - self.t0
-        out: dict[str, tuple[int, float]] = {}
-        for pid, role in self.roles.items():
-            used = self.last.get(pid, 0.0) - self.start.get(pid, 0.0)
-            count, pct = out.get(role, (0, 0.0))
-            out[role] = (count + 1, pct + 100 * max(0.0, used) / wall)
-        return out
+        return {role: (count, 100 * max(0.0, s) / wall) for role, (count, s) in used.items()}
 
 
 class Pressure:
@@ -656,7 +775,7 @@ async def run_level(n: int, args: argparse.Namespace, urls: list[str], token: st
         await asyncio.to_thread(meter.sample)
     stats.measuring = False
     wall = time.monotonic() - started
-    cpu = meter.read()
+    cpu = meter.seconds()
     stats.cpu_per_second = meter.per_second
     stop.set()  # agents finish the call in flight and end their sessions
     await asyncio.wait(tasks, timeout=120)
@@ -707,16 +826,35 @@ def report(level: dict, p99_limit: float) -> bool:
           f"tool uses per record_activity: {flush_mix(stats.flush_sizes)}; "
           f"generator loop lag p99 "
           f"{percentile(lag, 0.99) * 1000 if lag else 0:.1f} ms")
-    cpu_rows = [[role, str(count), f"{pct:.0f}%"]
-                for role, (count, pct) in sorted(level["cpu"].items(), key=lambda x: -x[1][1])]
-    cpu_rows.append(["total", str(sum(c for c, _ in level["cpu"].values())),
-                     f"{sum(p for _, p in level['cpu'].values()):.0f}% "
-                     f"(of {os.cpu_count() * 100}%)"])
-    table(["process", "procs", "CPU (100% = one core)"], cpu_rows)
+    hook_calls = len(hook)
+    print(f"\nCPU per hook call at {n} agents ({hook_calls} hook calls, "
+          f"{hook_calls / wall:.1f}/s, over {wall:.0f} s; 100% = one core):\n")
+    table(["role", "procs", "CPU", "ms per hook call"], cpu_rows(level["cpu"], hook_calls, wall))
     for example in stats.error_examples:
         print(f"  error: {example}")
     report_stalls(stats)
     return held
+
+
+def cpu_rows(cpu: dict[str, tuple[int, float]], calls: int, wall: float) -> list[list[str]]:
+    """The CPU-per-call table's rows from role -> (processes, CPU seconds) over ``wall``
+    seconds in which ``calls`` hook calls were answered."""
+    per_call = cpu_ms_per_call({role: s for role, (_, s) in cpu.items()}, calls)
+    procs: dict[str, int] = {}
+    seconds: dict[str, float] = {}
+    for role, (count, used) in cpu.items():
+        group = GROUPS.get(role, "other")
+        procs[group] = procs.get(group, 0) + count
+        seconds[group] = seconds.get(group, 0.0) + used
+    rows = [[group, str(procs.get(group, 0)), f"{100 * seconds.get(group, 0.0) / wall:.0f}%",
+             f"{per_call[group]:.2f}"] for group in (*SERVER_GROUPS, "generator")]
+    server = sum(seconds.get(g, 0.0) for g in SERVER_GROUPS)
+    rows.insert(len(SERVER_GROUPS), [
+        "server (all the above)", str(sum(procs.get(g, 0) for g in SERVER_GROUPS)),
+        f"{100 * server / wall:.0f}%", f"{per_call['server']:.2f}"])
+    rows.insert(len(SERVER_GROUPS) + 1, [
+        "web + postgres + graph", "", "", f"{per_call['web+pg+graph']:.2f}"])
+    return rows
 
 
 def report_stalls(stats: Stats, shown: int = 8) -> None:
@@ -770,14 +908,40 @@ def flush_mix(sizes: list[int]) -> str:
 
 
 def table(header: list[str], rows: list[list[str]]) -> None:
+    """A markdown table, so that it pastes into a dated page of docs/benchmarks/."""
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
-    line = "+" + "+".join("-" * (w + 2) for w in widths) + "+"
-    print(line)
     for i, row in enumerate([header, *rows]):
         print("| " + " | ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) + " |")
         if i == 0:
-            print(line)
-    print(line)
+            print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
+
+
+# -- the machine ---------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class MachineState:
+    """What the machine was like when a run started: numbers from two machines, or from
+    one machine busy with something else, compare only beside this."""
+    model: str
+    cores: int
+    python_ms: float  # sum(range(10**6))
+    load: tuple[float, float, float]
+
+    def line(self) -> str:
+        return (f"{self.model}, {self.cores} cores; python sum(range(10**6)) = "
+                f"{self.python_ms:.1f} ms; load average {' '.join(f'{x:.2f}' for x in self.load)}")
+
+
+def machine_state() -> MachineState:
+    return MachineState(cpu_model(), os.cpu_count() or 0, python_ms(), os.getloadavg())
+
+
+def machine_line_around(before: MachineState) -> str:
+    """The machine line of a run: the CPU, sum(range(10**6)) before and after the run (a
+    machine that slowed down meanwhile shows here) and the load average at its start."""
+    return (f"machine: {before.model}, {before.cores} cores; python sum(range(10**6)) = "
+            f"{before.python_ms:.1f} ms before the run, {python_ms():.1f} ms after; load "
+            f"average at the start {' '.join(f'{x:.2f}' for x in before.load)}")
 
 
 # -- the stack -----------------------------------------------------------------------------
@@ -919,9 +1083,16 @@ def create_projects(url: str, token: str, count: int, start: int = 0) -> None:
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--agents", default="100,250,350,500,1000,1500,2000,3000,4000",
-                        help="concurrent agents per level, comma separated")
-    parser.add_argument("--seconds", type=float, default=120, help="measured per level")
+    parser.add_argument("--agents", default=",".join(map(str, LADDER)),
+                        help="the ladder of concurrent agents the capacity search steps on, "
+                             "comma separated (one value: just that level, e.g. to profile)")
+    parser.add_argument("--start", type=int, default=START,
+                        help="the level the search starts at (the largest of the ladder at "
+                             f"most this; default {START})")
+    parser.add_argument("--seconds", type=float, default=60, help="measured per level")
+    parser.add_argument("--repeat", type=int, default=1,
+                        help="capacity searches on one server; with more than one, each "
+                             "level's median and spread and the median capacity are printed")
     parser.add_argument("--ramp", type=float, default=None,
                         help="agents start spread over this many seconds (default: "
                              f"N/{RAMP_STARTS_PER_SECOND}, at least 5)")
@@ -959,35 +1130,176 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
-def capacity(args: argparse.Namespace, levels: list[int], urls: list[str], token: str,
-             root_pid: int | None) -> tuple[int, list[list[str]]]:
-    """Run the levels until one fails: (largest N that held, a summary row per level)."""
-    best, created, rows = 0, 0, []
-    for n in levels:
-        if projects_for(n, args) > created:
-            create_projects(urls[0], token, projects_for(n, args), start=created)
-            created = projects_for(n, args)
-        level = asyncio.run(run_level(n, args, urls, token, root_pid))
-        held = report(level, args.p99_ms)
-        rows.append(summary_row(level, held))
-        if not held:
-            break
-        best = n
-    return best, rows
+@dataclass
+class LevelResult:
+    """What the capacity tables keep of one level's run."""
+    n: int
+    requests_per_s: float
+    hook_p50_ms: float | None
+    hook_p99_ms: float | None
+    worst: tuple[float, str] | None  # the worst hook call's p99 (ms) and its name
+    errors: int
+    cpu_percent: float  # every process measured, 100 = one core
+    cpu_ms: dict[str, float]  # cpu_ms_per_call's groups
+    held: bool
 
 
-def summary_row(level: dict, held: bool) -> list[str]:
+def level_result(level: dict, held: bool) -> LevelResult:
     stats: Stats = level["stats"]
     hook = [x for t in HOOK_CALLS for x in stats.samples.get(t, [])]
     total = sum(len(x) for x in stats.samples.values())
-    cpu = sum(p for _, p in level["cpu"].values())
     worst = max(((percentile(stats.samples[t], 0.99) * 1000, t) for t in HOOK_CALLS
                  if stats.samples.get(t)), default=None)
-    return [str(level["n"]), f"{total / level['wall']:.0f}",
-            f"{percentile(hook, 0.5) * 1000:.1f}" if hook else "-",
-            f"{percentile(hook, 0.99) * 1000:.1f}" if hook else "-",
-            f"{worst[0]:.1f} ({worst[1]})" if worst else "-",
-            str(sum(stats.errors.values())), f"{cpu:.0f}%", "held" if held else "FAILED"]
+    seconds = {role: used for role, (_, used) in level["cpu"].items()}
+    return LevelResult(
+        n=level["n"], requests_per_s=total / level["wall"],
+        hook_p50_ms=percentile(hook, 0.5) * 1000 if hook else None,
+        hook_p99_ms=percentile(hook, 0.99) * 1000 if hook else None,
+        worst=worst, errors=sum(stats.errors.values()),
+        cpu_percent=100 * sum(seconds.values()) / level["wall"],
+        cpu_ms=cpu_ms_per_call(seconds, len(hook)), held=held)
+
+
+def summary_row(result: LevelResult) -> list[str]:
+    def ms(value: float | None) -> str:
+        return "-" if value is None else f"{value:.1f}"
+
+    return [str(result.n), f"{result.requests_per_s:.0f}", ms(result.hook_p50_ms),
+            ms(result.hook_p99_ms),
+            f"{result.worst[0]:.1f} ({result.worst[1]})" if result.worst else "-",
+            str(result.errors), f"{result.cpu_percent:.0f}%",
+            f"{result.cpu_ms['web']:.2f} / {result.cpu_ms['postgres']:.2f} / "
+            f"{result.cpu_ms['graph']:.2f} / {result.cpu_ms['worker']:.2f}",
+            f"{result.cpu_ms['server']:.2f}", f"{result.cpu_ms['generator']:.2f}",
+            "held" if result.held else "FAILED"]
+
+
+SUMMARY_HEADER = ["agents", "req/s", "hook p50 ms", "hook p99 ms", "worst call's p99 ms",
+                  "errors", "CPU", "ms CPU/call web / pg / graph / worker", "server ms/call",
+                  "generator ms/call", ""]
+
+
+def next_level(levels: list[int], start: int, results: dict[int, bool]) -> int | None:
+    """The capacity search's next level, or None when it is over: ``start`` first (the
+    largest level <= it, else the smallest); while every level run held, the next one up;
+    while every one failed, the next one down; once one held and one failed, done (a repeat
+    stops at its first failing level)."""
+    ladder = sorted(set(levels))
+    if not ladder:
+        return None
+    if not results:
+        below = [n for n in ladder if n <= start]
+        return below[-1] if below else ladder[0]
+    held = [n for n, ok in results.items() if ok]
+    failed = [n for n, ok in results.items() if not ok]
+    if held and failed:
+        return None
+    if held:
+        up = [n for n in ladder if n > max(held)]
+        return up[0] if up else None
+    down = [n for n in ladder if n < min(failed)]
+    return down[-1] if down else None
+
+
+def capacity_of(results: list[LevelResult]) -> int:
+    """The largest level that held (0: none did)."""
+    return max((r.n for r in results if r.held), default=0)
+
+
+def spread(values: list[float], digits: int = 1) -> str:
+    """Median and range of ``values``: "12.3 (10.1-15.0)", or the one value."""
+    if not values:
+        return "-"
+    if len(values) == 1:
+        return f"{values[0]:.{digits}f}"
+    return (f"{statistics.median(values):.{digits}f} "
+            f"({min(values):.{digits}f}-{max(values):.{digits}f})")
+
+
+def repeat_rows(runs: list[list[LevelResult]]) -> list[list[str]]:
+    """One row per level over the repeats (each a list of the levels it ran): how many
+    runs it held in, the median and min-max of its hook-call p99, of the worst call's p99
+    and of the CPU per hook call (web + Postgres + graph, and the whole server)."""
+    by_level: dict[int, list[LevelResult]] = {}
+    for run in runs:
+        for result in run:
+            by_level.setdefault(result.n, []).append(result)
+    rows = []
+    for n, results in sorted(by_level.items()):
+        def values(get: Callable[[LevelResult], float | None],
+                   results: list[LevelResult] = results) -> list[float]:
+            return [v for r in results if (v := get(r)) is not None]
+
+        rows.append([str(n), f"{sum(r.held for r in results)} of {len(results)}",
+                     spread(values(lambda r: r.requests_per_s), 0),
+                     spread(values(lambda r: r.hook_p99_ms)),
+                     spread(values(lambda r: r.worst[0] if r.worst else None)),
+                     spread(values(lambda r: r.cpu_ms["web"]), 2),
+                     spread(values(lambda r: r.cpu_ms["postgres"]), 2),
+                     spread(values(lambda r: r.cpu_ms["web+pg+graph"]), 2),
+                     spread(values(lambda r: r.cpu_ms["server"]), 2)])
+    return rows
+
+
+REPEAT_HEADER = ["agents", "held", "req/s", "hook p99 ms", "worst call's p99 ms",
+                 "web ms/call", "pg ms/call", "web+pg+graph ms/call", "server ms/call"]
+
+
+def median_capacity(capacities: list[int]) -> int:
+    """The capacity of N repeats: their median, the lower middle one of an even count (a
+    level is not held because half the runs held it)."""
+    return statistics.median_low(capacities) if capacities else 0
+
+
+def agents_held(capacity: int, levels: list[int]) -> str:
+    """A capacity in words: "1000 agents", or what it is below when no level held."""
+    return f"{capacity} agents" if capacity else f"fewer than {min(levels)} agents"
+
+
+def capacity(args: argparse.Namespace, levels: list[int], urls: list[str], token: str,
+             root_pid: int | None, start: int, label: str = "") -> list[LevelResult]:
+    """One capacity search (next_level) from ``start``: the levels it ran, in order."""
+    results: dict[int, bool] = {}
+    ran: list[LevelResult] = []
+    created = 0
+    while (n := next_level(levels, start, results)) is not None:
+        if projects_for(n, args) > created:
+            create_projects(urls[0], token, projects_for(n, args), start=created)
+            created = projects_for(n, args)
+        if label:
+            print(f"\n-- {label}: {n} agents", flush=True)
+        level = asyncio.run(run_level(n, args, urls, token, root_pid))
+        held = report(level, args.p99_ms)
+        results[n] = held
+        ran.append(level_result(level, held))
+    return ran
+
+
+def searches(args: argparse.Namespace, levels: list[int], urls: list[str], token: str,
+             root_pid: int | None, stacks: str) -> list[list[LevelResult]]:
+    """``--repeat`` capacity searches on the same stack. The first starts at ``--start``;
+    the next ones at the first one's capacity (held there: one level up; failed: down), so
+    a repeat costs about two levels."""
+    runs: list[list[LevelResult]] = []
+    for i in range(args.repeat):
+        start = args.start if i == 0 else (capacity_of(runs[0]) or args.start)
+        label = f"{stacks}, repeat {i + 1} of {args.repeat}" if args.repeat > 1 else stacks
+        runs.append(capacity(args, levels, urls, token, root_pid, start, label))
+    return runs
+
+
+def print_runs(stacks: str, runs: list[list[LevelResult]]) -> int:
+    """The levels of each repeat, the per-level median and spread, and the capacity."""
+    table(["stacks", "run", *SUMMARY_HEADER],
+          [[stacks, str(i + 1), *summary_row(r)] for i, run in enumerate(runs) for r in run])
+    capacities = [capacity_of(run) for run in runs]
+    best = median_capacity(capacities)
+    if len(runs) > 1:
+        print(f"\n{stacks}, median and (min-max) over {len(runs)} runs:\n")
+        table(REPEAT_HEADER, repeat_rows(runs))
+        print(f"\n{stacks}: capacity {best} agents, the median of "
+              f"{', '.join(map(str, capacities))}")
+    return best
 
 
 def failover(args: argparse.Namespace, n: int, server: Stack) -> list[str]:
@@ -1007,7 +1319,7 @@ def failover(args: argparse.Namespace, n: int, server: Stack) -> list[str]:
           "from Postgres")
     for row in lost[:5]:
         print(f"  lost: {row}")
-    return [f"{n} (one of 2 killed)", *summary_row(level, held)[1:-1],
+    return [f"{n} (one of 2 killed)", *summary_row(level_result(level, held))[1:-1],
             f"{len(lost)} of {len(stats.acknowledged_saves)} acknowledged saves lost"]
 
 
@@ -1026,45 +1338,60 @@ def stack_workers(args: argparse.Namespace, servers: int) -> int:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     levels = [int(x) for x in args.agents.split(",") if x.strip()]
+    before = machine_state()
+    print(f"machine at the start: {before.line()}", flush=True)
     if args.url:
         print(f"service: {args.url} (CPU: processes of this user that look like the stack)")
-        best, rows = capacity(args, levels, [args.url.rstrip("/")], args.token, None)
-        table(["agents", "req/s", "hook p50 ms", "hook p99 ms", "worst call's p99 ms",
-               "errors", "CPU", ""], rows)
-        print(machine_line())
-        print(f"capacity: {best} agents on one server")
+        runs = searches(args, levels, [args.url.rstrip("/")], args.token, None, "1 server")
+        print(f"\nCapacity ({args.seconds:.0f} s per level):\n")
+        best = print_runs("1 server", runs)
+        print(machine_line_around(before))
+        print(f"capacity: {agents_held(best, levels)} on one server")
         return 0
-    results: dict[int, tuple[int, list[list[str]]]] = {}
+    results: dict[int, int] = {}
     fail_row: list[str] | None = None
+    all_runs: dict[int, list[list[LevelResult]]] = {}
     for servers in sorted({1, max(1, args.servers)}):
         print(f"\nstarting {servers} `make run` stack(s) (launcher + serve) ...", flush=True)
         started = time.monotonic()
         workers = stack_workers(args, servers)
+        stacks = f"{servers} server{'s' if servers > 1 else ''}"
         with Stack(workers, servers) as server:
             print(f"services: {', '.join(server.urls)}, up in "
                   f"{time.monotonic() - started:.0f} s (WEB_WORKERS={workers} each)")
-            results[servers] = capacity(args, levels, server.urls, server.token,
-                                        server.process.pid)
-            if servers > 1 and args.failover_seconds > 0:
-                n = results[1][0] or levels[0]
-                print(f"\n-- failover: {n} agents over {servers} stacks, one killed halfway")
-                fail_row = failover(args, n, server)
+            if servers == 1:
+                all_runs[1] = searches(args, levels, server.urls, server.token,
+                                       server.process.pid, stacks)
+                results[1] = median_capacity([capacity_of(run) for run in all_runs[1]])
+            else:
+                # Once, from one server's capacity: the row shows the stacks coordinate
+                # under load; on shared cores it is not a second capacity figure.
+                start = results[1] or args.start
+                all_runs[servers] = [capacity(args, levels, server.urls, server.token,
+                                              server.process.pid, start, stacks)]
+                results[servers] = capacity_of(all_runs[servers][0])
+                if args.failover_seconds > 0:
+                    n = results[1] or min(levels)
+                    print(f"\n-- failover: {n} agents over {servers} stacks, one killed halfway")
+                    fail_row = failover(args, n, server)
     print(f"\nCapacity ({args.seconds:.0f} s per level, a level holds with every hook "
-          f"call's p99 <= {args.p99_ms:.0f} ms and no error):")
-    rows = [[f"{servers} server{'s' if servers > 1 else ''}", *row]
-            for servers, (_, level_rows) in sorted(results.items()) for row in level_rows]
+          f"call's p99 <= {args.p99_ms:.0f} ms and no error; CPU per call: ms of CPU per "
+          "hook call answered in the window):\n")
+    for servers, runs in sorted(all_runs.items()):
+        print_runs(f"{servers} server{'s' if servers > 1 else ''}", runs)
+        print()
     if fail_row:
-        rows.append(["2 servers, failover", *fail_row])
-    table(["stacks", "agents", "req/s", "hook p50 ms", "hook p99 ms", "worst call's p99 ms",
-           "errors", "CPU", ""], rows)
-    print(machine_line())
-    one = results[1][0]
+        table(["stacks", *SUMMARY_HEADER], [["2 servers, failover", *fail_row]])
+    print(machine_line_around(before))
+    one = results[1]
+    repeats = f" (median of {args.repeat} runs)" if args.repeat > 1 else ""
     if len(results) > 1:
         many = max(results)
-        print(f"capacity: {one} agents on one server, {results[many][0]} on "
+        print(f"capacity: {agents_held(one, levels)} on one server{repeats}, "
+              f"{agents_held(results[many], levels)} on "
               f"{'two' if many == 2 else many}")
     else:
-        print(f"capacity: {one} agents on one server")
+        print(f"capacity: {agents_held(one, levels)} on one server{repeats}")
     return 0
 
 

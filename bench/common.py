@@ -10,6 +10,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 
 # One token stands for every simulated client here (bench.agents: thousands of agents), so
 # the servers the benches start, and Django in this process, take a per-token rate limit
@@ -134,13 +135,31 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+def cpu_model() -> str:
+    """The CPU's model name as the kernel reports it (/proc/cpuinfo), else the platform's."""
+    import platform
+
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown CPU"
+
+
+def python_ms() -> float:
+    """Milliseconds plain Python takes for sum(range(10**6)), the best of 5 rounds of 5."""
+    import timeit
+
+    return min(timeit.repeat("sum(range(10**6))", number=5, repeat=5)) / 5 * 1000
+
+
 def machine_line() -> str:
     """How fast this machine runs plain Python, so numbers from two machines compare:
     the same code measured 2-3x apart on two machines of the same kind here."""
-    import timeit
-
-    best = min(timeit.repeat("sum(range(10**6))", number=5, repeat=5)) / 5
-    return f"machine: {os.cpu_count()} cores; python sum(range(10**6)) = {best * 1000:.1f} ms"
+    return (f"machine: {cpu_model()}, {os.cpu_count()} cores; python sum(range(10**6)) = "
+            f"{python_ms():.1f} ms")
 
 
 def print_table(header: list[str], rows: list[list[str]]) -> None:

@@ -22,7 +22,15 @@ import sys
 import time
 from urllib.parse import urlsplit
 
-from bench.agents import CpuMeter, Stack, create_projects, iso_now, new_session_id, project_name
+from bench.agents import (
+    GENERATOR,
+    CpuMeter,
+    Stack,
+    create_projects,
+    iso_now,
+    new_session_id,
+    project_name,
+)
 from bench.common import machine_line
 
 ROLES = ("web", "postgres", "redis", "celery worker", "celery beat", "arcadedb")
@@ -52,9 +60,9 @@ def measure(label: str, calls: list[tuple[str, dict]], client: Client, root_pid:
     for tool, arguments in calls:
         client.call(tool, arguments)
     wall = time.perf_counter() - started
-    used = meter.read()  # role -> (processes, % of one core)
-    per_call = {role: pct / 100 * wall / len(calls) * 1000 for role, (_, pct) in used.items()}
-    total = sum(v for role, v in per_call.items() if role != "bench (this)")
+    used = meter.seconds()  # role -> (processes, CPU seconds)
+    per_call = {role: seconds / len(calls) * 1000 for role, (_, seconds) in used.items()}
+    total = sum(v for role, v in per_call.items() if role != GENERATOR)
     rows.append([label, f"{wall / len(calls) * 1000:.1f}",
                  *(f"{per_call.get(role, 0.0):.2f}" for role in ROLES), f"{total:.2f}"])
     print(f"  {label}: {total:.2f} ms CPU per call", file=sys.stderr, flush=True)

@@ -34,7 +34,8 @@ CONFLICT_ID = string("Conflict id (UUID)", max_length=100)
 
 def _detect(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
     return detection.detect_conflicts(args.get("taskIds"), args.get("conflictTypes"),
-                                      project_ids=ctx.visible_projects(args.get("projectId")))
+                                      project_ids=ctx.visible_projects(args.get("projectId")),
+                                      progress=ctx.progress)
 
 
 register(Tool(

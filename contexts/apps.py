@@ -20,6 +20,8 @@ class ContextsConfig(AppConfig):
 
         # Retention asks each app to prune its own rows (checkpoints, versions, task files).
         register_pruner("contexts", retention.prune)
+        from contexts import signals
+        from contexts.services import events
         from contexts.services.tasks import refuse_unknown_task_lock
         from locks.signals import lock_asked_for
 
@@ -27,3 +29,5 @@ class ContextsConfig(AppConfig):
         # does not exist is refused here (E1610), before the lock rule is asked.
         lock_asked_for.connect(refuse_unknown_task_lock,
                                dispatch_uid="contexts.refuse_unknown_task_lock")
+        # Every process that saves broadcasts its task changes (contexts/services/events.py).
+        signals.task_changed.connect(events.on_task_changed, dispatch_uid="contexts.events")

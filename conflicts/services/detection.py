@@ -314,7 +314,8 @@ def check_types(conflict_types: list[str] | None) -> list[str]:
 
 def detect_conflicts(task_ids: list[str] | None = None, conflict_types: list[str] | None = None,
                      *, project_ids: list[str] | None = None,
-                     detected_by: str = "system") -> dict[str, Any]:
+                     detected_by: str = "system",
+                     progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
     """Run the detectors over ``project_ids`` (None: every project), store what is new, and
     answer with the conflicts found, new and still open.
 
@@ -322,7 +323,8 @@ def detect_conflicts(task_ids: list[str] | None = None, conflict_types: list[str
     requested types and tasks that were stored before this run, re-detections included.
     criticalCount and highCount count both lists. A Redis outage skips the Redis-based
     methods, an unreadable file root the file-based one (listed in ``skipped``); a failed
-    Postgres query is E1640.
+    Postgres query is E1640. ``progress(done, total)`` hears of each method run and of
+    the storing after them (a run over every task of a large server takes seconds).
     """
     types = check_types(conflict_types)
     if task_ids is not None:
@@ -334,10 +336,9 @@ def detect_conflicts(task_ids: list[str] | None = None, conflict_types: list[str
     try:
         # Read before the methods run: a conflict stored meanwhile (a file claim) is not
         # judged by candidates computed before it existed.
-        before = _open_before(scope, [t for t in types if t in DETECTORS])
-        for conflict_type in types:
-            if conflict_type not in DETECTORS:
-                continue
+        methods = [t for t in types if t in DETECTORS]
+        before = _open_before(scope, methods)
+        for done, conflict_type in enumerate(methods, 1):
             try:
                 candidates += DETECTORS[conflict_type](scope)
             except redis_store.RedisUnavailable as exc:
@@ -347,10 +348,14 @@ def detect_conflicts(task_ids: list[str] | None = None, conflict_types: list[str
             else:
                 if conflict_type != "data_inconsistency" or settings.ENABLE_FILE_SYNC:
                     checked.add(conflict_type)  # it looked, so what it missed is gone
+            if progress:
+                progress(done, len(methods) + 1)
         created = store_candidates(candidates, detected_by=detected_by)
         closed = close_stale([c for c in before if c.conflict_type in checked], candidates,
                              every_task=scope.task_ids is None)
         existing = _existing(scope, types, exclude=[c.pk for c in created])
+        if progress:
+            progress(len(methods) + 1, len(methods) + 1)
     except DatabaseError as exc:
         logger.exception("conflict detection failed")
         raise OrchestratorError("E1640", "Conflict detection query failed",

@@ -8,6 +8,7 @@ from typing import Any
 from django.db import DatabaseError, IntegrityError, connection, transaction
 
 from contexts.models import GlobalContext, TaskContext
+from contexts.services.sync import ACTIVE_STATUSES
 from contexts.services.validation import validate_changes
 from contexts.services.write import notify_changed, publish
 from foundation.backends.files import check_safe_id
@@ -61,6 +62,19 @@ def status_counts(project_id: str, recent_seconds: float) -> dict[str, int]:
         total, completed, in_progress, recent = cursor.fetchone()
     return {"total": total, "completed": completed, "in_progress": in_progress,
             "recently_completed": recent}
+
+
+def active_tasks(project_ids: list[str] | None, limit: int) -> list[dict[str, Any]]:
+    """The unfinished tasks of ``project_ids`` (None: every project), most recently
+    changed first, at most ``limit``: {taskId, name, projectId, status, updatedAt}."""
+    tasks = TaskContext.objects.filter(status__in=ACTIVE_STATUSES)
+    if project_ids is not None:
+        tasks = tasks.filter(project_id__in=project_ids)
+    rows = tasks.order_by("-updated_at", "task_id").values_list(
+        "task_id", "name", "project_id", "status", "updated_at")[:limit]
+    return [{"taskId": task_id, "name": name, "projectId": project_id, "status": status,
+             "updatedAt": iso(updated_at)}
+            for task_id, name, project_id, status, updated_at in rows]
 
 
 def create_task(task_id: str, fields: dict[str, Any], *, project_id: str | None = None,

@@ -2,7 +2,8 @@
 
 - ``reference/tools.md`` from the tool registry (every ``register(Tool(...))`` of the apps'
   ``tools.py``): name, what it may do, its description and input fields, the agent
-  catalogue's name for it (``/mcp/agent``), and the internal tools.
+  catalogue's name for it (``/mcp/agent``), and the internal tools; then the MCP prompts
+  and resource templates (``orchestrator.web.mcp_content``).
 - ``reference/settings.md`` from ``foundation.config.Settings`` (pydantic): every field's
   name, type and bounds and default, with its meaning from ``docs/_gen/settings.yml``. A
   field without an entry there, or an entry naming no field (and no other program that reads
@@ -123,7 +124,28 @@ def tools_page() -> str:
               "gets `E1615`.", "", "| tool | what it does |", "|---|---|"]
     for tool in internal_tools():
         lines.append(f"| `{tool.name}` | {_cell(tool.description)} |")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + mcp_content_lines()) + "\n"
+
+
+def mcp_content_lines() -> list[str]:
+    """The MCP prompts and resource templates (``orchestrator.web.mcp_content``), offered on
+    ``/mcp`` and ``/mcp/agent`` alike."""
+    from orchestrator.web.mcp_content import PROMPTS, TEMPLATES
+
+    lines = ["", "## MCP prompts and resources {#mcp-prompts-and-resources}", "",
+             "Offered on `/mcp` and `/mcp/agent` (and `mcp_stdio`) beside the tools, for "
+             "agents that have only MCP: [MCP clients](../agents/mcp.md#prompts-resources-"
+             "subscriptions-progress).", "",
+             "| prompt | arguments | what it gives |", "|---|---|---|"]
+    for prompt in PROMPTS:
+        arguments = ", ".join(f"`{a.name}`" + ("" if a.required else " (optional)")
+                              for a in prompt.arguments or ())
+        lines.append(f"| `{prompt.name}` | {arguments} | {_cell(prompt.description or '')} |")
+    lines += ["", "| resource template | type | what it is |", "|---|---|---|"]
+    for template in TEMPLATES:
+        lines.append(f"| `{template.uri_template}` | {template.mime_type} | "
+                     f"{_cell(template.description or '')} |")
+    return lines
 
 
 def _bounds(field: Any) -> str:

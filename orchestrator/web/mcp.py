@@ -5,8 +5,11 @@ Streamable HTTP, stdio) so we only map the registry onto ``tools/list`` and
 ``tools/call``. ``django-mcp-server`` pins ``mcp<2`` and wraps Django models rather than
 our registry, so it would add a second way of declaring tools.
 
-Streamable HTTP runs stateless with JSON responses: every POST is self-contained, which
-suits several uvicorn workers behind one port without sticky sessions.
+Streamable HTTP runs stateless: every POST is self-contained, which suits several uvicorn
+workers behind one port without sticky sessions. Answers are JSON, except for a request
+asking for progress (an SSE stream: the progress, then the answer) and a 2026-07-28
+``subscriptions/listen`` (its answer is the stream of task changes). Prompts, resources and
+subscriptions are ``orchestrator.web.mcp_content``'s.
 
 Two endpoints: ``/mcp`` lists and calls every registry tool (other clients and the
 contract rely on it); ``/mcp/agent`` lists and calls only the agent catalogue
@@ -26,15 +29,19 @@ from typing import Any
 
 import mcp_types as types
 from mcp.server.lowlevel import Server
-from mcp.server.transport_security import TransportSecuritySettings
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.server.transport_security import (
+    DEFAULT_MAX_REQUEST_BODY_SIZE,
+    TransportSecuritySettings,
+)
+from mcp.shared.jsonrpc_dispatcher import progress_token_from_params
 from starlette.applications import Starlette
+from starlette.routing import Route
 
 from foundation.core.errors import OrchestratorError
-from foundation.core.models import TokenScope
-from foundation.core.projects import CLIENT_PROJECT_HEADER
 from foundation.core.tools import registry
 from foundation.core.tools.schema import answer_or_error
-from orchestrator.web import agent_tools
+from orchestrator.web import agent_tools, mcp_content
 from orchestrator.web.fastlane import in_fresh_connection, in_tool_thread
 
 SERVER_NAME = "session-orchestrator"
@@ -104,65 +111,147 @@ async def _on_list_agent_tools(ctx, params) -> types.ListToolsResult:
 async def _on_call_tool(ctx, params: types.CallToolRequestParams, *,
                         stdio_project: str | None = None,
                         call: Caller | None = None) -> types.CallToolResult:
-    # Over HTTP the ASGI router authenticated the token first (a request without a
-    # principal, which it never lets through, would get the least a token has). Over stdio
-    # (manage.py mcp_stdio) there is no request: a local process holding the database
-    # credentials, trusted like any management command, working in the project its
-    # --project names.
-    context = registry.ToolContext("mcp", project=stdio_project)
-    request = getattr(ctx, "request", None)
-    if request is not None:
-        principal = (getattr(request, "scope", None) or {}).get("orchestrator.principal")
-        project = request.headers.get(CLIENT_PROJECT_HEADER) or None
-        context = registry.ToolContext("mcp", scope=TokenScope.READ, projects=frozenset()) \
-            if principal is None else \
-            registry.ToolContext("mcp", principal.name, principal.scope, principal.projects,
-                                 project)
+    context = mcp_content.with_progress(ctx, mcp_content.tool_context(ctx, stdio_project))
     # Tool calls run in parallel threads, each with its own database connection, instead
     # of queueing behind one.
     return await in_tool_thread(in_fresh_connection, _call, params.name,
                                 params.arguments or {}, context, call)
 
 
+def _content_handlers(stdio_project: str | None) -> dict[str, Any]:
+    """Prompts, resources and task-context subscriptions (``mcp_content``), the same on
+    both endpoints: they are what an agent without hooks starts from."""
+    def context(ctx) -> registry.ToolContext:
+        return mcp_content.tool_context(ctx, stdio_project)
+
+    async def on_list_prompts(ctx, params) -> types.ListPromptsResult:
+        return types.ListPromptsResult(prompts=list(mcp_content.PROMPTS))
+
+    async def on_get_prompt(ctx, params: types.GetPromptRequestParams
+                            ) -> types.GetPromptResult:
+        return await mcp_content.served(mcp_content.get_prompt, params.name,
+                                        params.arguments, context(ctx))
+
+    async def on_list_resources(ctx, params) -> types.ListResourcesResult:
+        return types.ListResourcesResult(
+            resources=await mcp_content.served(mcp_content.list_resources, context(ctx)))
+
+    async def on_list_resource_templates(ctx, params) -> types.ListResourceTemplatesResult:
+        return types.ListResourceTemplatesResult(
+            resource_templates=list(mcp_content.TEMPLATES))
+
+    async def on_read_resource(ctx, params: types.ReadResourceRequestParams
+                               ) -> types.ReadResourceResult:
+        return await mcp_content.served(mcp_content.read_resource, params.uri, context(ctx))
+
+    # No resources/subscribe: the HTTP endpoints are stateless (no session, no standing
+    # stream to send a later notification on), so handshake-era clients are told
+    # resources.subscribe = false; 2026-07-28 clients subscribe with subscriptions/listen,
+    # whose answer is the stream.
+    return {"on_list_prompts": on_list_prompts, "on_get_prompt": on_get_prompt,
+            "on_list_resources": on_list_resources,
+            "on_list_resource_templates": on_list_resource_templates,
+            "on_read_resource": on_read_resource,
+            "on_subscriptions_listen": mcp_content.listen_handler(stdio_project)}
+
+
 def build_server(stdio_project: str | None = None, *, agent: bool = False) -> Server:
-    """The MCP server of every tool, or with ``agent`` of the agent catalogue only."""
+    """The MCP server of every tool, or with ``agent`` of the agent catalogue only; both
+    with the prompts, resources and subscriptions of ``mcp_content``."""
+    content = _content_handlers(stdio_project)
     if agent:
         on_call_tool = functools.partial(_on_call_tool, stdio_project=stdio_project,
                                          call=agent_tools.call)
         return Server(SERVER_NAME, version=SERVER_VERSION, on_list_tools=_on_list_agent_tools,
-                      on_call_tool=on_call_tool,
+                      on_call_tool=on_call_tool, **content,
                       instructions="Session orchestrator: load, save and switch task "
                                    "context, checkpoints and rollback, the task graph, "
-                                   "conflicts.")
+                                   "conflicts. Prompts: resume, task_briefing; resources: "
+                                   "task contexts, handoff notes.")
     on_call_tool = functools.partial(_on_call_tool, stdio_project=stdio_project) \
         if stdio_project else _on_call_tool
     return Server(SERVER_NAME, version=SERVER_VERSION, on_list_tools=_on_list_tools,
-                  on_call_tool=on_call_tool,
+                  on_call_tool=on_call_tool, **content,
                   instructions="Session orchestration tools: contexts, checkpoints, sessions, "
-                               "recovery, conflicts and the task graph.")
+                               "recovery, conflicts and the task graph. Prompts: resume, "
+                               "task_briefing; resources: task contexts, handoff notes.")
 
 
-def _streamable_http_app(server: Server, path: str) -> Starlette:
-    return server.streamable_http_app(
-        streamable_http_path=path,
-        stateless_http=True,
-        json_response=True,
-        # The ASGI router checks Host and Origin for every path first (orchestrator.web.hosts,
-        # ALLOWED_HOSTS and CSRF_TRUSTED_ORIGINS), so the SDK's own check would only repeat it.
-        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
-    )
+# The ASGI router checks Host and Origin for every path first (orchestrator.web.hosts,
+# ALLOWED_HOSTS and CSRF_TRUSTED_ORIGINS), so the SDK's own check would only repeat it.
+NO_REBINDING_CHECK = TransportSecuritySettings(enable_dns_rebinding_protection=False)
+
+
+def _manager(server: Server, *, json_response: bool) -> StreamableHTTPSessionManager:
+    return StreamableHTTPSessionManager(app=server, json_response=json_response,
+                                        stateless=True, security_settings=NO_REBINDING_CHECK)
+
+
+def _asks_for_progress(body: bytes) -> bool:
+    """Whether a POSTed JSON-RPC request carries params._meta.progressToken."""
+    if b"progressToken" not in body:
+        return False
+    try:
+        message = json.loads(body)
+    except (ValueError, RecursionError):
+        return False
+    return isinstance(message, dict) and \
+        progress_token_from_params(message.get("params")) is not None
+
+
+class _Lanes:
+    """One endpoint, two ways to answer. A request asking for progress (a progressToken)
+    gets its answer as an SSE stream, the progress notifications before it; every other
+    request a plain JSON answer, as before (JSON mode has no room for notifications: the
+    SDK drops them). A subscriptions/listen request is a stream whichever lane takes it
+    (the SDK's rule)."""
+
+    def __init__(self, server: Server) -> None:
+        self.json = _manager(server, json_response=True)
+        self.sse = _manager(server, json_response=False)
+
+    @contextlib.asynccontextmanager
+    async def run(self):
+        async with self.json.run(), self.sse.run():
+            yield
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope.get("method") != "POST":
+            return await self.json.handle_request(scope, receive, send)
+        # Read the body (up to the SDK's own limit, which refuses more), then hand it on.
+        chunks, more, size = [], True, 0
+        while more and size <= DEFAULT_MAX_REQUEST_BODY_SIZE:
+            message = await receive()
+            if message["type"] != "http.request":
+                return  # the client went away
+            chunks.append(message.get("body", b""))
+            size += len(chunks[-1])
+            more = message.get("more_body", False)
+        body = b"".join(chunks)
+        replayed = False
+
+        async def replay():
+            nonlocal replayed
+            if replayed:
+                return await receive()
+            replayed = True
+            return {"type": "http.request", "body": body, "more_body": more}
+
+        lane = self.sse if not more and _asks_for_progress(body) else self.json
+        await lane.handle_request(scope, replay, send)
 
 
 def build_http_app() -> Starlette:
     """The Starlette app serving MCP at /mcp (every tool) and /mcp/agent (the agent
-    catalogue); auth is checked by the ASGI router first. Its lifespan runs both
-    endpoints' session managers."""
-    full = _streamable_http_app(build_server(), PATH)
-    agent = _streamable_http_app(build_server(agent=True), AGENT_PATH)
+    catalogue); auth is checked by the ASGI router first. Its lifespan runs the endpoints'
+    session managers and the relay of task changes to subscriptions."""
+    full = _Lanes(build_server())
+    agent = _Lanes(build_server(agent=True))
 
     @contextlib.asynccontextmanager
     async def lifespan(app):
-        async with full.router.lifespan_context(full), agent.router.lifespan_context(agent):
+        async with full.run(), agent.run(), mcp_content.task_events():
             yield
 
-    return Starlette(routes=[*full.routes, *agent.routes], lifespan=lifespan)
+    return Starlette(routes=[Route(PATH, endpoint=full), Route(AGENT_PATH, endpoint=agent)],
+                     lifespan=lifespan)

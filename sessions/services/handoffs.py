@@ -67,6 +67,12 @@ def handoff_of(*, project_id: str, session_id: str) -> SessionHandoff | None:
             .order_by("-created_at").first())
 
 
+def active_handoff(project_id: str) -> SessionHandoff | None:
+    """The project's active note, read without consuming it: a look at the note (an MCP
+    resource read) is not a session starting on it."""
+    return SessionHandoff.objects.filter(project_id=project_id, active=True).first()
+
+
 def handoff_data(handoff: SessionHandoff | None) -> dict[str, Any] | None:
     if handoff is None:
         return None

@@ -634,3 +634,20 @@ def recovery_state(session_id: str) -> RecoveryState:
     return _state_from_row(session, detail.compaction_count if detail else 0,
                            crash_reports([session_id]).get(session_id))
 
+
+
+def latest_to_resume(report: dict[str, Any], *, task_id: str | None = None,
+                     agent_id: str | None = None) -> dict[str, Any] | None:
+    """The entry of ``report`` (``check_recovery``'s answer, newest heartbeat first) to
+    resume from: the latest crashed, abandoned or paused session of ``task_id`` and/or run
+    by ``agent_id``; None when there is none. A compaction is left out, as the session
+    start's injection leaves it out: that session lives on and resumes itself."""
+    entries = [entry for entry in report.get("sessions") or []
+               if entry.get("recoveryType") != "compaction"
+               and (task_id is None or entry.get("taskId") == task_id)]
+    if agent_id is not None and entries:
+        of_agent = set(SessionDetail.objects.filter(
+            session_id__in=[entry["sessionId"] for entry in entries],
+            agent_id=agent_id).values_list("session_id", flat=True))
+        entries = [entry for entry in entries if entry["sessionId"] in of_agent]
+    return entries[0] if entries else None

@@ -30,6 +30,8 @@ from typing import Any
 class ToolCall:
     name: str
     input: dict[str, Any] | str  # a freeform tool (Codex's apply_patch) takes a string
+    # Codex: the namespace a deferred tool was loaded under (``tool_search_output``).
+    namespace: str | None = None
 
 
 @dataclass
@@ -45,6 +47,9 @@ class Step:
     input_tokens: int = 100
 
 
+TOOL_SEARCH = "tool_search"
+
+
 def say(text: str) -> Step:
     return Step(text=text)
 
@@ -52,6 +57,17 @@ def say(text: str) -> Step:
 def call(tool: str, tool_input: dict[str, Any] | str, *,
          before: Callable[[], None] | None = None, input_tokens: int = 100) -> Step:
     return Step(calls=[ToolCall(tool, tool_input)], before=before, input_tokens=input_tokens)
+
+
+def codex_tool_search(query: str, limit: int = 8) -> Step:
+    """Codex's client-executed ``tool_search`` (a ``tool_search_call`` item): Codex answers
+    with the matching deferred tools (MCP tools) and offers them in the next request."""
+    return call(TOOL_SEARCH, {"query": query, "limit": limit})
+
+
+def codex_namespaced(namespace: str, tool: str, tool_input: dict[str, Any]) -> Step:
+    """A call of a tool ``tool_search`` loaded (``function_call`` with its namespace)."""
+    return Step(calls=[ToolCall(tool, tool_input, namespace)])
 
 
 def codex_patch(path: str, old: str, new: str) -> Step:
@@ -183,14 +199,19 @@ class CodexStandIn(_StandIn):
                                        "annotations": []}]})
         for tool in step.calls:
             call_id = f"call_{uuid.uuid4().hex[:12]}"
-            if isinstance(tool.input, str):
+            if tool.name == TOOL_SEARCH:
+                items.append({"type": "tool_search_call", "id": f"tsc_{call_id}",
+                              "status": "completed", "call_id": call_id,
+                              "execution": "client", "arguments": tool.input})
+            elif isinstance(tool.input, str):
                 items.append({"type": "custom_tool_call", "id": f"ctc_{call_id}",
                               "status": "completed", "call_id": call_id, "name": tool.name,
                               "input": tool.input})
             else:
                 items.append({"type": "function_call", "id": f"fc_{call_id}",
                               "status": "completed", "call_id": call_id, "name": tool.name,
-                              "arguments": json.dumps(tool.input)})
+                              "arguments": json.dumps(tool.input),
+                              **({"namespace": tool.namespace} if tool.namespace else {})})
         base = {"id": response_id, "object": "response", "model": body.get("model"),
                 "created_at": int(time.time()), "status": "in_progress", "output": []}
         events: list[tuple[str | None, dict[str, Any]]] = [

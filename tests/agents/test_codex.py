@@ -4,12 +4,21 @@ what reaches the model, the crash path."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from contexts.models import TaskContext
 from sessions.models import ActiveSession, SessionDetail, SessionHandoff, ToolInvocation
 from tests.agents.crash import BUILD, MARKER, crashed_within, kill_agent_mid_build
-from tests.agents.model_standins import CodexStandIn, codex_patch, codex_shell, say
+from tests.agents.model_standins import (
+    CodexStandIn,
+    codex_namespaced,
+    codex_patch,
+    codex_shell,
+    codex_tool_search,
+    say,
+)
 from tests.agents.runner import Codex
 from tests.agents.setup_helpers import agent_check, agent_setup, mapped_sessions
 from tests.claude_code.conftest import make_project
@@ -60,6 +69,44 @@ def test_codex_is_tracked_without_a_task_with_history_keyfiles_and_handoff(
     assert session.session_id in first and "this Codex CLI session" in first
     assert Codex.thread_id(run) in mapped_sessions(project)
 
+
+def test_codex_reaches_the_orchestrator_mcp_tools_through_its_tool_search(
+        codex, tmp_path, orchestrator, api_token_live):
+    """Codex 0.171 offers MCP tools only through its client-run ``tool_search``: the model
+    searches, Codex answers with the tools of the MCP entry setup wrote (namespace
+    ``mcp__orchestrator``, found by asking /mcp/agent with $ORCHESTRATOR_TOKEN), and the
+    model's calls of them reach the service."""
+    project = shared_repo(tmp_path, "mcp")
+    agent_setup(codex, project, orchestrator, api_token_live)
+    marker = "MARKER-SAVED-BY-CODEX-OVER-MCP"
+    steps = [codex_tool_search("orchestrator task context save"),
+             codex_namespaced("mcp__orchestrator", "get_task_context",
+                              {"taskId": "mcp-main", "depth": "hot"}),
+             codex_namespaced("mcp__orchestrator", "save_task_context", {
+                 "taskId": "mcp-main", "changeSummary": marker,
+                 "updates": {"immediateContext": {"workingOn": marker}}}),
+             say("Saved.")]
+    with CodexStandIn(steps) as model:
+        codex.run(project, "save progress", model.url,
+                  env={**NO_TIME_FLUSH, "ORCHESTRATOR_TOKEN": api_token_live}).check()
+    requests = model.scripted_requests
+    assert len(requests) == 4, [r.text()[-500:] for r in requests]
+    # Not offered up front: only tool_search is.
+    upfront = requests[0].body["tools"]
+    assert any(t["type"] == "tool_search" for t in upfront), upfront
+    assert not any("get_task_context" in json.dumps(t) for t in upfront)
+    # Codex answered the search with our tools under the namespace of its MCP entry.
+    (found,) = [item for item in requests[1].body["input"]
+                if item.get("type") == "tool_search_output"]
+    (namespace,) = [t for t in found["tools"] if t.get("name") == "mcp__orchestrator"]
+    names = {t["name"] for t in namespace["tools"]}
+    assert {"get_task_context", "save_task_context"} <= names, names
+    # The service answered the read (the task's context) and stored the write.
+    outputs = [item for item in requests[2].body["input"]
+               if item.get("type") == "function_call_output"]
+    assert "mcp-main" in json.dumps(outputs[-1]), outputs[-1]
+    context = TaskContext.objects.get(task_id="mcp-main")
+    assert context.immediate_context["workingOn"] == marker, context.immediate_context
 
 
 def test_codex_killed_mid_build_is_known_crashed_within_30_s_and_resumed_next_time(

@@ -11,6 +11,7 @@ from mcp.server.stdio import stdio_server
 from foundation.core.errors import OrchestratorError
 from foundation.core.projects import check_project_id
 from orchestrator.web.mcp import build_server
+from orchestrator.web.mcp_content import task_events
 
 
 class Command(BaseCommand):
@@ -35,7 +36,8 @@ class Command(BaseCommand):
         server = build_server(stdio_project=project, agent=agent_tools)
 
         async def main() -> None:
-            async with stdio_server() as (read_stream, write_stream):
+            # task_events: subscriptions/listen streams hear of task changes here too.
+            async with task_events(), stdio_server() as (read_stream, write_stream):
                 await server.run(read_stream, write_stream,
                                  server.create_initialization_options())
 
