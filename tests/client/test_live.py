@@ -30,21 +30,6 @@ def live_project(live_api, tmp_path, tools_live):
     return Project(tmp_path / "project", url, token, task_id="login-form")
 
 
-@pytest.fixture
-def tools_live(live_api):
-    import httpx
-
-    url, token = live_api
-
-    def call(tool, payload):
-        response = httpx.post(f"{url}/api/v1/tools/{tool}/", json=payload,
-                              headers={"Authorization": f"Bearer {token}"}, timeout=30)
-        assert response.status_code == 200, response.text
-        return response.json()
-
-    return call
-
-
 def edit(project: Project, path: str, session: str) -> None:
     payload = fixture("post_tool_use_edit", session_id=session)
     payload["tool_input"]["file_path"] = str(project.root / path)
