@@ -21,7 +21,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("foundation", "orchestrator", "console", "claims", "conflicts", "contexts", "graph",
             "locks", "sessions")
 
