@@ -24,7 +24,7 @@ from foundation.core.tools.access import forget_entity_projects, forget_session_
 # The suite drives thousands of calls a minute through one token (tests/fuzz, the load
 # tests), as the bench does: every call still goes through the per-token rate limit
 # (orchestrator.web.ratelimit: its Redis round trip), under a limit no test reaches unless
-# it sets a lower one (tests/foundation/test_rate_limit.py). The environment is for the
+# it sets a lower one (tests/web/test_ratelimit.py). The environment is for the
 # servers tests start as processes.
 SUITE_RATE_LIMIT = "10000000/minute"
 os.environ.setdefault("API_RATE_LIMIT", SUITE_RATE_LIMIT)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from contexts.models import TaskContext
 from sessions.models import ActiveSession, SessionEvent, SessionHandoff, ToolInvocation
-from tests.hook_client.conftest import Project, dead_url, fixture
+from tests.client.conftest import Project, dead_url, fixture
 
 FAST_FLUSH = {"ORCHESTRATOR_FLUSH_SECONDS": "0"}
 OURS = Path(__file__).with_name("fixtures")
