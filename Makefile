@@ -1,6 +1,8 @@
 # make run   - install if needed, start embedded servers (unless configured), migrate, serve
-# make test  - install if needed, run the test suite against fresh embedded servers, on
-#              on one process (TEST_WORKERS=N: N pytest-xdist processes, not yet reliable)
+# make test  - install if needed, run the quick suite (every test not marked slow) against
+#              fresh embedded servers, on one process (TEST_WORKERS=N: N pytest-xdist processes)
+# make test-slow - the tests marked slow (real agent CLIs, the browser, the compose stack,
+#              real server processes and crash timing), the same way; make test-all: both at once
 # make lint  - ruff, the import contracts (lint-imports), makemigrations --check and mypy
 # make fuzz  - schemathesis over /api/schema/ against a real server on fresh embedded servers
 #              (at most FUZZ_SECONDS of generation, default 300; FUZZ_ARGS for more options)
@@ -31,7 +33,8 @@ BENCH_ARGS ?=
 FUZZ_SECONDS ?= 300
 FUZZ_ARGS ?=
 
-.PHONY: run test lint install bench promtool browser conformance fuzz lock dist docs
+.PHONY: run test test-slow test-all lint install bench promtool browser conformance fuzz lock \
+	dist docs
 
 # The locks (requirements/*.lock): every package pinned with its hashes. `make install`, CI
 # (through make test) and the Dockerfile install exactly these. prod: the server's own
@@ -103,9 +106,22 @@ browser:
 	    exit 1; \
 	  fi; }
 
-test: $(STAMP) $(PROMTOOL) browser
-	exec $(PY) -m orchestrator.ops.launcher --temp -- $(PY) -m pytest \
-		$(if $(filter-out 0,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadfile) $(PYTEST_ARGS)
+# The suite in two parts by the marker slow (pyproject.toml; tests/conftest.py adds it to
+# every test of a real agent CLI): make test runs the rest, in at most 10 minutes on a
+# two-core machine; make test-slow the marked ones (browser tests need chromium: make
+# browser). PYTEST_ARGS comes last, so its own -m wins (PYTEST_ARGS='-m claude_code'); a
+# folder of slow tests alone: make test-all PYTEST_ARGS=tests/browser.
+pytest = exec $(PY) -m orchestrator.ops.launcher --temp -- $(PY) -m pytest -m '$(1)' \
+	$(if $(filter-out 0,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadfile) $(PYTEST_ARGS)
+
+test: $(STAMP) $(PROMTOOL)
+	$(call pytest,not slow)
+
+test-slow: $(STAMP) $(PROMTOOL) browser
+	$(call pytest,slow)
+
+test-all: $(STAMP) $(PROMTOOL) browser
+	$(call pytest,)
 
 # makemigrations --check: the models and the migration files agree, read without a server
 # (orchestrator/settings_offline.py). mypy: the scope and its exceptions are in pyproject.

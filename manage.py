@@ -8,7 +8,10 @@ def main() -> None:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "orchestrator.settings")
     from orchestrator.ops.localservers import adopt_running_launcher
 
-    adopt_running_launcher(Path(__file__).resolve().parent / ".data")
+    # `make run --data-dir DIR` writes DIR/servers.env; the banner it prints says
+    # ORCHESTRATOR_DATA_DIR=DIR so a command typed in another terminal finds those servers.
+    checkout = Path(__file__).resolve().parent
+    adopt_running_launcher(Path(os.environ.get("ORCHESTRATOR_DATA_DIR") or checkout / ".data"))
     import django
     from django.core.management import execute_from_command_line
 

@@ -358,9 +358,9 @@ MCP_ENDPOINTS = (("/mcp/agent", "lean: the agent tools"), ("/mcp", "full: every 
 def tool_definition_bytes(url: str, token: str, path: str) -> tuple[int, int]:
     """(bytes, tools) of our tool definitions in the first model request the real Claude
     Code sends with an HTTP MCP entry at ``url`` + ``path`` and tool search off."""
+    from tests.agent_runner import ClaudeCode
     from tests.claude_code.installation import ensure_claude_code
-    from tests.claude_code.model_standin import ModelStandIn
-    from tests.claude_code.runner import ClaudeCode
+    from tests.model_standins import ClaudeStandIn
 
     binary, version = ensure_claude_code()
     with tempfile.TemporaryDirectory() as temp:
@@ -370,7 +370,7 @@ def tool_definition_bytes(url: str, token: str, path: str) -> tuple[int, int]:
                  "headers": {"Authorization": f"Bearer {token}"}}
         (project / ".mcp.json").write_text(json.dumps({"mcpServers": {MCP_SERVER: entry}}))
         claude = ClaudeCode(binary, version, home=Path(temp) / "home")
-        with ModelStandIn([]) as model:
+        with ClaudeStandIn([]) as model:
             run = claude.run(project, "Say hello.", model.url,
                              env={"ENABLE_TOOL_SEARCH": "false"})
             if run.returncode != 0:
@@ -449,9 +449,9 @@ def bench_hook_kinds(commands: dict[str, str], url: str, token: str, task: str,
                      tool_uses: int, runs: int) -> tuple[list[list[str]], list[str]]:
     """Milliseconds per tool use of each PostToolUse handler kind, service up and down,
     with the real Claude Code (see the module's docstring)."""
+    from tests.agent_runner import ClaudeCode
     from tests.claude_code.installation import ensure_claude_code
-    from tests.claude_code.model_standin import ModelStandIn, call, say
-    from tests.claude_code.runner import ClaudeCode
+    from tests.model_standins import ClaudeStandIn, call, say
 
     binary, version = ensure_claude_code()
     closed = f"http://127.0.0.1:{free_port()}"
@@ -477,7 +477,7 @@ def bench_hook_kinds(commands: dict[str, str], url: str, token: str, task: str,
                 steps = [call("Bash", command="true", description="nothing")
                          for _ in range(tool_uses)] + [say("done")]
                 before = listener.posts
-                with ModelStandIn(steps) as model:
+                with ClaudeStandIn(steps) as model:
                     run = claude.run(project, "run true", model.url, timeout=600,
                                      env={"ORCHESTRATOR_TOKEN": token})
                 if run.returncode != 0:

@@ -12,3 +12,8 @@ class ClaimsConfig(AppConfig):
 
     def ready(self) -> None:
         from claims import receivers  # noqa: F401  (connects the signal receivers)
+        from claims.services import retention
+        from foundation.core.retention import register_pruner
+
+        # Retention asks each app to prune its own rows (claims that warn no one any more).
+        register_pruner("claims", retention.prune)

@@ -15,6 +15,11 @@ class ContextsConfig(AppConfig):
         register_job("checkpoint check", "contexts.check_checkpoints")
         register_job("pending-save replay", "contexts.replay_pending_saves",
                      metric="replay_pending_saves")
+        from contexts.services import retention
+        from foundation.core.retention import register_pruner
+
+        # Retention asks each app to prune its own rows (checkpoints, versions, task files).
+        register_pruner("contexts", retention.prune)
         from contexts import signals
         from contexts.services import events
         from contexts.services.tasks import refuse_unknown_task_lock

@@ -470,6 +470,14 @@ GLOBAL_FIELDS = {
         "{policy: warn|block, ignore: [glob, ...]} (what an agent about to edit a file "
         "another task's live session holds is told, or whether the edit is refused)")},
 }
+# What a change of the global context answers: by a save and by a rollback alike.
+GLOBAL_WRITE_ANSWER = obj({
+    "success": boolean(), "projectId": string(), "version": integer(),
+    "changed": string_list("Fields whose value changed"),
+    "global": obj(GLOBAL_FIELDS),
+    "savedTo": obj({"database": boolean(), "file": boolean()}, ["database", "file"]),
+    "timestamp": TIMESTAMP,
+}, ["success", "projectId", "version", "changed", "global", "savedTo", "timestamp"])
 
 register(Tool(
     name="update_global_context",
@@ -488,13 +496,7 @@ register(Tool(
         "changeSummary": string(max_length=2000, nullable=True),
         "sessionId": SESSION_ID,
     }),
-    output_schema=obj({
-        "success": boolean(), "projectId": string(), "version": integer(),
-        "changed": string_list("Fields whose value changed"),
-        "global": obj(GLOBAL_FIELDS),
-        "savedTo": obj({"database": boolean(), "file": boolean()}, ["database", "file"]),
-        "timestamp": TIMESTAMP,
-    }, ["success", "projectId", "version", "changed", "global", "savedTo", "timestamp"]),
+    output_schema=GLOBAL_WRITE_ANSWER,
     handler=lambda args, ctx: global_context.update_global_context(
         args.get("projectId") or ctx.default_project(),
         {k: v for k, v in args.items() if k in GLOBAL_FIELDS},
@@ -512,13 +514,7 @@ register(Tool(
     ),
     input_schema=obj({"version": integer(minimum=1), "projectId": project_id(),
                       "sessionId": SESSION_ID}, ["version"]),
-    output_schema=obj({
-        "success": boolean(), "projectId": string(), "version": integer(),
-        "changed": string_list("Fields whose value changed"),
-        "global": obj(GLOBAL_FIELDS),
-        "savedTo": obj({"database": boolean(), "file": boolean()}, ["database", "file"]),
-        "timestamp": TIMESTAMP,
-    }, ["success", "projectId", "version", "changed", "global", "savedTo", "timestamp"]),
+    output_schema=GLOBAL_WRITE_ANSWER,
     handler=lambda args, ctx: global_context.rollback_global_context(
         args.get("projectId") or ctx.default_project(), args["version"], actor=_actor(ctx),
         session_id=args.get("sessionId")),

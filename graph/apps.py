@@ -13,3 +13,8 @@ class GraphConfig(AppConfig):
         from graph import receivers
 
         receivers.connect()
+        from contexts.services.relationships import register_blocker_reader
+        from graph.readers.postgres import unfinished_blocker_rows
+
+        # Contexts (below graph) asks a switch's blockers of graph's table through graph.
+        register_blocker_reader(unfinished_blocker_rows)

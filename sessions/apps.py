@@ -18,6 +18,12 @@ class AgentSessionsConfig(AppConfig):
                      metric="clean_stale_sessions")
         register_job("pause auto-resume", "sessions.resume_paused_sessions",
                      metric="resume_paused_sessions")
+        from foundation.core.retention import register_pruner
+        from sessions.services import retention
+
+        # Retention asks each app to prune its own rows (events, sessions long over, handoff
+        # notes, notices; the owner rows of removed sessions through the foundation).
+        register_pruner("sessions", retention.prune)
 
         from foundation.core.tools.registry import add_after_call_hook
         from sessions.services.history import record_tool_call

@@ -3,6 +3,7 @@ scratchpad."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -689,40 +690,45 @@ register(Tool(
 
 # -- operations for in-process callers only (beat, cron, the console) -----------------------
 
-register(Tool(
-    name="detect_crashed_sessions",
-    description=(
+def _sweep(name: str, description: str, key: str, listed: str,
+           run: Callable[[], list[str]]) -> None:
+    """An internal tool that runs one sweep and answers the sessions it touched under
+    ``key`` (beat, cron and the console call these; no agent does)."""
+    register(Tool(
+        name=name,
+        description=description,
+        input_schema=obj({}),
+        output_schema=obj({"success": boolean(), key: string_list(listed),
+                           "timestamp": TIMESTAMP}, ["success", key, "timestamp"]),
+        handler=lambda args, ctx: {"success": True, key: run(), "timestamp": now_iso()},
+        internal=True,
+    ))
+
+
+_sweep(
+    "detect_crashed_sessions",
+    (
         "The crash sweep: every live session whose heartbeat is older than "
         "CRASH_THRESHOLD_MINUTES is marked crashed, with its recovery snapshot. Beat runs "
         "it every HEARTBEAT_INTERVAL_MS; manage.py detect_crashed_sessions runs it once."
     ),
-    input_schema=obj({}),
-    output_schema=obj({"success": boolean(), "crashed": string_list("Sessions marked crashed"),
-                       "timestamp": TIMESTAMP}, ["success", "crashed", "timestamp"]),
-    handler=lambda args, ctx: {"success": True, "crashed": recovery.detect_crashed_sessions(),
-                               "timestamp": now_iso()},
-    internal=True,
-))
+    "crashed", "Sessions marked crashed", recovery.detect_crashed_sessions,
+)
 
-register(Tool(
-    name="resume_paused_sessions",
-    description=(
+_sweep(
+    "resume_paused_sessions",
+    (
         "The auto-resume: every live session paused with a resetsAt that is more "
         "than PAUSE_RESUME_GRACE_MINUTES past is resumed (event session_resume with "
         "trigger auto_resume, a log line, and a notice for its next hook answer). Beat "
         "runs it every HEARTBEAT_INTERVAL_MS; manage.py resume_paused_sessions runs it once."
     ),
-    input_schema=obj({}),
-    output_schema=obj({"success": boolean(), "resumed": string_list("Sessions resumed"),
-                       "timestamp": TIMESTAMP}, ["success", "resumed", "timestamp"]),
-    handler=lambda args, ctx: {"success": True, "resumed": pause.resume_paused_sessions(),
-                               "timestamp": now_iso()},
-    internal=True,
-))
+    "resumed", "Sessions resumed", pause.resume_paused_sessions,
+)
 
-register(Tool(
-    name="clean_stale_sessions",
-    description=(
+_sweep(
+    "clean_stale_sessions",
+    (
         "Close out abandoned sessions: a live session (active or compacted) silent for "
         "longer than STALE_SESSION_HOURS (a paused one: that long after its resetsAt) is "
         "ended with recovery type timeout, keeping its recovery flag so check_recovery "
@@ -731,14 +737,8 @@ register(Tool(
         "every STALE_SESSION_SWEEP_INTERVAL_SECONDS; manage.py clean_stale_sessions runs "
         "it once."
     ),
-    input_schema=obj({}),
-    output_schema=obj({"success": boolean(),
-                       "closed": string_list("Sessions ended as abandoned (timeout)"),
-                       "timestamp": TIMESTAMP}, ["success", "closed", "timestamp"]),
-    handler=lambda args, ctx: {"success": True, "closed": recovery.clean_stale_sessions(),
-                               "timestamp": now_iso()},
-    internal=True,
-))
+    "closed", "Sessions ended as abandoned (timeout)", recovery.clean_stale_sessions,
+)
 
 
 def _mark_crashed(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:

@@ -24,10 +24,23 @@ from foundation.core.tools.access import forget_entity_projects, forget_session_
 # The suite drives thousands of calls a minute through one token (tests/fuzz, the load
 # tests), as the bench does: every call still goes through the per-token rate limit
 # (orchestrator.web.ratelimit: its Redis round trip), under a limit no test reaches unless
-# it sets a lower one (tests/foundation/test_rate_limit.py). The environment is for the
+# it sets a lower one (tests/web/test_ratelimit.py). The environment is for the
 # servers tests start as processes.
 SUITE_RATE_LIMIT = "10000000/minute"
 os.environ.setdefault("API_RATE_LIMIT", SUITE_RATE_LIMIT)
+
+
+# A test driving a real agent CLI (its npm install on first use, then a real run per step
+# against a scripted model) takes tens of seconds: it belongs to the slow suite (make
+# test-slow) whatever its file says.
+REAL_AGENT_MARKERS = ("claude_code", "codex", "gemini")
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m deselects by marker
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if any(item.get_closest_marker(name) for name in REAL_AGENT_MARKERS):
+            item.add_marker(pytest.mark.slow)
 
 
 def free_port() -> int:

@@ -5,11 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db import connection
-
 from claims.services.claimants import repository_path
 from claims.services.holders import Holder, holders_where
-from foundation.core.db import qualified
+from contexts.services.tasks import project_of_task
 from foundation.core.errors import task_not_found
 from foundation.core.stamps import now_iso
 
@@ -25,13 +23,9 @@ def file_claims(project_ids: list[str] | None, *, paths: list[str] | None = None
         params["projects"] = project_ids
     task_project = None
     if task_id is not None:
-        with connection.cursor() as cursor:
-            cursor.execute(f"SELECT project_id FROM {qualified('task_contexts')} "
-                           "WHERE task_id = %s", [task_id])
-            row = cursor.fetchone()
-        if row is None:
+        task_project = project_of_task(task_id)
+        if task_project is None:
             raise task_not_found(task_id)
-        task_project = row[0]
         clauses.append("c.task_id = %(task)s")
         params["task"] = task_id
     if session_id is not None:

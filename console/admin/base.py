@@ -10,6 +10,7 @@ custom view calling ``get_object_or_404`` with a malformed UUID raises Validatio
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 from django.contrib import admin
@@ -168,3 +169,12 @@ def session_cell(session_id: str | None, agent: str | None) -> str:
     if not session_id:
         return NONE
     return name_then_id(agent or "unnamed agent", session_id)
+
+
+def field_column(field: str, render: Callable[[Any], Any], description: str,
+                 ordering: str | None = None) -> Callable[[Any, Any], Any]:
+    """An admin column (for ``list_display`` or ``readonly_fields``): the object's ``field``
+    as ``render`` shows it, under ``description``, sortable by ``ordering`` when given."""
+    def column(admin_view: Any, obj: Any) -> Any:
+        return render(getattr(obj, field))
+    return admin.display(description=description, ordering=ordering)(column)

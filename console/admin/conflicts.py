@@ -21,6 +21,7 @@ from console.admin.base import (
     MissingObjectIs404,
     ProjectFilter,
     ProjectScopedAdmin,
+    field_column,
     object_or_404,
     run_tool,
     task_cell,
@@ -85,9 +86,7 @@ class ContextConflictAdmin(ProjectScopedAdmin, MissingObjectIs404):
             for side, task_id in (("a", obj.task_a_id), ("b", obj.task_b_id)) if task_id]
         return format_html_join("", "{}", ((cell,) for cell in cells))
 
-    @admin.display(description="detected", ordering="detected_at")
-    def detected(self, obj: ContextConflict) -> str:
-        return when(obj.detected_at)
+    detected = field_column("detected_at", when, "detected", ordering="detected_at")
 
     @admin.display(description="severity", ordering="severity")
     def severity_badge(self, obj: ContextConflict) -> str:

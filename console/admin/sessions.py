@@ -16,6 +16,7 @@ from console.admin.base import (
     MissingObjectIs404,
     ProjectFilter,
     ProjectScopedAdmin,
+    field_column,
     object_or_404,
     run_tool,
     session_agents,
@@ -143,17 +144,11 @@ class ActiveSessionAdmin(ProjectScopedAdmin, MissingObjectIs404):
         return format_html('<strong class="needs-recovery">needs recovery</strong> ({})',
                            obj.recovery_type or obj.status)
 
-    @admin.display(description="started", ordering="started_at")
-    def started(self, obj: ActiveSession) -> str:
-        return when(obj.started_at)
+    started = field_column("started_at", when, "started", ordering="started_at")
 
-    @admin.display(description="last heartbeat")
-    def last_seen(self, obj: ActiveSession) -> str:
-        return when(obj.last_heartbeat)
+    last_seen = field_column("last_heartbeat", when, "last heartbeat")
 
-    @admin.display(description="ended")
-    def ended(self, obj: ActiveSession) -> str:
-        return when(obj.ended_at)
+    ended = field_column("ended_at", when, "ended")
 
     def changelist_view(self, request, extra_context=None):
         response = super().changelist_view(
@@ -268,8 +263,9 @@ class ActiveSessionAdmin(ProjectScopedAdmin, MissingObjectIs404):
                     .order_by("-sequence")[:SHOWN_EVENTS])
         if not rows:
             return "none"
-        return format_html("<table>{}</table>", format_html_join(
-            "", "<tr><td>#{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+        return format_html('<table id="event-log">{}</table>', format_html_join(
+            "", '<tr><td>#{}</td><td class="event-type">{}</td><td>{}</td><td>{}</td>'
+                "<td>{}</td></tr>",
             ((e.sequence, e.event_type, e.role, e.content[:500],
               pretty_json(e.parts) if e.parts is not None else "")
              for e in reversed(rows))))
@@ -356,14 +352,9 @@ class SessionHandoffAdmin(ProjectScopedAdmin, MissingObjectIs404):
         return session_cell(obj.consumed_by_session_id,
                             getattr(obj, "console_taken_agent", None))
 
-    @admin.display(description="left", ordering="created_at")
-    def created(self, obj: SessionHandoff) -> str:
-        return when(obj.created_at)
+    created = field_column("created_at", when, "left", ordering="created_at")
 
-    @admin.display(description="taken", ordering="consumed_at")
-    def taken(self, obj: SessionHandoff) -> str:
-        return when(obj.consumed_at)
+    taken = field_column("consumed_at", when, "taken", ordering="consumed_at")
 
-    @admin.display(description="last confirmed", ordering="last_confirmed_at")
-    def confirmed(self, obj: SessionHandoff) -> str:
-        return when(obj.last_confirmed_at)
+    confirmed = field_column("last_confirmed_at", when, "last confirmed",
+                             ordering="last_confirmed_at")

@@ -38,6 +38,7 @@ from console.admin.base import (
     ProjectFilter,
     ProjectScopedAdmin,
     ReadOnlyAdmin,
+    field_column,
     is_list_view,
     object_or_404,
     run_tool,
@@ -167,9 +168,7 @@ class TaskContextAdmin(ProjectScopedAdmin, ReadOnlyAdmin):
         return format_html('<span class="name-then-id"><span class="label">{}</span>{}</span>',
                            obj.name, short_id(obj.task_id))
 
-    @admin.display(description="updated", ordering="updated_at")
-    def updated(self, obj: TaskContext) -> str:
-        return when(obj.updated_at)
+    updated = field_column("updated_at", when, "updated", ordering="updated_at")
 
     @admin.display(description="last session at")
     def last_session(self, obj: TaskContext) -> str:
@@ -179,21 +178,15 @@ class TaskContextAdmin(ProjectScopedAdmin, ReadOnlyAdmin):
     def locked_elements_shown(self, obj: TaskContext) -> str:
         return pretty_json(obj.locked_elements) if obj.locked_elements else "—"
 
-    @admin.display(description="immediate context")
-    def immediate_context_shown(self, obj: TaskContext) -> str:
-        return pretty_json(obj.immediate_context)
+    immediate_context_shown = field_column("immediate_context", pretty_json,
+                                           "immediate context")
 
-    @admin.display(description="key files")
-    def key_files_shown(self, obj: TaskContext) -> str:
-        return pretty_json(obj.key_files)
+    key_files_shown = field_column("key_files", pretty_json, "key files")
 
-    @admin.display(description="technical decisions")
-    def technical_decisions_shown(self, obj: TaskContext) -> str:
-        return pretty_json(obj.technical_decisions)
+    technical_decisions_shown = field_column("technical_decisions", pretty_json,
+                                             "technical decisions")
 
-    @admin.display(description="keywords")
-    def keywords_shown(self, obj: TaskContext) -> str:
-        return pretty_json(obj.keywords)
+    keywords_shown = field_column("keywords", pretty_json, "keywords")
 
     def get_urls(self):
         return [path("<path:object_id>/rollback/",
@@ -315,9 +308,7 @@ class ContextVersionAdmin(ProjectScopedAdmin, ReadOnlyAdmin):
         return session_cell(obj.session_id, getattr(obj, "console_agent", None)
                             or obj.created_by)
 
-    @admin.display(description="saved", ordering="created_at")
-    def created(self, obj: ContextVersion) -> str:
-        return when(obj.created_at)
+    created = field_column("created_at", when, "saved", ordering="created_at")
 
 
 class CheckpointStatusFilter(admin.SimpleListFilter):

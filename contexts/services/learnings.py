@@ -23,6 +23,13 @@ IN_BUNDLE = 10
 TABLE = connection.ops.quote_name(ProjectLearning._meta.db_table)
 
 
+def insert_sql(rows: str) -> str:
+    """The statement storing learnings, to run inside the caller's own (``end_session``'s
+    one round trip): ``rows`` is a query of (project_id, text, session_id, agent_id,
+    created_at), in the order they are kept."""
+    return f"INSERT INTO {TABLE} (project_id, text, session_id, agent_id, created_at) {rows}"
+
+
 def checked(learnings: list[str] | None) -> list[str]:
     """The learnings to store, stripped; E1612 naming the item for a blank one (the input
     schema already bounds count and length)."""

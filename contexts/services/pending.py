@@ -47,7 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from django.conf import settings
-from django.db import InterfaceError, OperationalError, connection, transaction
+from django.db import InterfaceError, OperationalError, transaction
 
 from foundation.backends import files
 from foundation.core.errors import OrchestratorError
@@ -174,13 +174,8 @@ def _apply(entry: dict[str, Any]) -> str:
                           project=caller.get("project"))
     try:
         with transaction.atomic():
-            with connection.cursor() as cursor:
-                cursor.execute(
-                    f"INSERT INTO {ReplayedCall._meta.db_table} (call_id, tool, held_at, "
-                    "applied_at) VALUES (%s, %s, %s, now()) ON CONFLICT DO NOTHING "
-                    "RETURNING 1", [entry["id"], entry["tool"], entry.get("heldAt")])
-                if cursor.fetchone() is None:
-                    return "skipped"
+            if not ReplayedCall.mark_applied(entry["id"], entry["tool"], entry.get("heldAt")):
+                return "skipped"
             call_tool(entry["tool"], entry["arguments"], context)
     except (OperationalError, InterfaceError) as exc:
         raise _StillDown from exc

@@ -15,7 +15,7 @@ from contexts.models import GlobalContext
 from foundation.core.db import qualified
 from foundation.core.errors import OrchestratorError
 from foundation.core.models import Project
-from foundation.core.projects import check_project_id
+from foundation.core.projects import check_project_id, create_project_row
 from foundation.core.stamps import iso, now_iso
 
 logger = logging.getLogger("orchestrator.contexts")
@@ -30,7 +30,7 @@ def create_project(project_id: str, name: str, *, description: str | None = None
         raise OrchestratorError("E1612", "name must not be empty", {"field": "name"})
     try:
         with transaction.atomic():
-            project = Project.objects.create(id=project_id, name=name)
+            project = create_project_row(project_id, name)
             GlobalContext.objects.create(project_id=project_id, project_name=name,
                                          description=description)
     except IntegrityError:

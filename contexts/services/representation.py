@@ -67,8 +67,8 @@ def task_part(task: TaskContext) -> dict[str, Any]:
     return data
 
 
-def hot_context(task: TaskContext) -> dict[str, Any]:
-    """The value of ``context:hot`` (and ``_hot_context.json``): the active task's state."""
+def _task_state(task: TaskContext) -> dict[str, Any]:
+    """The fields the hot cache and the task file both open with, in their order."""
     return {
         "taskId": task.task_id,
         "name": task.name,
@@ -77,6 +77,13 @@ def hot_context(task: TaskContext) -> dict[str, Any]:
         "iteration": task.iteration,
         "immediateContext": immediate_context(task),
         "keyFiles": list(task.key_files or []),
+    }
+
+
+def hot_context(task: TaskContext) -> dict[str, Any]:
+    """The value of ``context:hot`` (and ``_hot_context.json``): the active task's state."""
+    return {
+        **_task_state(task),
         "resumePrompt": task.resume_prompt,
         "updatedAt": iso(task.updated_at),
         # Beyond the spec's fields: lets readers and the cache writer tell which state this is.
@@ -87,13 +94,7 @@ def hot_context(task: TaskContext) -> dict[str, Any]:
 def task_file(task: TaskContext) -> dict[str, Any]:
     """``task-agents/{taskId}.json``: the task's content, readable without the server."""
     return {
-        "taskId": task.task_id,
-        "name": task.name,
-        "status": task.status,
-        "currentPhase": task.current_phase,
-        "iteration": task.iteration,
-        "immediateContext": immediate_context(task),
-        "keyFiles": list(task.key_files or []),
+        **_task_state(task),
         "technicalDecisions": list(task.technical_decisions or []),
         "resumePrompt": task.resume_prompt,
         "version": task.version,

@@ -5,14 +5,14 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from django.db import DatabaseError, IntegrityError, transaction
+from django.db import DatabaseError, IntegrityError, connection, transaction
 
 from contexts.models import GlobalContext, TaskContext
 from contexts.services.sync import ACTIVE_STATUSES
 from contexts.services.validation import validate_changes
 from contexts.services.write import notify_changed, publish
 from foundation.backends.files import check_safe_id
-from foundation.core.db import set_change_context
+from foundation.core.db import qualified, set_change_context
 from foundation.core.errors import OrchestratorError, storage_quota_exceeded, task_not_found
 from foundation.core.projects import default_project, require_project
 from foundation.core.stamps import iso
@@ -46,6 +46,22 @@ def project_of_task(task_id: str) -> str | None:
     """The project a task is in, or None when there is no such task."""
     return TaskContext.objects.filter(task_id=task_id).values_list(
         "project_id", flat=True).first()
+
+
+def status_counts(project_id: str, recent_seconds: float) -> dict[str, int]:
+    """The project's tasks by status, one statement: {total (not archived), completed,
+    in_progress, recently_completed (completed within ``recent_seconds``)}."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FILTER (WHERE COALESCE(status, '') <> 'archived'), "
+            "count(*) FILTER (WHERE status = 'completed'), "
+            "count(*) FILTER (WHERE status = 'in_progress'), "
+            "count(*) FILTER (WHERE status = 'completed' AND updated_at >= now() - "
+            f"make_interval(secs => %s)) FROM {qualified('task_contexts')} "
+            "WHERE project_id = %s", [recent_seconds, project_id])
+        total, completed, in_progress, recent = cursor.fetchone()
+    return {"total": total, "completed": completed, "in_progress": in_progress,
+            "recently_completed": recent}
 
 
 def active_tasks(project_ids: list[str] | None, limit: int) -> list[dict[str, Any]]:

@@ -60,8 +60,10 @@ logger = logging.getLogger("orchestrator.contexts")
 # A change to these columns changes the registry file (``_registry.json``); others leave
 # it as it is, which keeps a save from rewriting a 10k-task registry every time.
 REGISTRY_COLUMNS = frozenset({"name", "status"})
-# The columns the graph mirror shows (its outbox trigger fires on these, migration
-# graph/0003): a write changing one of them queues a graph update.
+# The columns the graph mirror shows: graph's outbox trigger (graph owns it and its
+# column list) fires on these, and a write changing one of them queues a graph update.
+# Restated here because contexts sits below graph and the save path decides at import
+# which old values to return; tests/graph/test_outbox.py pins this set to the trigger's.
 MIRRORED_COLUMNS = frozenset({"task_id", "name", "status", "current_phase", "priority",
                               "score", "agent_type"})
 # The columns whose old values a write keeps, to tell what it changed.

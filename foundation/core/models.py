@@ -159,3 +159,16 @@ class ReplayedCall(models.Model):
 
     def __str__(self) -> str:
         return self.call_id
+
+    @classmethod
+    def mark_applied(cls, call_id: str, tool: str, held_at: str | None) -> bool:
+        """Record a held call as applied, inside the caller's transaction that applies it;
+        False when it was already (another replay did it: skip the call)."""
+        from django.db import connection
+
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"INSERT INTO {cls._meta.db_table} (call_id, tool, held_at, applied_at) "
+                "VALUES (%s, %s, %s, now()) ON CONFLICT DO NOTHING RETURNING 1",
+                [call_id, tool, held_at])
+            return cursor.fetchone() is not None

@@ -50,6 +50,12 @@ def check_project_id(project_id: object, field: str = "projectId") -> str:
     return project_id
 
 
+def create_project_row(project_id: str, name: str) -> Project:
+    """A new project's row (IntegrityError when the id is taken); the caller's transaction
+    adds what its app keeps per project."""
+    return Project.objects.create(id=project_id, name=name)
+
+
 def require_project(project_id: str) -> str:
     """E1605 unless the project exists; the id."""
     check_project_id(project_id)

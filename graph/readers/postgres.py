@@ -10,7 +10,6 @@ from typing import Any
 
 from django.db import connection
 
-from contexts.services import relationships
 from foundation.core.db import qualified
 from graph.readers import Edge, Node, edge_order, make_edge, make_node, node_order, sortable_stamp
 from graph.types import GRAPH_LABELS
@@ -54,6 +53,27 @@ def _waits_on_unfinished(alias: str) -> str:
             f"WHERE r.source_task_id = {alias}.task_id AND r.relationship_type = 'depends_on' "
             "AND COALESCE(o.status, 'pending') <> 'completed'))")
 
+
+
+# The ready-task rule: a blocker counts until it is 'completed'.
+_UNFINISHED_BLOCKERS_SQL = """
+SELECT t.task_id, t.name, t.status, t.current_phase, t.priority, t.score
+FROM {tasks} t JOIN {relationships} r ON r.source_task_id = t.task_id
+WHERE r.project_id = (SELECT project_id FROM {tasks} WHERE task_id = %(task)s)
+  AND r.target_task_id = %(task)s AND r.relationship_type = 'blocks'
+  AND COALESCE(t.status, 'pending') <> 'completed'
+ORDER BY t.task_id
+"""
+
+
+def unfinished_blocker_rows(task_id: str) -> list[tuple]:
+    """Tasks that block ``task_id`` and are not completed, by task id: (task_id, name,
+    status, current_phase, priority, score). Relationships stay inside the task's project."""
+    with connection.cursor() as cursor:
+        cursor.execute(_UNFINISHED_BLOCKERS_SQL.format(
+            tasks=qualified("task_contexts"), relationships=qualified("task_relationships")),
+            {"task": task_id})
+        return cursor.fetchall()
 
 class PostgresReader:
     name = "postgres"
@@ -131,7 +151,7 @@ class PostgresReader:
             f"AND (t.status = 'blocked' OR {_waits_on_unfinished('t')})", task_ids)
 
     def unfinished_blockers(self, task_id: str) -> list[Node]:
-        return [_node(row) for row in relationships.unfinished_blocker_rows(task_id)]
+        return [_node(row) for row in unfinished_blocker_rows(task_id)]
 
     def agents(self, task_id: str) -> list[dict[str, str]]:
         # The task's agentType, and the agents of the live sessions that worked on it.

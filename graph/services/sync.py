@@ -32,7 +32,8 @@ from graph.readers import sortable_stamp
 from graph.services import mirror, outbox
 from graph.services.mirror import Statements, chunks, edge_props, task_props
 from graph.types import GRAPH_LABELS, LABEL_TYPES
-from sessions.models import ActiveSession, SessionWork
+from sessions.models import ActiveSession
+from sessions.services import work as session_work
 
 logger = logging.getLogger("orchestrator.graph")
 
@@ -151,8 +152,7 @@ def _sync_sessions(task_ids: set[str]) -> dict[str, int]:
 
     handles = _sync_handles("session", {(agent, tid) for _, tid, agent, _ in work if agent})
     # Work records of removed sessions are no one's truth any more.
-    orphans = SessionWork.objects.exclude(
-        session_id__in=ActiveSession.objects.values("session_id")).delete()[0]
+    orphans = session_work.forget_work_of_removed_sessions()
     counts["repaired"] = len(stale_nodes) + len(fix) + handles["created"]
     counts["deleted"] = len(gone) + len(extra) + handles["deleted"] + orphans
     return counts

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -129,7 +130,7 @@ class Serve:
             if not announced and answers(f"{base}/healthz"):
                 announced = True
                 record_service(data_dir, base)
-                print(BANNER.format(base=base), file=sys.stderr, flush=True)
+                print(banner(base, data_dir), file=sys.stderr, flush=True)
             elif not announced and time.monotonic() > deadline:
                 say(f"{base}/healthz did not answer within {HEALTH_TIMEOUT:.0f}s")
                 dead = "web"
@@ -150,10 +151,19 @@ BANNER = """
   Session orchestrator running at {base}/
     admin console   {base}/admin/
     API docs        {base}/api/docs/
-  create a login:        .venv/bin/python manage.py createsuperuser
-  create an API token:   .venv/bin/python manage.py create_api_token NAME
+  create a login:        {manage} createsuperuser
+  create an API token:   {manage} create_api_token NAME
   Ctrl-C to stop.
 ================================================================"""
+
+
+def banner(base: str, data_dir: Path) -> str:
+    """The banner, with manage.py commands that reach this stack's servers: manage.py reads
+    the checkout's .data/servers.env unless ORCHESTRATOR_DATA_DIR names another data dir."""
+    manage = ".venv/bin/python manage.py"
+    if data_dir.resolve() != (ROOT / ".data").resolve():
+        manage = f"ORCHESTRATOR_DATA_DIR={shlex.quote(str(data_dir))} {manage}"
+    return BANNER.format(base=base, manage=manage)
 
 
 if __name__ == "__main__":

@@ -5,7 +5,7 @@ the tools."""
 from __future__ import annotations
 
 import django_filters
-from django.db.models import QuerySet
+from django.db.models import OuterRef, QuerySet, Subquery
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, viewsets
 from rest_framework.decorators import action
@@ -13,7 +13,13 @@ from rest_framework.decorators import action
 from foundation.core.filters import StrictBooleanFilter
 from foundation.core.pagination import StrictCursorPagination
 from foundation.core.tools.schema import SAFE_ID_PATTERN, SESSION_STATUSES
-from sessions.models import ActiveSession, SessionEvent, SessionHandoff, ToolInvocation
+from sessions.models import (
+    ActiveSession,
+    SessionDetail,
+    SessionEvent,
+    SessionHandoff,
+    ToolInvocation,
+)
 
 
 class SessionSerializer(serializers.ModelSerializer):
@@ -30,12 +36,18 @@ class SessionSerializer(serializers.ModelSerializer):
     projectDir = serializers.CharField(source="project_dir", allow_null=True)
     gitBranch = serializers.CharField(source="git_branch", allow_null=True)
     contextSnapshot = serializers.JSONField(source="context_snapshot", allow_null=True)
+    # Who runs the session (start_session's agentId / agentKind, kept in SessionDetail):
+    # annotated by SessionViewSet.get_queryset, so a page costs no query per row.
+    agentId = serializers.CharField(source="detail_agent_id", allow_null=True, read_only=True)
+    agentKind = serializers.CharField(source="detail_agent_kind", allow_null=True,
+                                      read_only=True)
 
     class Meta:
         model = ActiveSession
         fields = ["sessionId", "projectId", "taskId", "status", "startedAt", "lastHeartbeat",
                   "endedAt", "recoveryNeeded", "recoveryType", "conversationSummary",
-                  "unsavedChanges", "projectDir", "gitBranch", "contextSnapshot"]
+                  "unsavedChanges", "projectDir", "gitBranch", "contextSnapshot", "agentId",
+                  "agentKind"]
 
 
 class EventSerializer(serializers.ModelSerializer):
@@ -113,6 +125,12 @@ class SessionViewSet(viewsets.ReadOnlyModelViewSet):
     lookup_value_regex = SAFE_ID_PATTERN.strip("^$")
     filterset_class = SessionFilter
     ordering_fields = ["started_at", "last_heartbeat"]
+
+    def get_queryset(self) -> QuerySet:
+        detail = SessionDetail.objects.filter(session_id=OuterRef("session_id"))
+        return super().get_queryset().annotate(
+            detail_agent_id=Subquery(detail.values("agent_id")[:1]),
+            detail_agent_kind=Subquery(detail.values("agent_kind")[:1]))
 
     # A detail action answering a page: drf-spectacular would document one object.
     @extend_schema(responses=EventSerializer(many=True))

@@ -17,6 +17,7 @@ from typing import Any
 from django.conf import settings
 from django.db import connection, transaction
 
+from contexts.services.tasks import status_counts
 from foundation.core.errors import OrchestratorError
 from foundation.core.stamps import now_iso
 from foundation.observability import metrics
@@ -28,7 +29,6 @@ from sessions.services.common import (
     refuse_for_status,
     session_status,
     sessions_table,
-    tasks_table,
 )
 from sessions.services.prompts import resume_prompt
 
@@ -38,17 +38,9 @@ def progress(project_id: str) -> dict[str, int]:
     {total (tasks not archived), completed, restoring (in progress), pendingAudit
     (completed within RECENT_COMPLETION_WINDOW hours: check_recovery's recentCompletions,
     to validate before new work)}."""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT count(*) FILTER (WHERE COALESCE(status, '') <> 'archived'), "
-            "count(*) FILTER (WHERE status = 'completed'), "
-            "count(*) FILTER (WHERE status = 'in_progress'), "
-            "count(*) FILTER (WHERE status = 'completed' AND updated_at >= now() - "
-            f"make_interval(secs => %s)) FROM {tasks_table()} WHERE project_id = %s",
-            [settings.RECENT_COMPLETION_WINDOW * 3600, project_id])
-        total, completed, restoring, pending = cursor.fetchone()
-    return {"total": total, "completed": completed, "restoring": restoring,
-            "pendingAudit": pending}
+    counts = status_counts(project_id, settings.RECENT_COMPLETION_WINDOW * 3600)
+    return {"total": counts["total"], "completed": counts["completed"],
+            "restoring": counts["in_progress"], "pendingAudit": counts["recently_completed"]}
 
 
 def resumed_text(number: int, full_reload: bool, counts: dict[str, int]) -> str:

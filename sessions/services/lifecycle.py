@@ -15,9 +15,9 @@ from contexts.services.tasks import project_of_task
 from foundation.backends import prepared
 from foundation.core.db import qualified
 from foundation.core.errors import OrchestratorError, projects_differ, task_not_found
-from foundation.core.models import SessionOwner
 from foundation.core.projects import default_project, require_project
 from foundation.core.stamps import iso
+from foundation.core.tools.access import owner_upsert_sql
 from foundation.observability import metrics
 from sessions import signals
 from sessions.models import ActiveSession, SessionHandoff
@@ -84,11 +84,7 @@ work AS (
   WHERE EXISTS (SELECT 1 FROM {tasks_table()} t
                 WHERE t.task_id = s.task_id AND t.project_id = s.project_id)
   {UPSERT_WORK_SQL}),
-owner AS (
-  INSERT INTO {SessionOwner._meta.db_table} (session_id, token_name, created_at)
-  SELECT session_id, %(owner)s::varchar, now() FROM started
-  WHERE %(owner)s::varchar IS NOT NULL
-  ON CONFLICT (session_id) DO UPDATE SET token_name = EXCLUDED.token_name),
+owner AS ({owner_upsert_sql("started", "%(owner)s")}),
 handoff AS ({handoffs.CONSUME_ACTIVE_SQL}
   AND %(consume)s AND EXISTS (SELECT 1 FROM started) RETURNING *)
 SELECT s.started_at, s.last_heartbeat,
@@ -294,12 +290,12 @@ _END_STATEMENTS = (
       for statement in handoffs.LEAVE_STATEMENTS),
     # The learnings, in the order given, for the project's next sessions
     # (the WARM tier of their context bundles); only when this call ended the session.
-    f"INSERT INTO {project_learnings.TABLE} (project_id, text, session_id, agent_id, "
-    "created_at) SELECT s.project_id, l.text, s.session_id, "
-    f"COALESCE(%(agent)s, (SELECT d.agent_id FROM {DETAIL_TABLE} d "
-    "WHERE d.session_id = s.session_id)), now() "
-    f"FROM {sessions_table()} s, unnest(%(learnings)s::text[]) WITH ORDINALITY AS l(text, n) "
-    f"WHERE s.session_id = %(session)s AND {_ENDED} ORDER BY l.n",
+    project_learnings.insert_sql(
+        "SELECT s.project_id, l.text, s.session_id, "
+        f"COALESCE(%(agent)s, (SELECT d.agent_id FROM {DETAIL_TABLE} d "
+        "WHERE d.session_id = s.session_id)), now() "
+        f"FROM {sessions_table()} s, unnest(%(learnings)s::text[]) WITH ORDINALITY "
+        f"AS l(text, n) WHERE s.session_id = %(session)s AND {_ENDED} ORDER BY l.n"),
     f"""SELECT s.started_at, s.ended_at, s.task_id, s.project_id, s.project_dir,
        {_ENDED} AS ended_now, COALESCE(%(agent)s, d.agent_id) AS agent_id,
        (SELECT count(DISTINCT v.task_id) FROM {qualified('context_versions')} v

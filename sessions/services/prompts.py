@@ -197,7 +197,9 @@ def recommended_actions(state: RecoveryState) -> list[str]:
     if not state.conversation_summary and not state.crash_report.get("lastRequest"):
         actions.append("No conversation summary was saved: rebuild it from the task's "
                        "technical decisions and recent versions.")
-    actions.append("Once resumed, the crash is marked recovered: by the Claude Code hooks when "
-                   "a session of this task starts, otherwise with check_recovery "
+    # Agent-neutral: the crashed session may be Claude Code's, Codex's or Gemini CLI's,
+    # and every one of their hook clients marks it recovered at the next session start.
+    actions.append("Once resumed, the crash is marked recovered: by the agent's orchestrator "
+                   "hooks when a session of this task starts, otherwise with check_recovery "
                    f"{{\"markRecovered\": \"{state.session_id}\"}}.")
     return actions

@@ -24,6 +24,18 @@ def _event_text(event: SessionEvent) -> tuple[str, str]:
     return event.event_type, f"#{event.sequence} {event.role}: {event.content[:300]}"
 
 
+def _took(note: SessionHandoff, session: ActiveSession) -> str:
+    """The note is the project's: it may come from another task's or another agent's
+    session, and then says so rather than reading as this task's predecessor."""
+    origin = (ActiveSession.objects.filter(session_id=note.from_session_id)
+              .values_list("task_id", flat=True).first())
+    text = (f"took the handoff note of {note.from_agent + ' ' if note.from_agent else ''}"
+            f"session {note.from_session_id}")
+    if origin and origin != session.task_id:
+        text += f" (on another task: {origin})"
+    return text
+
+
 def session_timeline(session: ActiveSession) -> list[dict[str, Any]]:
     """[{at, kind, text}] oldest first; the newest SHOWN_PER_SOURCE of each source.
 
@@ -48,8 +60,7 @@ def session_timeline(session: ActiveSession) -> list[dict[str, Any]]:
         entries.append(_entry(note.created_at, "handoff",
                               f"left a handoff: {note.summary[:300]}"))
     for note in SessionHandoff.objects.filter(consumed_by_session_id=sid):
-        entries.append(_entry(note.consumed_at, "handoff",
-                              f"took the handoff of {note.from_session_id}"))
+        entries.append(_entry(note.consumed_at, "handoff", _took(note, session)))
     if session.ended_at:
         entries.append(_entry(session.ended_at, "end", f"ended ({session.status})"))
     timeline = sorted((e for e in entries if e["at"] is not None), key=lambda e: e["at"])

@@ -73,6 +73,15 @@ def forget_sessions(session_ids: list[str]) -> set[str]:
         return {r[0] for r in cursor.fetchall()}
 
 
+def forget_work_of_removed_sessions() -> int:
+    """Delete the work records whose session no longer exists; how many (graph's full sync
+    asks, as the mirror shows no work of a removed session)."""
+    with connection.cursor() as cursor:
+        cursor.execute(f"DELETE FROM {WORK_TABLE} w WHERE NOT EXISTS (SELECT 1 FROM "
+                       f"{qualified('active_sessions')} s WHERE s.session_id = w.session_id)")
+        return cursor.rowcount
+
+
 # Orphaned work: an unfinished task (not completed or
 # archived) that a crashed session worked on and that no live (active or compacted) session
 # works on. Marking the crash recovered, or a live session on the task, ends it. This is

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.agent_runner import Codex, Gemini
 from tests.agents.installation import ensure
-from tests.agents.runner import Codex, Gemini
 from tests.claude_code.conftest import (  # noqa: F401 (fixtures)
     api_token_live,
     claude,

@@ -12,7 +12,7 @@ from pathlib import Path
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from tests.agents.runner import Agent, Codex
+from tests.agent_runner import Agent, Codex
 from tests.claude_code.orchestrator_server import OrchestratorServer
 
 

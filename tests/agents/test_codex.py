@@ -10,8 +10,11 @@ import pytest
 
 from contexts.models import TaskContext
 from sessions.models import ActiveSession, SessionDetail, SessionHandoff, ToolInvocation
+from tests.agent_runner import Codex
 from tests.agents.crash import BUILD, MARKER, crashed_within, kill_agent_mid_build
-from tests.agents.model_standins import (
+from tests.agents.setup_helpers import agent_check, agent_setup, mapped_sessions
+from tests.claude_code.conftest import make_project
+from tests.model_standins import (
     CodexStandIn,
     codex_namespaced,
     codex_patch,
@@ -19,9 +22,6 @@ from tests.agents.model_standins import (
     codex_tool_search,
     say,
 )
-from tests.agents.runner import Codex
-from tests.agents.setup_helpers import agent_check, agent_setup, mapped_sessions
-from tests.claude_code.conftest import make_project
 
 pytestmark = pytest.mark.codex
 

@@ -10,11 +10,11 @@ import pytest
 
 from contexts.models import TaskContext
 from sessions.models import ActiveSession, SessionDetail, SessionHandoff
+from tests.agent_runner import Gemini
 from tests.agents.crash import BUILD, MARKER, crashed_within, kill_agent_mid_build
-from tests.agents.model_standins import GeminiStandIn, gemini_replace, gemini_shell, say
-from tests.agents.runner import Gemini
 from tests.agents.setup_helpers import agent_check, agent_setup, mapped_sessions
 from tests.agents.test_codex import hook_tools, shared_repo
+from tests.model_standins import GeminiStandIn, gemini_replace, gemini_shell, say
 
 pytestmark = pytest.mark.gemini
 

@@ -25,22 +25,11 @@ from claims.models import FileClaim
 from conflicts.models import ContextConflict
 from orchestrator_hook import lite
 from sessions.models import SessionEvent
-from tests.agents.model_standins import (
-    CodexStandIn,
-    GeminiStandIn,
-    call,
-    codex_patch,
-    gemini_replace,
-)
-from tests.agents.model_standins import Step as AgentStep
-from tests.agents.runner import finish as finish_agent
+from tests.agent_runner import finish
+from tests.agent_runner import finish as finish_agent
 from tests.agents.setup_helpers import agent_setup, mapped_sessions
 from tests.claude_code.conftest import GIT, clone_project, make_project
-from tests.claude_code.model_standin import ModelStandIn
-from tests.claude_code.model_standin import Step as ClaudeStep
-from tests.claude_code.model_standin import call as claude_call
 from tests.claude_code.orchestrated import register_project
-from tests.claude_code.runner import finish
 from tests.claude_code.test_claude_code_e2e import create_task, processes_running
 from tests.claude_code.test_live_coordination import (
     EVERY_TOOL_FLUSH,
@@ -51,6 +40,17 @@ from tests.claude_code.test_live_coordination import (
     only_session,
     set_policy,
 )
+from tests.model_standins import (
+    ClaudeStandIn,
+    CodexStandIn,
+    GeminiStandIn,
+    call,
+    codex_patch,
+    gemini_replace,
+)
+from tests.model_standins import Step as AgentStep
+from tests.model_standins import Step as ClaudeStep
+from tests.model_standins import call as claude_call
 from tests.waiting import wait_for
 
 pytestmark = [pytest.mark.claude_code, pytest.mark.codex, pytest.mark.gemini]
@@ -134,7 +134,7 @@ def claude_code_holding_shared_py(claude, project: Path, tmp_path: Path,
              claude_call("Bash", command=hold_command(go, marker, seconds=HOLD_SECONDS),
                          description="long build"),
              ClaudeStep(text="alpha done.", before=lambda: released.wait(HOLD_SECONDS))]
-    with ModelStandIn(steps) as model:
+    with ClaudeStandIn(steps) as model:
         started = time.monotonic()
         process = claude.start(project, "edit shared.py, then build", model.url,
                                env=EVERY_TOOL_FLUSH)

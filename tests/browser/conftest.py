@@ -1,6 +1,6 @@
 """Browser tests: Debian's chromium driven by Playwright against the live server.
 
-Chromium comes from apt (``make browser``, run by ``make test``), never from
+Chromium comes from apt (``make browser``, run by ``make test-slow``), never from
 ``playwright install``; a missing binary fails the run. Every test gets a fresh profile
 (user-data-dir) and a logged-in admin; screenshots of each page go to
 ``.artifacts/screenshots/`` (gitignored) for a person to look at.

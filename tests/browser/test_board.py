@@ -145,12 +145,20 @@ def test_a_person_sees_each_agents_true_state_and_the_counts_add_up(console, fas
     # New state arrives without a reload: an agent starts, another goes quiet.
     page.evaluate("window.__notReloaded = true")
     tools.ok("start_session", {"sessionId": "s-kim", "projectId": "shop",
-                               "taskId": "shop-reviews", "agentId": "claude-kim"})
+                               "taskId": "shop-reviews", "agentId": "claude-kim",
+                               "agentKind": "claude-code"})
+    tools.ok("start_session", {"sessionId": "s-cx", "projectId": "shop",
+                               "agentId": "codex", "agentKind": "codex"})
     age_heartbeat("s-bo", threshold_seconds() * 0.8)
     page.wait_for_function("document.querySelector(\"#board-rows tr[data-session='s-bo']\")"
                            "?.dataset.state === 'late' && document.querySelector("
-                           "\"#board-rows tr[data-session='s-kim']\")?.dataset.state === 'live'")
+                           "\"#board-rows tr[data-session='s-kim']\")?.dataset.state === 'live'"
+                           " && document.querySelector(\"#board-rows tr[data-session='s-cx']\")")
     assert page.evaluate("window.__notReloaded") is True
+    # The agent's kind before its id, once when they are the same ("codex", not "codex · codex").
+    agent = "#board-rows tr[data-session='{}'] td.board-agent a"
+    assert console.text(agent.format("s-kim")) == "claude-code · claude-kim"
+    assert console.text(agent.format("s-cx")) == "codex"
     assert console.text("#count-live").startswith("●")
 
 

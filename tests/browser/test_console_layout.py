@@ -98,6 +98,10 @@ def busy_fleet(tools):
     tools.ok("heartbeat", {"sessionId": LONG_SESSION, "conversationSummary": LONG_TEXT,
                            "unsavedChanges": [{"type": "modified", "path": LONG_PATH,
                                                "description": LONG_TEXT}]})
+    for kind, role in (("system_event", "system"), ("validation_gate", "system"),
+                       ("memory_recall", "system")):
+        tools.ok("append_session_event", {"sessionId": LONG_SESSION, "type": kind,
+                                          "role": role, "content": LONG_TEXT})
     tools.ok("start_session", {"sessionId": "sess_crashed_" + LONG_SESSION[5:40],
                                "taskId": "billing", "agentId": LONG_AGENT})
     recovery.mark_crashed("sess_crashed_" + LONG_SESSION[5:40])
@@ -246,6 +250,13 @@ KEY_COLUMNS = {
 }
 
 
+# The event-log type cells whose text takes more than one line box.
+EVENT_TYPES_ON_TWO_LINES = """() => [...document.querySelectorAll('#event-log td.event-type')]
+  .filter(td => { const range = document.createRange(); range.selectNodeContents(td);
+                  return range.getClientRects().length > 1; })
+  .map(td => td.textContent)"""
+
+
 SCREENSHOTS = {(1280, "tasks"), (1280, "sessions"), (1280, "conflicts"), (1440, "overview"),
                (1440, "task-diff"), (1440, "task-rollback"), (1440, "conflict"),
                (1440, "session"), (1280, "graph")}
@@ -292,8 +303,14 @@ def test_every_console_page_fits_1280_to_1920_px_without_horizontal_scrolling(co
     report.write_text(json.dumps(results, indent=1) + "\n")
     assert not failures, "\n".join(failures)
 
-    # The overview shows what docs/user-guide/console.md promises for a live session, uncut.
     page = console.page
+    # An event's type stays whole on the session page: "system_event", not "system_eve nt".
+    page.set_viewport_size({"width": 1440, "height": 900})
+    console.open(dict(pages)["session"])
+    assert page.locator("#event-log td.event-type").count() >= 3
+    assert page.evaluate(EVENT_TYPES_ON_TWO_LINES) == []
+
+    # The overview shows what docs/user-guide/console.md promises for a live session, uncut.
     page.set_viewport_size({"width": 1280, "height": 900})
     console.open("/admin/")
     row = page.locator(f"#active-sessions tr[data-session='{LONG_SESSION}']")

@@ -4,7 +4,7 @@ locks page, a conflict page and the projects page.
 
 Rerun to refresh the committed copies in docs/console/ (shown in docs/console-pages.md):
 
-    UPDATE_CONSOLE_SCREENSHOTS=1 make test PYTEST_ARGS="tests/browser/test_console_screenshots.py"
+    UPDATE_CONSOLE_SCREENSHOTS=1 make test-slow PYTEST_ARGS="tests/browser/test_console_screenshots.py"
 
 Without the variable they go to .artifacts/console-pages/ (gitignored), so an ordinary test
 run never changes the repository. The test also checks each page answered 200 and fits the

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.agent_runner import ClaudeCode
 from tests.claude_code.installation import ensure_claude_code
 from tests.claude_code.orchestrator_server import OrchestratorServer
-from tests.claude_code.runner import ClaudeCode
 from tests.conftest import free_port
 
 

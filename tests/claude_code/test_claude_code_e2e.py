@@ -30,8 +30,8 @@ from sessions.models import (
     ToolInvocation,
 )
 from sessions.services.recovery import detect_crashed_sessions
+from tests.agent_runner import finish
 from tests.claude_code.conftest import clone_project, make_project
-from tests.claude_code.model_standin import ModelStandIn, call, say
 from tests.claude_code.orchestrated import (
     call_tool,
     claude_setup,
@@ -40,7 +40,7 @@ from tests.claude_code.orchestrated import (
     spooled,
     tool_calls,
 )
-from tests.claude_code.runner import finish
+from tests.model_standins import ClaudeStandIn, call, say
 from tests.waiting import wait_for
 
 pytestmark = pytest.mark.claude_code
@@ -92,7 +92,7 @@ def test_a_run_is_recorded_and_its_context_reaches_the_model(
              call("Bash", command="exit 4", description="fails on purpose"),
              call("mcp__orchestrator__get_task_context", taskId="greeting"),
              say("Greeting done.")]
-    with ModelStandIn(steps) as model:
+    with ClaudeStandIn(steps) as model:
         run = claude.run(project, "personalise the greeting", model.url,
                          env={**NO_TIME_FLUSH, "ENABLE_TOOL_SEARCH": "false"})
     assert run.result["result"] == "Greeting done."
@@ -135,7 +135,7 @@ def test_a_compaction_is_recorded_and_its_context_reaches_the_model_after_it(
     claude_setup(project, orchestrator, api_token_live, "compacting")
     steps = [*(call("Bash", command=f"echo {n}", description="count") for n in range(3)),
              say("Counted.")]
-    with ModelStandIn(steps, compact_summary="The user had us count to three.") as model:
+    with ClaudeStandIn(steps, compact_summary="The user had us count to three.") as model:
         first = claude.run(project, "count to three", model.url)
         claude.run(project, "/compact", model.url, resume=first.session_id)
         # Each -p run ends its orchestrator session (SessionEnd); the resumed one is new.
@@ -179,7 +179,7 @@ def test_after_a_kill_9_the_next_run_gets_the_recovery_prompt(
                   new_string="'half done'"),
              call("Bash", command=command, description="build"), say("never reached")]
     env = {} if noticed_by == "watchdog" else {"ORCHESTRATOR_WATCHDOG": "0"}
-    with ModelStandIn(steps) as model:
+    with ClaudeStandIn(steps) as model:
         started = time.monotonic()
         process = claude.start(project, "rewrite the greeting", model.url, env=env)
         try:
@@ -213,7 +213,7 @@ def test_after_a_kill_9_the_next_run_gets_the_recovery_prompt(
         # SessionEnd and reports the crash itself (the pid the hook recorded was the real
         # one).
 
-    with ModelStandIn([say("Recovered.")]) as model:
+    with ClaudeStandIn([say("Recovered.")]) as model:
         run = claude.run(project, "carry on", model.url)
     assert run.result["result"] == "Recovered."
     seen = model.scripted_requests[0].text()
@@ -241,7 +241,7 @@ def test_a_tool_call_longer_than_the_crash_threshold_is_no_crash(
     command = f"python3 -c '{BUILD.format(seconds=12)}'"
     steps = [call("Bash", command=command, description="a long build"), say("Built.")]
     swept: list[str] = []
-    with ModelStandIn(steps) as model:
+    with ClaudeStandIn(steps) as model:
         started = time.monotonic()
         process = claude.start(project, "build it", model.url)
         while process.poll() is None and time.monotonic() - started < 90:
@@ -264,7 +264,7 @@ def test_a_newcomer_is_tracked_from_the_first_edit_and_commits_no_secret(
     claude_setup(project, orchestrator, None)
     steps = [call("Edit", file_path=str(project / "app.py"), old_string="'hello'",
                   new_string="'hello newcomer'"), say("Edited.")]
-    with ModelStandIn(steps) as model:
+    with ClaudeStandIn(steps) as model:
         run = claude.run(project, "greet newcomers", model.url)
     session = ActiveSession.objects.get(session_id=our_session_id(project, run.session_id))
     assert session.task_id == "shop-main" and session.project_id == "github.com:acme:shop"
@@ -298,14 +298,14 @@ def test_a_worktree_claude_makes_is_the_same_project_with_its_own_task(
     task of its own branch, so its edit of app.py conflicts with the main checkout's."""
     project = make_project(tmp_path / "shop", "https://github.com/acme/shop.git")
     claude_setup(project, orchestrator, None)
-    with ModelStandIn([call("Edit", file_path=str(project / "app.py"),
-                            old_string="'hello'", new_string="'hello main'"),
-                       say("main edited")]) as model:
+    with ClaudeStandIn([call("Edit", file_path=str(project / "app.py"),
+                             old_string="'hello'", new_string="'hello main'"),
+                        say("main edited")]) as model:
         claude.run(project, "edit in main", model.url)
     worktree = project / ".claude" / "worktrees" / "feat"
-    with ModelStandIn([call("Edit", file_path=str(worktree / "app.py"),
-                            old_string="'hello'", new_string="'hello feat'"),
-                       say("feat edited")]) as model:
+    with ClaudeStandIn([call("Edit", file_path=str(worktree / "app.py"),
+                             old_string="'hello'", new_string="'hello feat'"),
+                        say("feat edited")]) as model:
         run = claude.run(project, "edit in a worktree", model.url,
                          extra=("--worktree", "feat"))
     assert run.result["result"] == "feat edited"
@@ -337,7 +337,7 @@ def test_the_service_down_mid_run_costs_the_agent_nothing_and_the_spool_arrives_
                   before=stop_the_service),
              call("Write", file_path=str(project / "later.py"), content="x = 1\n"),
              say("Finished without the service.")]
-    with ModelStandIn(steps) as model:
+    with ClaudeStandIn(steps) as model:
         run = claude.run(project, "work offline", model.url)
     assert run.result["result"] == "Finished without the service."
     # Between two model requests after the outage: a tool, its Pre/PostToolUse hooks and
@@ -351,7 +351,7 @@ def test_the_service_down_mid_run_costs_the_agent_nothing_and_the_spool_arrives_
     assert ActiveSession.objects.get(session_id=session_id).status == "active"
 
     # A new session while the service is still down gets the context mirrored locally.
-    with ModelStandIn([say("Offline noted.")]) as model:
+    with ClaudeStandIn([say("Offline noted.")]) as model:
         offline = claude.run(project, "what now?", model.url)
     seen = model.scripted_requests[0].text()
     assert "Session orchestrator offline" in seen and "MARKER-OFFLINE-5" in seen
@@ -359,7 +359,7 @@ def test_the_service_down_mid_run_costs_the_agent_nothing_and_the_spool_arrives_
 
     orchestrator.start()
     time.sleep(HOOK_DOWN_SECONDS)
-    with ModelStandIn([say("Back online.")]) as model:
+    with ClaudeStandIn([say("Back online.")]) as model:
         claude.run(project, "go on", model.url, resume=run.session_id)
     assert spooled(project) == []
     assert hook_tools(session_id) == ["Edit", "Bash", "Write"]
@@ -382,7 +382,7 @@ def run_two_agents_on_app_py(claude, orchestrator, token, projects, tasks):
             steps = [call("Edit", file_path=str(project / "app.py"), old_string="'hello'",
                           new_string=f"'hello from {name}'", before=both_running.wait),
                      say(f"{name} done.")]
-            runs.append((project, stack.enter_context(ModelStandIn(steps))))
+            runs.append((project, stack.enter_context(ClaudeStandIn(steps))))
         assert call_tool(orchestrator, token, "detect_conflicts", {
             "taskIds": list(tasks), "conflictTypes": ["file_conflict"]})["detected"] == []
         started = time.monotonic()

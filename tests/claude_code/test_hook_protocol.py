@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.claude_code.installation import pinned_version
-from tests.claude_code.model_standin import ModelStandIn, call, say
+from tests.model_standins import ClaudeStandIn, call, say
 
 pytestmark = pytest.mark.claude_code
 
@@ -49,7 +49,7 @@ def test_print_mode_fires_the_hooks_and_injects_session_start_context(claude, pr
              call("Edit", file_path=str(target), old_string="one", new_string="two"),
              call("Bash", command="exit 3", description="fails on purpose"),
              say("All done.")]
-    with ModelStandIn(steps) as model:
+    with ClaudeStandIn(steps) as model:
         run = claude.run(project, "write the notes", model.url)
     assert run.result["result"] == "All done."
     assert target.read_text() == "two\n"
@@ -75,7 +75,7 @@ def test_resume_and_compact_fire_their_hooks(claude, project, tmp_path):
     recording_settings(project, log)
     steps = [*(call("Bash", command=f"echo {n}", description="count") for n in range(3)),
              say("First answer.")]
-    with ModelStandIn(steps, compact_summary="SUMMARY-MARKER-9") as model:
+    with ClaudeStandIn(steps, compact_summary="SUMMARY-MARKER-9") as model:
         first = claude.run(project, "count to three", model.url)
         log.write_text("")
         compact = claude.run(project, "/compact", model.url, resume=first.session_id)

@@ -23,8 +23,8 @@ from claims.models import FileClaim
 from conflicts.models import ContextConflict
 from contexts.models import TaskContext
 from sessions.models import ActiveSession
+from tests.agent_runner import finish
 from tests.claude_code.conftest import clone_project, make_project
-from tests.claude_code.model_standin import ModelStandIn, Step, call, say
 from tests.claude_code.orchestrated import (
     call_tool,
     claude_setup,
@@ -32,8 +32,8 @@ from tests.claude_code.orchestrated import (
     register_project,
     state_dir,
 )
-from tests.claude_code.runner import finish
 from tests.claude_code.test_claude_code_e2e import create_task, processes_running
+from tests.model_standins import ClaudeStandIn, Step, call, say
 from tests.waiting import wait_for
 
 pytestmark = pytest.mark.claude_code
@@ -106,7 +106,7 @@ def first_agent_holding_app_py(claude, project: Path, task: str, tmp_path: Path)
     steps = [edit_app(project, task),
              call("Bash", command=hold_command(go, marker), description="long build"),
              say(f"{task} done.")]
-    with ModelStandIn(steps) as model:
+    with ClaudeStandIn(steps) as model:
         started = time.monotonic()
         process = claude.start(project, "edit app.py, then build", model.url,
                                env=EVERY_TOOL_FLUSH)
@@ -147,7 +147,7 @@ def test_the_second_agent_is_warned_at_once_and_the_first_told_in_its_next_reque
             model_a, process_a, alpha_session, release):
         b_steps = [edit_app(second, "beta"),
                    Step(text="beta done.", before=record_what_is_stored)]
-        with ModelStandIn(b_steps) as model_b:
+        with ClaudeStandIn(b_steps) as model_b:
             run_b = claude.run(second, "edit app.py", model_b.url, env=NO_TIME_FLUSH)
         assert checked.is_set()
         assert process_a.poll() is None  # A was live all along B's run
@@ -190,7 +190,7 @@ def test_under_the_block_policy_the_second_agents_edit_is_refused(
     with first_agent_holding_app_py(claude, first, "alpha", tmp_path) as (
             model_a, process_a, alpha_session, release):
         b_steps = [edit_app(second, "beta"), say("beta gave up.")]
-        with ModelStandIn(b_steps) as model_b:
+        with ClaudeStandIn(b_steps) as model_b:
             run_b = claude.run(second, "edit app.py", model_b.url, env=NO_TIME_FLUSH)
         assert process_a.poll() is None
         release()
@@ -222,7 +222,7 @@ def test_an_ended_or_crashed_sessions_claims_warn_no_one(
     # Block: a claim that still counted would refuse B's edit outright.
     set_policy(orchestrator, api_token_live, project_id, "block")
     if first_ends_by == "exit":
-        with ModelStandIn([edit_app(first, "alpha"), say("alpha done.")]) as model:
+        with ClaudeStandIn([edit_app(first, "alpha"), say("alpha done.")]) as model:
             run_a = claude.run(first, "edit app.py", model.url)
         alpha_session = our_session_id(first, run_a.session_id)
         assert ActiveSession.objects.get(session_id=alpha_session).status == "ended"
@@ -236,7 +236,7 @@ def test_an_ended_or_crashed_sessions_claims_warn_no_one(
     # A's claim row is still there (never released): its session's state is what counts.
     assert FileClaim.objects.filter(session_id=alpha_session, path="app.py").exists()
 
-    with ModelStandIn([edit_app(second, "beta"), say("beta done.")]) as model_b:
+    with ClaudeStandIn([edit_app(second, "beta"), say("beta done.")]) as model_b:
         run_b = claude.run(second, "edit app.py", model_b.url, env=NO_TIME_FLUSH)
     assert run_b.result["result"] == "beta done."
     seen = model_b.scripted_requests[1].text()
@@ -259,7 +259,7 @@ def test_with_the_service_down_a_refused_edit_goes_on(
 
     steps = [edit_app(second, "beta", before=orchestrator.stop), say("beta done offline.")]
     try:
-        with ModelStandIn(steps) as model:
+        with ClaudeStandIn(steps) as model:
             run = claude.run(second, "edit app.py", model.url)
         assert run.result["result"] == "beta done offline."
         assert (second / "app.py").read_text() == \

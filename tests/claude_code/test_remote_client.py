@@ -26,13 +26,13 @@ from foundation.core.models import ApiToken
 from foundation.core.tools import ToolContext, call_tool
 from orchestrator_hook.project import identify
 from sessions.models import ActiveSession, SessionHandoff
+from tests.agent_runner import finish
 from tests.claude_code.conftest import make_project
-from tests.claude_code.model_standin import ModelStandIn, call, say
 from tests.claude_code.orchestrated import call_tool as call_over_http
 from tests.claude_code.orchestrated import our_session_id
 from tests.claude_code.proxy import PrefixProxy
-from tests.claude_code.runner import finish
 from tests.claude_code.test_claude_code_e2e import BUILD, processes_running
+from tests.model_standins import ClaudeStandIn, call, say
 from tests.waiting import wait_for
 
 pytestmark = pytest.mark.claude_code
@@ -124,7 +124,7 @@ def test_a_laptop_enrolls_through_a_prefixed_proxy_and_is_tracked_as_today(
                  call("Bash", command=f"python3 -c '{BUILD.format(seconds=120)}'",
                       description="build"),
                  say("never reached")]
-        with ModelStandIn(steps) as model:
+        with ClaudeStandIn(steps) as model:
             started = time.monotonic()
             process = claude.start(project, "greet laptops", model.url)
             try:
@@ -166,7 +166,7 @@ def test_a_laptop_enrolls_through_a_prefixed_proxy_and_is_tracked_as_today(
         # and leaves a handoff note.
         steps = [call("Edit", file_path=str(project / "app.py"), old_string="'hello laptop'",
                       new_string="'hello again'"), say("Recovered.")]
-        with ModelStandIn(steps) as model:
+        with ClaudeStandIn(steps) as model:
             run = claude.run(project, "carry on", model.url)
         assert run.result["result"] == "Recovered."
         assert "Recovery Required: crash" in model.scripted_requests[0].text()

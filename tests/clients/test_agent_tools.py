@@ -29,7 +29,7 @@ from foundation.core.projects import CLIENT_PROJECT_HEADER
 from foundation.core.tools import registry
 from foundation.core.tools.schema import answer_or_error
 from orchestrator.web import agent_tools, mcp
-from tests.operations.test_commands import ROOT, _env_for_test_database
+from tests.ops.test_commands import ROOT, _env_for_test_database
 
 CATALOGUE = {
     "get_task_context": "get_unified_context",

@@ -427,7 +427,7 @@ def test_mcp_stdio_offers_the_same_prompts_resources_and_subscriptions(transacti
 
     from foundation.core.tools import registry
     from foundation.core.tools.definition import ToolContext
-    from tests.operations.test_commands import ROOT, _env_for_test_database
+    from tests.ops.test_commands import ROOT, _env_for_test_database
 
     here = ToolContext("command")
     registry.call_tool("create_task", {"taskId": "stdio-res", "name": "over stdio"}, here)

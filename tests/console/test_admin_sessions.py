@@ -42,6 +42,16 @@ def test_timeline_lists_events_tools_compactions_and_the_handoff(admin_client, t
     assert timeline.index("started on task") < timeline.index("fix the login") < \
         timeline.index("ended (ended)")
 
+    # A Codex session on another task takes that note: its timeline names where it came from.
+    make_task("tl-2")
+    tools.ok("start_session", {"sessionId": "tl-cx", "taskId": "tl-2", "agentId": "codex",
+                               "agentKind": "codex"})
+    taker = ActiveSession.objects.get(session_id="tl-cx")
+    page = admin_client.get(reverse("admin:agent_sessions_activesession_change",
+                                    args=[taker.pk])).content.decode()
+    timeline = page.split('id="session-timeline"')[1].split("</table>")[0]
+    assert "took the handoff note of session tl-s (on another task: tl-1)" in timeline
+
 
 def test_end_action_ends_through_the_service(admin_client, tools):
     tools.ok("start_session", {"sessionId": "end-me"})

@@ -5,23 +5,12 @@ following the project switcher; figures recomputed from the tables."""
 from __future__ import annotations
 
 import pytest
-from django.db import connection
 from django.urls import reverse
 
-from foundation.core.db import qualified
 from tests.console.test_projects import switch
+from tests.contexts.test_storage_quota import stored_bytes
 
 pytestmark = pytest.mark.django_db
-
-
-def stored_bytes(project_id: str) -> int:
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT COALESCE(sum(octet_length(snapshot::text)), 0) FROM ("
-            f"SELECT snapshot FROM {qualified('context_versions')} WHERE project_id = %s "
-            f"UNION ALL SELECT snapshot FROM {qualified('checkpoints')} WHERE project_id = %s"
-            ") s", [project_id, project_id])
-        return int(cursor.fetchone()[0])
 
 
 @pytest.fixture

@@ -100,7 +100,7 @@ def test_hot_at_its_largest_is_never_cut(tools):
     body = tools.ok("get_context_bundle", {"taskId": "huge"})
     _check(body, 2000)
     # HOT alone is far over: whole, never cut (the hook client puts what Claude Code does
-    # not show in a file: tests/hook_client/test_units.py).
+    # not show in a file: tests/client/test_units.py).
     assert body["overBudget"] is True and body["droppedTiers"] == ["warm", "cold"]
     assert body["text"].count("**Blocker**: " + "b" * 2000) == 100
     assert "w" * 5000 in body["text"] and "n" * 5000 in body["text"]

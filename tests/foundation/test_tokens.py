@@ -1,6 +1,6 @@
 """Bearer tokens: a missing or revoked token is 401 E1609; the read scope calls only read-only
 tools (E1608); create_api_token --scope. (Who may write a session: test_session_ownership.py;
-a wrong token over REST and MCP: test_transports.py.)"""
+a wrong token over REST and MCP: tests/web/test_transports.py.)"""
 
 from __future__ import annotations
 

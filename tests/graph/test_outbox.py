@@ -236,3 +236,23 @@ def test_a_drain_the_graph_server_did_not_answer_in_time_is_retried_in_smaller_b
     assert outbox.batch_size == 8  # 2 -> 4 -> 8: batches of 2 and 4 written
     assert not GraphOutboxEntry.objects.exists()
     assert_graph_equals_postgres()
+
+
+def test_the_save_path_knows_the_columns_the_outbox_trigger_watches():
+    """Graph's outbox trigger on task_contexts fires on the columns the mirror shows; the
+    save path (contexts, below graph) restates them to report whether a write queued a graph
+    update. The two copies are the trigger's WHEN clause in the database and
+    ``MIRRORED_COLUMNS``: they must be the same set."""
+    import re
+
+    from django.db import connection
+
+    from contexts.services.write import MIRRORED_COLUMNS
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_get_triggerdef(t.oid) FROM pg_trigger t "
+                       "JOIN pg_class c ON c.oid = t.tgrelid "
+                       "WHERE t.tgname = 'graph_outbox_update' AND c.relname = 'task_contexts'")
+        (definition,) = cursor.fetchone()
+    watched = set(re.findall(r"\bold\.(\w+)", definition, re.I))
+    assert watched == set(MIRRORED_COLUMNS), definition

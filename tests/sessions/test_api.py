@@ -19,6 +19,16 @@ def test_sessions_list_filters_and_detail(tools):
     assert tools.get("/api/v1/sessions/ghost/").status == 404
 
 
+def test_sessions_list_says_which_agent_runs_each(tools):
+    tools.ok("start_session", {"sessionId": "cx", "agentId": "codex", "agentKind": "codex"})
+    tools.ok("start_session", {"sessionId": "bare"})
+    listed = tools.get("/api/v1/sessions/", ordering="started_at").body["results"]
+    assert [(s["sessionId"], s["agentId"], s["agentKind"]) for s in listed] == [
+        ("cx", "codex", "codex"), ("bare", None, None)]
+    detail = tools.get("/api/v1/sessions/cx/").body
+    assert (detail["agentId"], detail["agentKind"]) == ("codex", "codex")
+
+
 def test_events_are_cursor_paginated_in_sequence_order(tools):
     tools.ok("start_session", {"sessionId": "s1"})
     for n in range(5):

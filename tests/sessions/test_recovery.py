@@ -119,6 +119,15 @@ def test_prompt_without_task_recommends_picking_one(tools):
 
 
 @pytest.mark.django_db
+def test_a_codex_sessions_resume_prompt_does_not_credit_claude_codes_hooks(tools):
+    tools.ok("start_session", {"sessionId": "cx", "agentKind": "codex", "agentId": "codex"})
+    backdate("cx", 10)
+    prompt = tools.ok("check_recovery", {})["sessions"][0]["resumePrompt"]
+    assert "Claude Code" not in prompt
+    assert "marked recovered: by the agent's orchestrator hooks" in prompt
+
+
+@pytest.mark.django_db
 def test_stale_heartbeat_file_is_a_recovery_source(tools):
     stamp = (timezone.now() - timedelta(minutes=30)).isoformat()
     files.write_json_atomic(files.recovery_dir() / ".session-heartbeat.json",

@@ -227,9 +227,17 @@ def write(project_dir: Path, *, url: str, token: str, project_key: str, how: str
         out(f"{state:9} {change.path}")
     out(f"project {project_key} ({how}; {registered})")
     if issued:
-        out(f"issued API token {issued!r} for project {project_key} (stored in "
-            ".claude/settings.local.json and .claude/orchestrator/config.json, both "
-            f"git-ignored and readable by you only; .mcp.json names ${{{install.TOKEN_VARIABLE}}})")
+        # Where the token went depends on the agent: Codex and Gemini get neither
+        # .claude/settings.local.json nor .mcp.json, so naming them would send the user
+        # looking for files that do not exist.
+        if agent == agents.CLAUDE_CODE:
+            where = (".claude/settings.local.json and .claude/orchestrator/config.json, both "
+                     "git-ignored and readable by you only; .mcp.json names "
+                     f"${{{install.TOKEN_VARIABLE}}}")
+        else:
+            where = (".claude/orchestrator/config.json, git-ignored and readable by you "
+                     f"only; {other_agent.mcp_file(agent)} names ${install.TOKEN_VARIABLE}")
+        out(f"issued API token {issued!r} for project {project_key} (stored in {where})")
     tools = "every tool (/mcp)" if all_tools else "the agent's tools (/mcp/agent)"
     out(f"hooks run {install.hook_command(list(runner), 'EVENT')}; the model is offered "
         f"{tools}; the service is {url}" + (f" ({reachable})" if reachable else ""))

@@ -72,6 +72,15 @@ def _fit(parts: list[str], limit: int) -> str:
     return "\n\n".join(parts)[:limit]
 
 
+def handoff_heading(handoff: Any) -> str:
+    """The note is the project's, left by whichever session of it ended last: maybe another
+    task's, maybe another agent's. So the heading names who left it, not "the previous
+    session" (which reads as this task's)."""
+    agent = handoff.get("fromAgent") if isinstance(handoff, dict) else None
+    return f"Handoff note from a {agent} session of this project" if agent \
+        else "Handoff note from a session of this project"
+
+
 def handoff_text(handoff: Any) -> str:
     if not isinstance(handoff, dict) or not handoff.get("summary"):
         return ""

@@ -157,7 +157,7 @@ def start(hook: Hook, source: str, previous: dict[str, Any] | None = None) -> di
                             hook.agent_kind)),
         # The resume prompts and the bundle carry their own headings.
         ("", context.recovery_text(recovery, own_session=session_id)),
-        ("Handoff note from the previous session", context.handoff_text(handoff)),
+        (context.handoff_heading(handoff), context.handoff_text(handoff)),
         ("", context.bundle_text(bundle)),
     ], project_dir=hook.project_dir)
     mark_resumed_crashes(hook, recovery, task_id, session_id)
@@ -272,7 +272,8 @@ def offline(hook: Hook, reason: str) -> dict[str, Any]:
         note += f" The context below is the local copy saved at {mirror.get('savedAt')}."
     text = context.compose([
         ("", note),
-        ("Handoff note from the previous session", context.handoff_text(mirror.get("handoff"))),
+        (context.handoff_heading(mirror.get("handoff")),
+         context.handoff_text(mirror.get("handoff"))),
         ("", context.bundle_text(mirror.get("contextBundle"))),
     ], project_dir=hook.project_dir)
     return additional_context(text, system_message="Session orchestrator offline; using the "

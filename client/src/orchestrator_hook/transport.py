@@ -12,6 +12,8 @@ import socket
 import time
 from urllib.parse import urlsplit
 
+from orchestrator_hook.watchdog import exchange
+
 # typing only for the annotations (never evaluated): importing it costs every hook.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -99,29 +101,17 @@ class Client:
 
     def _exchange(self, request: bytes, timeout: float
                   ) -> tuple[int, dict[bytes, bytes], bytes]:
-        # ``timeout`` bounds the whole exchange, not each read: a server trickling bytes
-        # must not hold a hook past its budget.
+        # ``timeout`` bounds the whole exchange, connect to last byte (watchdog.exchange).
         deadline = time.monotonic() + timeout
         sock = socket.create_connection((self.address, self.port),
                                         timeout=min(self.connect_timeout, timeout))
         try:
             if self.https:
                 sock = tls_context(self.ca_file).wrap_socket(sock, server_hostname=self.host)
-            sock.settimeout(max(0.001, deadline - time.monotonic()))
-            sock.sendall(request)
-            chunks = []
-            while True:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise TimeoutError("no complete answer in time")
-                sock.settimeout(left)
-                chunk = sock.recv(65536)
-                if not chunk:
-                    break
-                chunks.append(chunk)
+            answer = exchange(sock, request, deadline)
         finally:
             sock.close()
-        return parse_message(b"".join(chunks))
+        return parse_message(answer)
 
 
 def tls_context(ca_file: str | None = None):

@@ -188,21 +188,31 @@ def heartbeat(conf: dict[str, str]) -> bytes:
             plain.settimeout(max(0.001, deadline - time.monotonic()))
             sock = ssl.create_default_context(cafile=conf.get("ca_file") or None).wrap_socket(
                 plain, server_hostname=host)
-        sock.settimeout(max(0.001, deadline - time.monotonic()))
-        sock.sendall(head.encode() + body)
-        chunks = []
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise TimeoutError("no complete answer in time")
-            sock.settimeout(left)
-            chunk = sock.recv(65536)
-            if not chunk:
-                break
-            chunks.append(chunk)
+        answer = exchange(sock, head.encode() + body, deadline)
         sock.close()
     except (OSError, ValueError):
         return b""
+    return answer
+
+
+def exchange(sock, request: bytes, deadline: float) -> bytes:
+    """Send ``request`` on a connected socket and read the answer until the server closes,
+    all by ``deadline`` (a ``time.monotonic()`` moment): the bound is on the whole exchange,
+    not on each read, so a server trickling bytes cannot hold the caller past its budget.
+    The hook's transport uses it too; it lives here because this file runs alone, as a
+    script that can import nothing of the package."""
+    sock.settimeout(max(0.001, deadline - time.monotonic()))
+    sock.sendall(request)
+    chunks = []
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("no complete answer in time")
+        sock.settimeout(left)
+        chunk = sock.recv(65536)
+        if not chunk:
+            break
+        chunks.append(chunk)
     return b"".join(chunks)
 
 

@@ -90,7 +90,9 @@
   function shown(entry) { return !project() || entry.projectId === project(); }
 
   function agentName(row) {
-    return (row.agentKind ? row.agentKind + " · " : "") + (row.agentId || "unnamed agent");
+    // A Codex session whose agent id is "codex" reads "codex", not "codex · codex".
+    var kind = row.agentKind && row.agentKind !== row.agentId ? row.agentKind + " · " : "";
+    return kind + (row.agentId || "unnamed agent");
   }
 
   function sortValue(row, key) {

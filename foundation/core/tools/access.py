@@ -89,6 +89,28 @@ def owner_of(session_id: str) -> str | None:
     return owner
 
 
+def owner_upsert_sql(started: str, owner: str) -> str:
+    """The statement recording a session's owner, to run inside the caller's own (one round
+    trip for a session's start): the owner row of each ``session_id`` the query ``started``
+    names (a CTE of the caller), for the token name in the placeholder ``owner``; a
+    restarted session takes its new owner. Only this module writes the owner rows."""
+    return (f"INSERT INTO {SessionOwner._meta.db_table} (session_id, token_name, created_at) "
+            f"SELECT session_id, {owner}::varchar, now() FROM {started} "
+            f"WHERE {owner}::varchar IS NOT NULL "
+            "ON CONFLICT (session_id) DO UPDATE SET token_name = EXCLUDED.token_name")
+
+
+def forget_owners_of_removed(existing_sql: str) -> int:
+    """Drop the owner rows of sessions that no longer exist: ``existing_sql`` selects the
+    ids of those that do, which only the app keeping sessions knows (retention asks it).
+    The number dropped."""
+    owners = SessionOwner._meta.db_table
+    with connection.cursor() as cursor:
+        cursor.execute(f"DELETE FROM {owners} o WHERE NOT EXISTS (SELECT 1 FROM "
+                       f"({existing_sql}) AS s(id) WHERE s.id = o.session_id)")
+        return cursor.rowcount
+
+
 def session_owner(context: ToolContext) -> str | None:
     """The owner of a session ``context`` starts: its token's name; None for in-process
     callers, which are not tokens (start_session writes the row)."""

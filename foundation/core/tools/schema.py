@@ -18,34 +18,28 @@ SAFE_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,254}$"
 MAX_TASK_ID_LENGTH = 200
 
 
-def obj(properties: dict[str, Schema], required: list[str] | tuple[str, ...] = (),
-        *, additional: bool | Schema = False, description: str | None = None) -> Schema:
-    schema: Schema = {"type": "object", "properties": properties,
-                      "additionalProperties": additional}
-    if required:
-        schema["required"] = list(required)
+def _with(schema: Schema, description: str | None = None, **keywords: Any) -> Schema:
+    """``schema`` with each keyword that was given (not None), then the description if any:
+    every builder below leaves out what its caller did not ask for."""
+    schema.update((key, value) for key, value in keywords.items() if value is not None)
     if description:
         schema["description"] = description
     return schema
+
+
+def obj(properties: dict[str, Schema], required: list[str] | tuple[str, ...] = (),
+        *, additional: bool | Schema = False, description: str | None = None) -> Schema:
+    return _with({"type": "object", "properties": properties, "additionalProperties": additional},
+                 description, required=list(required) if required else None)
 
 
 def string(description: str | None = None, *, max_length: int | None = None,
            min_length: int | None = None, enum: list[str] | tuple[str, ...] | None = None,
            pattern: str | None = None, nullable: bool = False, fmt: str | None = None) -> Schema:
-    schema: Schema = {"type": ["string", "null"] if nullable else "string"}
-    if enum is not None:
-        schema["enum"] = list(enum) + ([None] if nullable else [])
-    if max_length is not None:
-        schema["maxLength"] = max_length
-    if min_length is not None:
-        schema["minLength"] = min_length
-    if pattern:
-        schema["pattern"] = pattern
-    if fmt:
-        schema["format"] = fmt
-    if description:
-        schema["description"] = description
-    return schema
+    return _with({"type": ["string", "null"] if nullable else "string"}, description,
+                 enum=None if enum is None else list(enum) + ([None] if nullable else []),
+                 maxLength=max_length, minLength=min_length, pattern=pattern or None,
+                 format=fmt or None)
 
 
 def safe_id(description: str, *, max_length: int = 255) -> Schema:
@@ -64,47 +58,24 @@ INT32_MAX = 2**31 - 1
 
 def integer(description: str | None = None, *, minimum: int | None = None,
             maximum: int = INT32_MAX, default: int | None = None) -> Schema:
-    schema: Schema = {"type": "integer", "maximum": maximum}
-    if minimum is not None:
-        schema["minimum"] = minimum
-    if default is not None:
-        schema["default"] = default
-    if description:
-        schema["description"] = description
-    return schema
+    return _with({"type": "integer", "maximum": maximum}, description, minimum=minimum,
+                 default=default)
 
 
 def number(description: str | None = None, *, minimum: float | None = None,
            maximum: float | None = None, nullable: bool = False) -> Schema:
-    schema: Schema = {"type": ["number", "null"] if nullable else "number"}
-    if minimum is not None:
-        schema["minimum"] = minimum
-    if maximum is not None:
-        schema["maximum"] = maximum
-    if description:
-        schema["description"] = description
-    return schema
+    return _with({"type": ["number", "null"] if nullable else "number"}, description,
+                 minimum=minimum, maximum=maximum)
 
 
 def boolean(description: str | None = None, *, default: bool | None = None) -> Schema:
-    schema: Schema = {"type": "boolean"}
-    if default is not None:
-        schema["default"] = default
-    if description:
-        schema["description"] = description
-    return schema
+    return _with({"type": "boolean"}, description, default=default)
 
 
 def array(items: Schema, description: str | None = None, *, max_items: int | None = None,
           unique: bool = False) -> Schema:
-    schema: Schema = {"type": "array", "items": items}
-    if max_items is not None:
-        schema["maxItems"] = max_items
-    if unique:
-        schema["uniqueItems"] = True
-    if description:
-        schema["description"] = description
-    return schema
+    return _with({"type": "array", "items": items}, description, maxItems=max_items,
+                 uniqueItems=True if unique else None)
 
 
 def string_list(description: str | None = None, *, max_items: int = 500,

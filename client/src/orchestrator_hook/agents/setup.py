@@ -369,6 +369,11 @@ def agent_changes(kind: str, project_dir: Path, claude_plan: list[FileChange], *
     return list(merged.values())
 
 
+def mcp_file(kind: str) -> str:
+    """The project file holding ``kind``'s MCP entry (Codex or Gemini)."""
+    return str(CODEX_CONFIG if kind == agents.CODEX else GEMINI_SETTINGS)
+
+
 def codex_binary() -> str | None:
     return os.environ.get("CODEX_BINARY") or shutil.which("codex")
 
@@ -380,7 +385,11 @@ def trust_lines(kind: str, project_dir: Path) -> list[str]:
         if change.changed:
             change.path.parent.mkdir(parents=True, exist_ok=True)
             change.path.write_text(change.after)
-        return [f"trusted folder {project_dir} in {change.path}"]
+        # Gemini expands $ORCHESTRATOR_TOKEN in the MCP entry's header from its own
+        # environment: without the export its MCP calls are refused.
+        return [f"trusted folder {project_dir} in {change.path}",
+                f"Gemini's MCP entry reads the token from ${TOKEN_VARIABLE}: export it "
+                "(its value is in .claude/orchestrator/config.json) before starting gemini"]
     binary = codex_binary()
     if binary is None:
         return ["codex is not on PATH: Codex runs project hooks only for a trusted project "

@@ -12,7 +12,7 @@ import time
 import httpx
 
 from sessions.models import ActiveSession, ToolInvocation
-from tests.hook_client.conftest import Project
+from tests.client.conftest import Project
 from tests.waiting import wait_for
 
 CLAUDE = "44444444-4444-4444-8444-444444444444"

@@ -1,5 +1,5 @@
 """/healthz, /metrics, the OpenAPI document, and a stopped Postgres (503 E1654, not 500).
-(Tokens: test_tokens.py; the spec's metrics one by one: tests/observability/test_metrics.py.)"""
+(Tokens: tests/foundation/test_tokens.py; the spec's metrics one by one: tests/observability/test_metrics.py.)"""
 
 from __future__ import annotations
 

@@ -76,7 +76,7 @@ class Project:
                               capture_output=True, text=True, timeout=30, cwd=self.root,
                               env={"PATH": "/usr/bin:/bin", "CLAUDE_PROJECT_DIR": str(self.root),
                                    # The hook's parent here is pytest: no watchdog bound to
-                                   # it, except in tests/hook_client/test_watchdog.py.
+                                   # it, except in tests/client/test_watchdog.py.
                                    "ORCHESTRATOR_WATCHDOG": "0", **(env or {})})
         return HookRun(done.returncode, done.stdout, done.stderr, time.monotonic() - started)
 

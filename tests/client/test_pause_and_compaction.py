@@ -12,14 +12,14 @@ import pytest
 
 from orchestrator_hook.handlers import limit_resets_at, usage_limited
 from sessions.models import ActiveSession, SessionDetail, SessionEvent
-from tests.hook_client.conftest import fixture
-from tests.hook_client.test_live import live_project  # noqa: F401  (the fixture)
+from tests.client.conftest import fixture
+from tests.client.test_live import live_project  # noqa: F401  (the fixture)
 
 CLAUDE = "11111111-1111-4111-8111-111111111111"
 
 
 def stop_failure(**overrides: Any) -> dict[str, Any]:
-    """This client's own StopFailure fixture (tests/hook_client/fixtures)."""
+    """This client's own StopFailure fixture (tests/client/fixtures)."""
     path = Path(__file__).resolve().parent / "fixtures" / "stop_failure.json"
     return {**json.loads(path.read_text()), **overrides}
 

@@ -15,7 +15,7 @@ from contexts.models import TaskContext
 from foundation.core.db import qualified
 from sessions.models import ActiveSession, SessionEvent, SessionHandoff, ToolInvocation
 from sessions.services import recovery
-from tests.hook_client.conftest import Project, dead_url, fixture
+from tests.client.conftest import Project, dead_url, fixture
 from tests.waiting import wait_for
 
 FAST_FLUSH = {"ORCHESTRATOR_FLUSH_SECONDS": "0"}
@@ -28,21 +28,6 @@ def live_project(live_api, tmp_path, tools_live):
                                "currentPhase": "implementation",
                                "immediateContext": {"nextStep": "wire the submit button"}})
     return Project(tmp_path / "project", url, token, task_id="login-form")
-
-
-@pytest.fixture
-def tools_live(live_api):
-    import httpx
-
-    url, token = live_api
-
-    def call(tool, payload):
-        response = httpx.post(f"{url}/api/v1/tools/{tool}/", json=payload,
-                              headers={"Authorization": f"Bearer {token}"}, timeout=30)
-        assert response.status_code == 200, response.text
-        return response.json()
-
-    return call
 
 
 def edit(project: Project, path: str, session: str) -> None:

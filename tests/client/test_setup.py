@@ -15,7 +15,7 @@ from django.core.management import CommandError, call_command
 
 from foundation.core.models import ApiToken, Project, hash_token
 from orchestrator_hook import __version__, install
-from tests.hook_client.conftest import HOOK, fixture
+from tests.client.conftest import HOOK, fixture
 
 pytestmark = pytest.mark.django_db
 

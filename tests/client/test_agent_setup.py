@@ -15,9 +15,9 @@ from orchestrator_hook import agent_setup
 from orchestrator_hook.project import identify
 from tests.claude_code.conftest import make_project
 from tests.claude_code.proxy import PrefixProxy
-from tests.hook_client.conftest import Project as HookProject
-from tests.hook_client.conftest import fixture
-from tests.hook_client.test_tls_timeouts import self_signed
+from tests.client.conftest import Project as HookProject
+from tests.client.conftest import fixture
+from tests.client.test_tls_timeouts import self_signed
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

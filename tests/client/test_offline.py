@@ -10,7 +10,7 @@ import json
 import subprocess
 
 from orchestrator_hook.context import save_mirror
-from tests.hook_client.conftest import FIXTURES, HOOK, fixture, hook_argv
+from tests.client.conftest import FIXTURES, HOOK, fixture, hook_argv
 
 SESSION = "11111111-1111-4111-8111-111111111111"
 
@@ -79,7 +79,7 @@ def test_edited_paths_inside_the_project_are_stored_relative(offline_project):
 
 
 def test_a_project_not_set_up_is_left_alone(tmp_path):
-    from tests.hook_client.conftest import Project
+    from tests.client.conftest import Project
 
     project = Project(tmp_path / "p", "http://127.0.0.1:9", "t")
     (project.state / "config.json").unlink()

@@ -21,7 +21,7 @@ import pytest
 from orchestrator_hook import watchdog
 from sessions.models import ActiveSession, SessionEvent
 from sessions.services import recovery
-from tests.hook_client.conftest import Project, fixture, hook_argv
+from tests.client.conftest import Project, fixture, hook_argv
 from tests.waiting import wait_for
 
 CLAUDE = "11111111-1111-4111-8111-111111111111"

@@ -12,8 +12,8 @@ import pytest
 from claims.models import FileClaim
 from conflicts.models import ContextConflict
 from sessions.models import SessionEvent
-from tests.hook_client.conftest import Project, dead_url, fixture
-from tests.hook_client.test_live_sessions import CLAUDE, FAST_FLUSH, OTHER, start
+from tests.client.conftest import Project, dead_url, fixture
+from tests.client.test_live_sessions import CLAUDE, FAST_FLUSH, OTHER, start
 
 PROJECT = "github.com:acme:shop"
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from contexts.models import TaskContext
 from sessions.models import ActiveSession, SessionEvent, SessionHandoff, ToolInvocation
-from tests.hook_client.conftest import Project, dead_url, fixture
+from tests.client.conftest import Project, dead_url, fixture
 
 FAST_FLUSH = {"ORCHESTRATOR_FLUSH_SECONDS": "0"}
 OURS = Path(__file__).with_name("fixtures")
@@ -135,6 +135,18 @@ def test_the_handoff_note_is_readable_lines(shop, tmp_path):
                                  "Last request: add a logout button",
                                  "Last answer: Added it in nav.tsx.",
                                  "Last actions:", "- Edit src/nav.tsx"]
+
+
+def test_a_note_left_on_another_task_is_not_called_the_previous_sessions(shop):
+    project = shop("repo")
+    start(project)
+    project.hook("SessionEnd", fixture("session_end_other", session_id=CLAUDE))
+    note = SessionHandoff.objects.get(active=True)
+    run = start(project, OTHER)
+    assert f"Left by session {note.from_session_id}" in run.context
+    assert "previous session" not in run.context
+    assert (f"Handoff note from a {note.from_agent} session of this project" if note.from_agent
+            else "Handoff note from a session of this project") in run.context
 
 
 def test_a_long_outage_is_said_once_in_the_offline_context(shop):

@@ -86,3 +86,25 @@ def test_manage_py_adopts_the_running_launchers_servers(tmp_path, monkeypatch):
     # A configured database always wins.
     monkeypatch.setenv("DATABASE_URL", "postgresql://mine@h/db")
     assert adopt_running_launcher(tmp_path) == []
+
+
+def test_banner_names_the_data_dir_a_manage_py_command_needs(tmp_path, transactional_db):
+    """`make run --data-dir DIR`: the banner's createsuperuser line carries
+    ORCHESTRATOR_DATA_DIR=DIR, and manage.py run that way reaches DIR/servers.env's servers."""
+    from orchestrator.ops.serve import banner
+
+    default = banner("http://127.0.0.1:8000", ROOT / ".data")
+    assert "  create a login:        .venv/bin/python manage.py createsuperuser" in default
+    data = tmp_path / "some dir"
+    data.mkdir()
+    elsewhere = banner("http://127.0.0.1:8000", data)
+    assert f"ORCHESTRATOR_DATA_DIR='{data}' .venv/bin/python manage.py createsuperuser" \
+        in elsewhere
+    (data / "servers.env").write_text(f"DATABASE_URL={database_url()}\n")
+    (data / "launcher.pid").write_text(f"{os.getpid()}\n")
+    env = {key: value for key, value in _env_for_test_database().items()
+           if key not in ("DATABASE_URL", "POSTGRES_HOST")}
+    env["ORCHESTRATOR_DATA_DIR"] = str(data)
+    subprocess.run([sys.executable, "manage.py", "create_api_token", "via-data-dir"],
+                   cwd=ROOT, env=env, capture_output=True, text=True, timeout=60, check=True)
+    assert ApiToken.objects.filter(name="via-data-dir").exists()
