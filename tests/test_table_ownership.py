@@ -166,7 +166,8 @@ def ownership() -> dict[str, str]:
     owners: dict[str, str] = {}
     for config in apps.get_app_configs():
         package = Path(config.path).resolve()
-        if not package.is_relative_to(ROOT):
+        # Only this project's apps: a virtualenv inside the checkout holds Django's own.
+        if not package.is_relative_to(ROOT) or "site-packages" in package.parts:
             continue
         for model in config.get_models(include_auto_created=True):
             table = model._meta.db_table.split('"."')[-1].strip('"')
