@@ -144,8 +144,9 @@ def create_backup(target: Path, *, include_files: bool = True) -> dict[str, Any]
     major = server_major()
     bindir = client_binaries(major)
     stamp = datetime.now(UTC)
-    if target.is_dir():
-        target = target / f"orchestrator-{stamp.strftime('%Y%m%dT%H%M%SZ')}.tar.gz"
+    into_directory = target.is_dir()
+    if into_directory:
+        target = target / archive_name(stamp)
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="orchestrator-backup-") as work:
         dump = Path(work) / DUMP_NAME
@@ -163,7 +164,12 @@ def create_backup(target: Path, *, include_files: bool = True) -> dict[str, Any]
             }
             _run([str(bindir / "pg_dump"), "--format=custom", "--no-owner", "--no-privileges",
                   f"--snapshot={snapshot}", f"--file={dump}"], _client_env(database), "pg_dump")
-        partial = target.with_name(f".{target.name}.partial")
+        # A partial file of its own: the scheduled backup and one taken by hand can run
+        # at the same moment into the same directory, and must never write one file.
+        handle, partial_name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.",
+                                                suffix=".partial")
+        os.close(handle)
+        partial = Path(partial_name)
         with tarfile.open(partial, "w:gz") as archive:
             manifest_file = Path(work) / MANIFEST_NAME
             manifest_file.write_text(json.dumps(manifest, indent=2))
@@ -173,10 +179,30 @@ def create_backup(target: Path, *, include_files: bool = True) -> dict[str, Any]
                 root = Path(getattr(settings, setting))
                 if root.is_dir():
                     archive.add(root, f"files/{name}")
-        # Renamed when complete: a crash mid-backup never leaves a truncated archive
-        # under the real name.
-        os.replace(partial, target)
+        # Named when complete: a crash mid-backup never leaves a truncated archive under
+        # the real name, and an archive already in the directory is never replaced.
+        target = _publish(partial, target) if into_directory else partial.replace(target)
     return {**manifest, "path": str(target), "bytes": target.stat().st_size}
+
+
+def archive_name(stamp: datetime) -> str:
+    """``orchestrator-<UTC time to the microsecond>.tar.gz``: names sort by time."""
+    return f"orchestrator-{stamp.strftime('%Y%m%dT%H%M%S.%fZ')}.tar.gz"
+
+
+def _publish(partial: Path, target: Path) -> Path:
+    """Give ``partial`` the name ``target`` (or the next free ``-N`` one) without ever
+    replacing a file that holds that name already."""
+    base = target.name.removesuffix(".tar.gz")
+    for attempt in range(100):
+        candidate = target.with_name(f"{base}-{attempt}.tar.gz" if attempt else target.name)
+        try:
+            os.link(partial, candidate)
+        except FileExistsError:
+            continue
+        partial.unlink()
+        return candidate
+    raise BackupError(f"no free archive name next to {target}")
 
 
 def backup_archives(directory: Path) -> list[Path]:

@@ -182,3 +182,38 @@ def test_no_backup_dir_no_scheduled_backup(settings):
 
     settings.BACKUP_DIR = ""
     assert "orchestrator.backup" not in {job["task"] for job in periodic_jobs().values()}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_backups_named_alike_at_once_both_land_whole(tools, tmp_path, monkeypatch):
+    """The scheduled backup and one taken by hand can start in the same instant into the
+    same directory: each writes its own partial file and neither replaces the other."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from django.db import connections
+
+    from orchestrator.ops import backup
+
+    tools.ok("create_task", {"taskId": "twin-backup", "name": "twins"})
+    monkeypatch.setattr(backup, "archive_name", lambda stamp: "orchestrator-same-instant.tar.gz")
+    target = tmp_path / "backups"
+    target.mkdir()
+
+    def take(_):
+        try:
+            return Path(backup.create_backup(target)["path"])
+        finally:
+            connections.close_all()
+
+    with ThreadPoolExecutor(2) as pool:
+        paths = list(pool.map(take, range(2)))
+    assert sorted(p.name for p in paths) == ["orchestrator-same-instant-1.tar.gz",
+                                             "orchestrator-same-instant.tar.gz"]
+    assert sorted(p.name for p in target.iterdir()) == sorted(p.name for p in paths)
+    for path in paths:
+        assert backup.read_manifest(path)["rows"]["task_contexts"] == 1
+        with tarfile.open(path, "r:gz") as archive:
+            listed = subprocess.run(
+                [str(backup.client_binaries() / "pg_restore"), "--list"],
+                input=archive.extractfile(backup.DUMP_NAME).read(), capture_output=True)
+        assert listed.returncode == 0 and b"task_contexts" in listed.stdout, listed.stderr
