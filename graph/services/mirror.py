@@ -105,13 +105,31 @@ def edge_delete_statements(edge: StoredEdge) -> Statements:
 
 
 def session_handles_statements(task_ids: Iterable[str]) -> Statements:
-    """Redo the session Agent-HANDLES->Task edges of these tasks from Postgres."""
+    """Bring the session Agent-HANDLES->Task edges of these tasks in step with Postgres:
+    delete only the edges no live work backs any more, MERGE the ones it backs (a no-op
+    for an edge already there). Deleting every edge and writing it again, as this did,
+    made each outbox drain rewrite edges that had not changed (a start_session's drain
+    rewrote its task's HANDLES edge every time)."""
     tasks = sorted(set(task_ids))
     pairs = sorted(set(live_work().filter(task_id__in=tasks, agent_id__isnull=False)
-                       .values_list("agent_id", "task_id")))
-    return [(delete_matched("UNWIND $tasks AS id MATCH (:Agent)-[h:HANDLES {via: 'session'}]"
-                            "->(:Task {taskId: id})", "h"), {"tasks": tasks}),
-            handles_statement(pairs, "session")]
+                       .values_list("agent_id", "task_id").distinct()))
+    agents: dict[str, list[str]] = {task: [] for task in tasks}
+    for agent, task in pairs:
+        agents[task].append(agent)
+    statements: Statements = [stale_handles_statement(agents, "session")]
+    if pairs:
+        statements.append(handles_statement(pairs, "session"))
+    return statements
+
+
+def stale_handles_statement(agents: dict[str, list[str]],
+                            via: str) -> tuple[str, dict[str, Any]]:
+    """Delete the ``via`` HANDLES edges to each task (a key of ``agents``) from an agent
+    not in its list: the edges Postgres no longer backs, and only those."""
+    return (delete_matched("UNWIND $rows AS r MATCH (a:Agent)-[h:HANDLES {via: $via}]"
+                           "->(:Task {taskId: r.task}) WHERE NOT a.agentId IN r.agents", "h"),
+            {"rows": [{"task": task, "agents": names} for task, names in agents.items()],
+             "via": via})
 
 
 def live_work():

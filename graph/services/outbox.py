@@ -102,12 +102,16 @@ def _task_statements(task_ids: list[str]) -> Statements:
             ("UNWIND $rows AS p MERGE (t:Task {taskId: p.taskId}) SET t.name = p.name, "
              "t.status = p.status, t.phase = p.phase, t.priority = p.priority, "
              "t.score = p.score", {"rows": [mirror.task_props(t) for t in tasks.values()]}),
-            (mirror.delete_matched("UNWIND $ids AS id MATCH (:Agent)-[h:HANDLES "
-                                   "{via: 'agentType'}]->(:Task {taskId: id})", "h"),
-             {"ids": sorted(tasks)}),
-            mirror.handles_statement(sorted((t.agent_type, t.task_id) for t in tasks.values()
-                                            if t.agent_type), "agentType"),
+            # Only the agentType edges Postgres no longer backs are deleted; the one it
+            # backs is MERGEd (no write when it is there already).
+            mirror.stale_handles_statement({t.task_id: [t.agent_type] if t.agent_type else []
+                                            for t in sorted(tasks.values(),
+                                                            key=lambda t: t.task_id)},
+                                           "agentType"),
         ]
+        assigned = sorted((t.agent_type, t.task_id) for t in tasks.values() if t.agent_type)
+        if assigned:
+            statements.append(mirror.handles_statement(assigned, "agentType"))
     if gone:
         statements.append(("UNWIND $ids AS id MATCH (t:Task {taskId: id}) DETACH DELETE t",
                            {"ids": gone}))
@@ -160,6 +164,17 @@ def statements_for(entries: list[tuple[str, str, str | None]]) -> Statements:
     Nodes come before edges whatever the queue order (an edge needs both ends), and each
     entity is written once per batch however often it was queued: the state written is
     the current one, which already includes every queued change.
+
+    A work entry writes its WORKS_ON edge (MATCHing both ends) and its task's session
+    HANDLES edges, not the Session and Task nodes: each of those was queued by its own
+    change with a lower id (a session's or task's row is written, and queued, before a
+    work record can name it: start_session's one statement inserts the session row and
+    then, from it, the work row; a task exists, committed, before work on it is
+    recorded), so in this batch or in an earlier one, which was applied first (batches
+    go in id order and leave the queue only once written). Writing the unchanged nodes
+    again cost every start_session's drain three statements of the graph server's time.
+    A graph that lost nodes all the same (a server that lost its data) is sync_graph's
+    to repair, as it is for every other change.
     """
     tasks: dict[str, None] = {}
     sessions: dict[str, None] = {}
@@ -171,8 +186,6 @@ def statements_for(entries: list[tuple[str, str, str | None]]) -> Statements:
             sessions[entity_id] = None
         elif kind == "work" and task_id:
             work[(entity_id, task_id)] = None
-            sessions[entity_id] = None  # the edge needs both of its nodes
-            tasks[task_id] = None
     statements: Statements = []
     if tasks:
         statements += _task_statements(list(tasks))

@@ -256,3 +256,28 @@ def test_the_save_path_knows_the_columns_the_outbox_trigger_watches():
         (definition,) = cursor.fetchone()
     watched = set(re.findall(r"\bold\.(\w+)", definition, re.I))
     assert watched == set(MIRRORED_COLUMNS), definition
+
+
+def test_a_sessions_drain_writes_its_session_and_edge_and_nothing_unchanged(
+        tools, graph_server, monkeypatch):
+    """A work entry writes its WORKS_ON edge and its task's session HANDLES edges, not
+    the Session and Task nodes (their own entries, queued first, write those), and an
+    edge Postgres still backs is left as it is, not deleted and written again."""
+    tools.ok("create_task", {"taskId": "w1", "name": "W1", "agentType": "backend"})
+    tools.ok("start_session", {"sessionId": "ws1", "taskId": "w1", "agentId": "claude-a"})
+    handles = "MATCH (:Agent)-[h:HANDLES]->(:Task {taskId: 'w1'}) RETURN id(h) ORDER BY id(h)"
+    edges = backend.cypher(handles)
+    assert len(edges) == 2  # agentType backend, session claude-a
+    sent: list[str] = []
+    write = backend.write
+    monkeypatch.setattr(backend, "write", lambda statements: (
+        sent.extend(query for query, _ in statements), write(statements))[1])
+    # Drained as the call commits (GRAPH_OUTBOX_DELAY_MS=0 here): its session and work.
+    tools.ok("start_session", {"sessionId": "ws2", "taskId": "w1", "agentId": "claude-a"})
+    assert not GraphOutboxEntry.objects.exists()
+    assert not any("(t:Task {taskId: p.taskId})" in query for query in sent), sent
+    assert len(sent) == 4, sent  # the Session, WORKS_ON, stale HANDLES, live HANDLES
+    assert backend.cypher(handles) == edges
+    assert backend.cypher("MATCH (s:Session)-[:WORKS_ON]->(:Task {taskId: 'w1'}) "
+                          "RETURN s.sessionId ORDER BY s.sessionId") == [["ws1"], ["ws2"]]
+    assert_graph_equals_postgres()
