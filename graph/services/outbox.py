@@ -8,9 +8,9 @@ per-process background thread, at most every GRAPH_OUTBOX_DELAY_MS), on beat
 stays the backstop that repairs everything.
 
 Drainers take one transaction-level advisory lock, so batches are applied one at a time
-in id order. A batch is written to the graph in one Bolt transaction and its rows are
-deleted in the same Postgres transaction only once that write succeeded: a failure
-leaves them queued for the next drain.
+in id order. A batch is written to the graph in one Bolt transaction, inside the
+Postgres transaction that deletes its rows, which commits only once that write
+succeeded: a failure rolls the delete back and leaves them queued for the next drain.
 """
 
 from __future__ import annotations
@@ -211,17 +211,18 @@ def _drain_batch(limit: int) -> int:
             # One drainer at a time, so batches reach the graph in queue order; a second
             # one waits and then finds what the first left (or rows queued since).
             cursor.execute("SELECT pg_advisory_xact_lock(%s)", [LOCK_KEY])
-            cursor.execute(f"SELECT id, kind, entity_id, task_id FROM {OUTBOX_TABLE} "
-                           "ORDER BY id LIMIT %s", [limit])
-            rows = cursor.fetchall()
+            # Taken out of the queue in the statement that reads them (one round trip,
+            # not a read and a delete), in this transaction: a failed graph write rolls
+            # it back, and they stay queued for the next drain.
+            cursor.execute(f"DELETE FROM {OUTBOX_TABLE} WHERE id IN (SELECT id FROM "
+                           f"{OUTBOX_TABLE} ORDER BY id LIMIT %s) "
+                           "RETURNING id, kind, entity_id, task_id", [limit])
+            rows = sorted(cursor.fetchall())
         if not rows:
             return 0
         statements = statements_for([(kind, entity, task) for _, kind, entity, task in rows])
         if statements:
             backend.write(statements)
-        with connection.cursor() as cursor:
-            cursor.execute(f"DELETE FROM {OUTBOX_TABLE} WHERE id = ANY(%s)",
-                           [[row[0] for row in rows]])
     return len(rows)
 
 
