@@ -105,29 +105,32 @@ def edge_delete_statements(edge: StoredEdge) -> Statements:
 
 
 def session_handles_statements(task_ids: Iterable[str]) -> Statements:
-    """Bring the session Agent-HANDLES->Task edges of these tasks in step with Postgres:
-    delete only the edges no live work backs any more, MERGE the ones it backs (a no-op
-    for an edge already there). Deleting every edge and writing it again, as this did,
-    made each outbox drain rewrite edges that had not changed (a start_session's drain
-    rewrote its task's HANDLES edge every time)."""
+    """Bring the session Agent-HANDLES->Task edges of these tasks in step with Postgres."""
     tasks = sorted(set(task_ids))
-    pairs = sorted(set(live_work().filter(task_id__in=tasks, agent_id__isnull=False)
-                       .values_list("agent_id", "task_id").distinct()))
     agents: dict[str, list[str]] = {task: [] for task in tasks}
-    for agent, task in pairs:
+    for agent, task in sorted(set(live_work().filter(task_id__in=tasks, agent_id__isnull=False)
+                                  .values_list("agent_id", "task_id").distinct())):
         agents[task].append(agent)
-    statements: Statements = [stale_handles_statement(agents, "session")]
-    if pairs:
-        statements.append(handles_statement(pairs, "session"))
-    return statements
+    return [handles_sync_statement(agents, "session")]
 
 
-def stale_handles_statement(agents: dict[str, list[str]],
-                            via: str) -> tuple[str, dict[str, Any]]:
-    """Delete the ``via`` HANDLES edges to each task (a key of ``agents``) from an agent
-    not in its list: the edges Postgres no longer backs, and only those."""
-    return (delete_matched("UNWIND $rows AS r MATCH (a:Agent)-[h:HANDLES {via: $via}]"
-                           "->(:Task {taskId: r.task}) WHERE NOT a.agentId IN r.agents", "h"),
+def handles_sync_statement(agents: dict[str, list[str]],
+                           via: str) -> tuple[str, dict[str, Any]]:
+    """Make the ``via`` HANDLES edges to each task (a key of ``agents``) those from the
+    agents in its list, in one statement: it deletes only the edges Postgres no longer
+    backs and MERGEs the ones it backs (nothing written for an edge already there),
+    creating missing Agent nodes. Deleting every edge and writing it again, in two
+    statements, made each outbox drain rewrite edges that had not changed (a
+    start_session's drain rewrote its task's HANDLES edge every time). Each task's
+    doomed edges are collected (an aggregation: every match read) before any is deleted,
+    as ``delete_matched`` explains."""
+    return ("UNWIND $rows AS r MATCH (t:Task {taskId: r.task}) "
+            "OPTIONAL MATCH (a:Agent)-[h:HANDLES {via: $via}]->(t) "
+            "WHERE NOT a.agentId IN r.agents "
+            "WITH r, t, collect(DISTINCT h) AS doomed FOREACH (x IN doomed | DELETE x) "
+            "WITH r, t UNWIND r.agents AS agent "
+            "MERGE (a:Agent {agentId: agent}) ON CREATE SET a.type = agent "
+            "MERGE (a)-[:HANDLES {via: $via}]->(t)",
             {"rows": [{"task": task, "agents": names} for task, names in agents.items()],
              "via": via})
 

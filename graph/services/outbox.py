@@ -102,16 +102,11 @@ def _task_statements(task_ids: list[str]) -> Statements:
             ("UNWIND $rows AS p MERGE (t:Task {taskId: p.taskId}) SET t.name = p.name, "
              "t.status = p.status, t.phase = p.phase, t.priority = p.priority, "
              "t.score = p.score", {"rows": [mirror.task_props(t) for t in tasks.values()]}),
-            # Only the agentType edges Postgres no longer backs are deleted; the one it
-            # backs is MERGEd (no write when it is there already).
-            mirror.stale_handles_statement({t.task_id: [t.agent_type] if t.agent_type else []
-                                            for t in sorted(tasks.values(),
-                                                            key=lambda t: t.task_id)},
-                                           "agentType"),
+            mirror.handles_sync_statement({t.task_id: [t.agent_type] if t.agent_type else []
+                                           for t in sorted(tasks.values(),
+                                                           key=lambda t: t.task_id)},
+                                          "agentType"),
         ]
-        assigned = sorted((t.agent_type, t.task_id) for t in tasks.values() if t.agent_type)
-        if assigned:
-            statements.append(mirror.handles_statement(assigned, "agentType"))
     if gone:
         statements.append(("UNWIND $ids AS id MATCH (t:Task {taskId: id}) DETACH DELETE t",
                            {"ids": gone}))
