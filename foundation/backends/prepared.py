@@ -87,6 +87,17 @@ def fetch_one_after(statements: Sequence[str],
         return _first_row(last, cursor)
 
 
+def fetch_all_after(statements: Sequence[str],
+                    params: Mapping[str, Any]) -> list[tuple[Any, ...]]:
+    """``fetch_one_after``, returning every row of the last statement (as tuples)."""
+    last = statements[-1]
+    with _cursor(last) as (db, cursor):
+        with db.connection.pipeline():
+            for sql in statements:
+                cursor.execute(sql, params, prepare=True)
+        return cursor.fetchall()
+
+
 # Column names by statement. Reading them from each result (a Column object each for
 # ``cursor.description``, or a decode each) cost more than decoding the row's values;
 # a statement's text fixes its columns, and the count is checked anyway.

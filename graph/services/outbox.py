@@ -24,6 +24,7 @@ from django.conf import settings
 from django.db import connection, transaction
 
 from contexts.models import TaskContext
+from foundation.backends import prepared
 from foundation.backends.coalesce import CoalescingWriter
 from foundation.core.errors import failure_reason
 from foundation.core.stamps import now_iso
@@ -191,6 +192,17 @@ def statements_for(entries: list[tuple[str, str, str | None]]) -> Statements:
     return statements
 
 
+# A batch taken, in one round trip with the transaction's BEGIN (a pipeline; the DELETE
+# starts, and takes its snapshot, once the lock is held). One drainer at a time, so
+# batches reach the graph in queue order; a second one waits and then finds what the
+# first left (or rows queued since). The rows are taken out of the queue by the
+# statement that reads them, in the drain's transaction: a failed graph write rolls the
+# delete back, and they stay queued for the next drain.
+_TAKE_BATCH = ("SELECT pg_advisory_xact_lock(%(key)s)",
+               f"DELETE FROM {OUTBOX_TABLE} WHERE id IN (SELECT id FROM {OUTBOX_TABLE} "
+               "ORDER BY id LIMIT %(limit)s) RETURNING id, kind, entity_id, task_id")
+
+
 def _drain_batch(limit: int) -> int:
     """Apply up to ``limit`` rows; the number applied (raises if the graph write fails)."""
     with connection.cursor() as cursor:
@@ -202,17 +214,8 @@ def _drain_batch(limit: int) -> int:
         if not cursor.fetchone()[0]:
             return 0
     with transaction.atomic():
-        with connection.cursor() as cursor:
-            # One drainer at a time, so batches reach the graph in queue order; a second
-            # one waits and then finds what the first left (or rows queued since).
-            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [LOCK_KEY])
-            # Taken out of the queue in the statement that reads them (one round trip,
-            # not a read and a delete), in this transaction: a failed graph write rolls
-            # it back, and they stay queued for the next drain.
-            cursor.execute(f"DELETE FROM {OUTBOX_TABLE} WHERE id IN (SELECT id FROM "
-                           f"{OUTBOX_TABLE} ORDER BY id LIMIT %s) "
-                           "RETURNING id, kind, entity_id, task_id", [limit])
-            rows = sorted(cursor.fetchall())
+        rows = sorted(prepared.fetch_all_after(_TAKE_BATCH, {"key": LOCK_KEY,
+                                                             "limit": limit}))
         if not rows:
             return 0
         statements = statements_for([(kind, entity, task) for _, kind, entity, task in rows])
