@@ -114,44 +114,65 @@ def _task_statements(task_ids: list[str]) -> Statements:
     return statements
 
 
-def _session_statements(session_ids: list[str]) -> Statements:
+def _session_statements(session_ids: list[str],
+                        edges: dict[str, list[dict[str, Any]]]) -> Statements:
+    """Session nodes as active_sessions has them now, each with the WORKS_ON edges of
+    ``edges`` (session id -> its queued work rows present in Postgres; the sessions'
+    rows are taken out of it): a start_session's node and edge in one statement."""
     sessions = {sid: {"id": sid, "status": status or "active",
-                      "started": sortable_stamp(started) if started else None}
+                      "started": sortable_stamp(started) if started else None,
+                      "work": edges.pop(sid, [])}
                 for sid, status, started in ActiveSession.objects.filter(
                     session_id__in=session_ids).values_list("session_id", "status",
                                                             "started_at")}
     gone = [s for s in session_ids if s not in sessions]
     statements: Statements = []
     if sessions:
+        # The UNWIND of a session without work ends its row after the node's SET, which
+        # stays written.
         statements.append(
             ("UNWIND $rows AS r MERGE (s:Session {sessionId: r.id}) SET s.status = r.status, "
-             "s.startedAt = r.started", {"rows": list(sessions.values())}))
+             "s.startedAt = r.started WITH s, r UNWIND r.work AS w "
+             "MATCH (t:Task {taskId: w.task}) MERGE (s)-[e:WORKS_ON]->(t) "
+             "SET e.startedAt = w.started", {"rows": list(sessions.values())}))
     if gone:
         statements.append(("UNWIND $ids AS id MATCH (s:Session {sessionId: id}) "
                            "DETACH DELETE s", {"ids": gone}))
     return statements
 
 
-def _work_statements(pairs: list[tuple[str, str]]) -> Statements:
-    """WORKS_ON edges of these (session, task) pairs as agent_sessions_sessionwork has them, and
-    the session HANDLES edges of their tasks."""
+def _work_rows(pairs: list[tuple[str, str]]
+               ) -> tuple[dict[str, list[dict[str, Any]]], list[dict[str, str]]]:
+    """The queued (session, task) pairs as agent_sessions_sessionwork has them: the live
+    ones by session id, and those gone."""
     live = {(w.session_id, w.task_id): w for w in mirror.live_work().filter(
         session_id__in={s for s, _ in pairs}, task_id__in={t for _, t in pairs})}
-    present = [{"id": s, "task": t, "started": sortable_stamp(live[(s, t)].started_at)}
-               for s, t in pairs if (s, t) in live]
-    gone = [{"id": s, "task": t} for s, t in pairs if (s, t) not in live]
+    present: dict[str, list[dict[str, Any]]] = {}
+    for s, t in pairs:
+        if (s, t) in live:
+            present.setdefault(s, []).append(
+                {"task": t, "started": sortable_stamp(live[(s, t)].started_at)})
+    return present, [{"id": s, "task": t} for s, t in pairs if (s, t) not in live]
+
+
+def _work_statements(present: dict[str, list[dict[str, Any]]], gone: list[dict[str, str]],
+                     task_ids: set[str]) -> Statements:
+    """WORKS_ON edges of queued pairs whose session was not queued in the batch (those
+    are written with their Session node), the removal of those gone, and the session
+    HANDLES edges of their tasks."""
+    rows = [{"id": s, **work} for s, works in present.items() for work in works]
     statements: Statements = []
-    if present:
+    if rows:
         statements.append(
             ("UNWIND $rows AS r MATCH (s:Session {sessionId: r.id}) "
              "MATCH (t:Task {taskId: r.task}) MERGE (s)-[w:WORKS_ON]->(t) "
-             "SET w.startedAt = r.started", {"rows": present}))
+             "SET w.startedAt = r.started", {"rows": rows}))
     if gone:
         statements.append(
             (mirror.delete_matched("UNWIND $rows AS r MATCH (:Session {sessionId: r.id})"
                                    "-[w:WORKS_ON]->(:Task {taskId: r.task})", "w"),
              {"rows": gone}))
-    return statements + mirror.session_handles_statements({t for _, t in pairs})
+    return statements + mirror.session_handles_statements(task_ids)
 
 
 def statements_for(entries: list[tuple[str, str, str | None]]) -> Statements:
@@ -182,13 +203,14 @@ def statements_for(entries: list[tuple[str, str, str | None]]) -> Statements:
             sessions[entity_id] = None
         elif kind == "work" and task_id:
             work[(entity_id, task_id)] = None
+    present, gone = _work_rows(list(work)) if work else ({}, [])
     statements: Statements = []
     if tasks:
         statements += _task_statements(list(tasks))
     if sessions:
-        statements += _session_statements(list(sessions))
+        statements += _session_statements(list(sessions), present)
     if work:
-        statements += _work_statements(list(work))
+        statements += _work_statements(present, gone, {t for _, t in work})
     return statements
 
 
