@@ -70,6 +70,13 @@ def fetch_all(sql: str, params: Sequence[Any] | Mapping[str, Any]) -> list[tuple
         return cursor.fetchall()
 
 
+def execute(sql: str, params: Sequence[Any] | Mapping[str, Any]) -> int:
+    """Run ``sql`` prepared, as ``fetch_one`` does, for its effect: the rows it touched."""
+    with _cursor(sql) as (_, cursor):
+        cursor.execute(sql, params, prepare=True)
+        return cursor.rowcount
+
+
 def fetch_one_after(statements: Sequence[str],
                     params: Mapping[str, Any]) -> dict[str, Any] | None:
     """Run ``statements`` (``%(name)s`` placeholders, each taking what it names from
