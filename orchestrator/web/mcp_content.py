@@ -32,20 +32,22 @@ import dataclasses
 import json
 import logging
 import re
-from collections.abc import AsyncIterator, Callable
-from typing import Any
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, TypeVar, cast
 from urllib.parse import quote, unquote
 
 import anyio
 import mcp_types as types
 import redis.asyncio
 from django.conf import settings
+from django.db import InterfaceError, OperationalError
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ResourceUpdated
 from mcp.shared.exceptions import MCPError
 from mcp.shared.jsonrpc_dispatcher import progress_token_from_params
 
 from contexts.services import events, tasks
 from foundation.backends.files import check_safe_id
+from foundation.core.auth import TOKEN_CACHE_SECONDS, authenticate_header
 from foundation.core.errors import OrchestratorError, task_not_found
 from foundation.core.models import TokenScope
 from foundation.core.projects import CLIENT_PROJECT_HEADER, require_project
@@ -54,6 +56,7 @@ from orchestrator.web.fastlane import in_fresh_connection, in_tool_thread
 from sessions.services import handoffs, recovery
 
 logger = logging.getLogger("orchestrator.mcp")
+T = TypeVar("T")
 
 # -- who is calling --------------------------------------------------------------------------
 
@@ -231,6 +234,9 @@ LISTED_TASKS = 50
 # 1024 in all): one client cannot take every stream of the server.
 SUBSCRIBED_URIS = 100
 STREAMS_PER_TOKEN = 20
+# An open stream's token is checked again this often (as often as a REST call's cached
+# token is): a revoked token's stream ends within about twice this.
+TOKEN_RECHECK_SECONDS = TOKEN_CACHE_SECONDS
 
 TEMPLATES = (
     types.ResourceTemplate(
@@ -333,13 +339,58 @@ def listen_handler(stdio_project: str | None = None):
                 "already: close one first", {"limit": STREAMS_PER_TOKEN}))
         _open_streams[holder] = _open_streams.get(holder, 0) + 1
         try:
-            return await LISTEN(ctx, params)
+            authorization = _authorization(ctx)
+            if authorization is None:  # stdio: no token to lose
+                return await LISTEN(ctx, params)
+            return await _until_revoked(authorization, LISTEN(ctx, params))
         finally:
             _open_streams[holder] -= 1
             if not _open_streams[holder]:
                 del _open_streams[holder]
 
     return on_listen
+
+
+def _authorization(ctx: Any) -> str | None:
+    request = getattr(ctx, "request", None)
+    return request.headers.get("authorization") if request is not None else None
+
+
+async def _until_revoked(authorization: str, stream: Awaitable[T]) -> T:
+    """Serve ``stream`` while its token stays valid. A listen stream outlives the request
+    that checked its token, so the token is checked again every TOKEN_RECHECK_SECONDS: a
+    revoked token's stream ends with E1609 instead of hearing of further changes. An
+    unreachable Postgres ends nothing (the token cannot be read either way)."""
+    revoked = False
+
+    async def watch(scope: anyio.CancelScope) -> None:
+        nonlocal revoked
+        while True:
+            await anyio.sleep(TOKEN_RECHECK_SECONDS)
+            try:
+                valid = await in_tool_thread(authenticate_header, authorization)
+            except (OperationalError, InterfaceError):
+                continue
+            if valid is None:
+                revoked = True
+                scope.cancel()
+                return
+
+    result: T | None = None
+    failed: Exception | None = None  # raised as itself, not inside the group's ExceptionGroup
+    async with anyio.create_task_group() as group:
+        group.start_soon(watch, group.cancel_scope)
+        try:
+            result = await stream
+        except Exception as exc:  # noqa: BLE001 - re-raised below, unchanged
+            failed = exc
+        group.cancel_scope.cancel()
+    if failed is not None:
+        raise failed
+    if revoked:
+        raise mcp_error(OrchestratorError("E1609", "The token of this subscription stream "
+                                          "was revoked"))
+    return cast(T, result)
 
 
 _open_streams: dict[str, int] = {}  # token name -> listen streams open in this process

@@ -15,6 +15,7 @@ import httpx2
 import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.client.subscriptions import SubscriptionLost
 from mcp.shared.exceptions import MCPError
 
 from foundation.core.models import ApiToken, TokenScope
@@ -56,16 +57,22 @@ def rest(url: str, token: str, tool: str, arguments: dict, *,
     return response.json()
 
 
-def refusal(url: str, token: str, action, **options) -> MCPError:
-    """The MCP error ``action`` fails with (out of the client's task groups)."""
+def outcome_error(call) -> BaseException:
+    """What ``call()`` fails with, out of the client's task groups."""
     try:
-        run(url, token, action, **options)
-    except BaseException as exc:  # noqa: BLE001 - unwrapped and checked below
+        call()
+    except BaseException as exc:  # noqa: BLE001 - unwrapped for the caller to check
         while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
             exc = exc.exceptions[0]
-        assert isinstance(exc, MCPError), repr(exc)
         return exc
     raise AssertionError("no error")
+
+
+def refusal(url: str, token: str, action, **options) -> MCPError:
+    """The MCP error ``action`` fails with (out of the client's task groups)."""
+    error = outcome_error(lambda: run(url, token, action, **options))
+    assert isinstance(error, MCPError), repr(error)
+    return error
 
 
 def assert_clean(error: MCPError) -> None:
@@ -366,6 +373,40 @@ def test_a_token_holds_a_bounded_number_of_streams(live_api, monkeypatch):
             return subscription.honored.resource_subscriptions
 
     assert run(url, token, after_closing) == uri
+
+
+def test_a_revoked_tokens_stream_ends_with_e1609(live_api, monkeypatch):
+    """A listen stream outlives the request that checked its token: revoking the token ends
+    the stream with E1609 at the next check of its token."""
+    url, token = live_api
+    monkeypatch.setattr(mcp_content, "TOKEN_RECHECK_SECONDS", 0.2)  # in-process server
+    rest(url, token, "create_task", {"taskId": "revoked-watch", "name": "w"})
+    row, listener = ApiToken.issue("mcp-revoked-listener", TokenScope.WRITE)
+    uri = TASK_URI.format("revoked-watch")
+
+    async def listen_through_a_revocation(client):
+        heard = []
+        async with client.listen(resource_subscriptions=[uri]) as subscription:
+            await anyio.to_thread.run_sync(lambda: rest(url, token, "save_context_snapshot", {
+                "taskId": "revoked-watch", "updates": {"currentPhase": "before"}}))
+            with anyio.fail_after(15):
+                async for event in subscription:
+                    heard.append(event.uri)
+                    break
+            row.revoked = True
+            await anyio.to_thread.run_sync(row.save)
+            with anyio.fail_after(15):
+                async for event in subscription:  # ends with the server's error
+                    heard.append(event.uri)
+        return heard
+
+    # The official client ends the stream as lost, with the server's error as the cause.
+    lost = outcome_error(lambda: run(url, listener, listen_through_a_revocation))
+    assert isinstance(lost, SubscriptionLost), repr(lost)
+    error = lost.__cause__
+    assert isinstance(error, MCPError), repr(error)
+    assert error.message == "E1609: The token of this subscription stream was revoked"
+    assert_clean(error)
 
 
 # -- progress --------------------------------------------------------------------------------
