@@ -11,6 +11,7 @@ the endpoints in the OpenAPI document and answers with it when served under WSGI
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import contextvars
 import functools
@@ -56,6 +57,11 @@ T = TypeVar("T")
 # call_soon_threadsafe back.
 _jobs: queue.SimpleQueue[tuple[asyncio.AbstractEventLoop, asyncio.Future[Any],
                                Callable[..., Any], tuple[Any, ...]]] = queue.SimpleQueue()
+# One entry per thread waiting for a job (deque append and pop are atomic). A call takes
+# one, or starts a thread while there are fewer than TOOL_THREADS, as ThreadPoolExecutor
+# did: calls one at a time keep reusing one thread and its database connection (warm
+# prepared statements, one Postgres backend), and a burst grows the pool.
+_idle: collections.deque[None] = collections.deque()
 _threads: list[threading.Thread] = []
 _threads_lock = threading.Lock()
 
@@ -72,7 +78,11 @@ def _settle(future: asyncio.Future[Any], result: Any, error: BaseException | Non
 
 def _tool_thread() -> None:
     while True:
-        loop, future, function, args = _jobs.get()
+        try:  # a call already waiting is taken without counting this thread idle
+            loop, future, function, args = _jobs.get_nowait()
+        except queue.Empty:
+            _idle.append(None)
+            loop, future, function, args = _jobs.get()
         try:
             result, error = function(*args), None
         except BaseException as exc:  # noqa: BLE001 - handed to the awaiting caller
@@ -85,12 +95,11 @@ def _tool_thread() -> None:
         del loop, future, function, args, result, error
 
 
-def _start_threads() -> None:
-    """The pool's threads, started on first use (an import starts none). Daemon threads:
-    the server's graceful shutdown waits for the requests awaiting them, so none is cut
-    off in a call."""
+def _start_thread() -> None:
+    """One more tool thread, up to TOOL_THREADS. Daemon threads: the server's graceful
+    shutdown waits for the requests awaiting them, so none is cut off in a call."""
     with _threads_lock:
-        while len(_threads) < settings.TOOL_THREADS:
+        if len(_threads) < settings.TOOL_THREADS:
             thread = threading.Thread(target=_tool_thread, name=f"tool_{len(_threads)}",
                                       daemon=True)
             thread.start()
@@ -99,8 +108,10 @@ def _start_threads() -> None:
 
 async def in_tool_thread(function: Callable[..., T], *args: Any) -> T:
     """Run blocking ``function(*args)`` (database, Redis, files) off the event loop."""
-    if not _threads:
-        _start_threads()
+    try:
+        _idle.pop()
+    except IndexError:
+        _start_thread()
     if tracing.enabled:
         # The tool threads do not carry context variables; the current span (an
         # incoming traceparent, the MCP request's span) must reach the tool call.
