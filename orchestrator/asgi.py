@@ -30,13 +30,12 @@ from orchestrator.web.mcp import AGENT_PATH, PATH, build_http_app  # noqa: E402
 mcp_app = build_http_app()
 
 
-def _header(scope, name: bytes) -> str | None:
-    raw = dict(scope.get("headers") or []).get(name)
+def _value(raw: bytes | None) -> str | None:
     return raw.decode("latin-1") if raw else None
 
 
 def _authorization(scope) -> str | None:
-    return _header(scope, b"authorization")
+    return _value(dict(scope.get("headers") or []).get(b"authorization"))
 
 
 CLIENT_PROJECT = CLIENT_PROJECT_HEADER.lower().encode()
@@ -73,9 +72,11 @@ async def route(scope, receive, send):
         return await mcp_app(scope, receive, send)
     name = fastlane.tool_name(scope)
     if name is not None:
+        headers = dict(scope.get("headers") or [])  # read once for both headers
         body = await fastlane.read_body(receive)
-        answer = await fastlane.in_tool_thread(fastlane.handle, name, _authorization(scope),
-                                               body, _header(scope, CLIENT_PROJECT))
+        answer = await fastlane.in_tool_thread(fastlane.handle, name,
+                                               _value(headers.get(b"authorization")), body,
+                                               _value(headers.get(CLIENT_PROJECT)))
         return await fastlane.send_json(send, *answer)
     return await django_app(scope, receive, send)
 

@@ -22,7 +22,7 @@ from claims.services.claimants import (
     repository_path,
     ttl_default,
 )
-from claims.services.holders import Holder, other_holders
+from claims.services.holders import Holder, holders_from, other_holders_query
 from claims.services.messages import blocked_text, record_event, warning_text
 from claims.services.overlaps import overlap_writer, record_overlaps
 from contexts.services.edit_policy import POLICY_KEY
@@ -61,22 +61,28 @@ _LOCK = ("SELECT count(pg_advisory_xact_lock(hashtextextended(%(project)s || '|'
          "FROM unnest(%(sorted)s::text[]) AS p")
 
 
-def _lock_paths(project_id: str, paths: list[str]) -> None:
-    """One advisory lock per (project, path), taken in path order (no deadlock between
-    two claimants of overlapping sets)."""
-    with connection.cursor() as cursor:
-        cursor.execute(_LOCK, {"project": project_id, "sorted": sorted(paths)})
+_KNOWN = (f"SELECT path, known_sessions FROM {CLAIMS_TABLE} WHERE session_id = %(me)s "
+          "AND path = ANY(%(paths)s::text[]) AND released_at IS NULL "
+          "AND expires_at > now() - make_interval(secs => %(recent)s)")
 
 
-def _known(session_id: str, paths: list[str]) -> dict[str, set[str]]:
-    """path -> sessions this session was already told about, for its claims that still
-    count (held or recently held); a claim that lapsed starts knowing no one again."""
-    rows = prepared.fetch_all(
-        f"SELECT path, known_sessions FROM {CLAIMS_TABLE} WHERE session_id = %s "
-        "AND path = ANY(%s::text[]) AND released_at IS NULL "
-        "AND expires_at > now() - make_interval(secs => %s)",
-        [session_id, paths, settings.FILE_CLAIM_RECENT_SECONDS])
-    return {path: set(known or ()) for path, known in rows}
+def _lock_and_read(who: Claimant, paths: list[str]
+                   ) -> tuple[list[Holder], dict[str, set[str]]]:
+    """Take the paths' locks, then read who else holds them and, per path, the sessions
+    this session was already told about (for its claims that still count, held or
+    recently held: a claim that lapsed starts knowing no one again).
+
+    The locks: one advisory lock per (project, path), taken in path order (no deadlock
+    between two claimants of overlapping sets). The three statements go in one round
+    trip (prepared.fetch_all_each), run in order in the caller's transaction: both reads
+    start after the locks are held, as they did as separate queries. Prepared: Postgres
+    planned each as long as it ran it."""
+    _, holders, known = prepared.fetch_all_each((
+        (_LOCK, {"project": who.project_id, "sorted": sorted(paths)}),
+        other_holders_query(who, paths),
+        (_KNOWN, {"me": who.session_id, "paths": paths,
+                  "recent": settings.FILE_CLAIM_RECENT_SECONDS})))
+    return holders_from(holders), {path: set(sessions or ()) for path, sessions in known}
 
 
 # What an upsert of a claim the session already has sets, in both claim statements.
@@ -105,10 +111,9 @@ def _upsert(who: Claimant, known: dict[str, set[str]], ttl: int, source: str,
             pending: dict[str, set[str]]) -> None:
     rows = [{"path": path, "known": sorted(sessions),
              "pending": sorted(pending.get(path, ()))} for path, sessions in known.items()]
-    with connection.cursor() as cursor:
-        cursor.execute(_UPSERT, {"project": who.project_id, "me": who.session_id,
-                                 "task": who.task_id, "source": source, "ttl": ttl,
-                                 "rows": json.dumps(rows)})
+    prepared.execute(_UPSERT, {"project": who.project_id, "me": who.session_id,
+                               "task": who.task_id, "source": source, "ttl": ttl,
+                               "rows": json.dumps(rows)})
 
 
 def _mark_known(session_ids_by_path: dict[tuple[str, str], None], claimant_id: str) -> None:
@@ -231,10 +236,7 @@ def claim(session_id: str, paths: list[str], *, ttl_seconds: int | None = None,
 
     def locked() -> tuple[Outcome, list[Holder], list[Holder], list[dict[str, Any]]]:
         outcome, blocked_by = Outcome(), []
-        if counted:
-            _lock_paths(who.project_id, counted)
-        others = other_holders(who, counted) if counted else []
-        known = _known(session_id, counted)
+        others, known = _lock_and_read(who, counted) if counted else ([], {})
         if others and who.policy.mode == "block" and source != "activity":
             blocked_by = others
         else:

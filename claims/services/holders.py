@@ -64,18 +64,27 @@ ORDER BY c.path, c.touched_at DESC
 """
 
 
-def holders_where(where: str, params: dict[str, Any], *, prepare: bool = False) -> list[Holder]:
+def holders_query(where: str, params: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """The holders statement narrowed by ``where``, and its parameters."""
     sql = _HOLDERS.format(claims=CLAIMS_TABLE, sessions=qualified("active_sessions"),
                           details=SessionDetail._meta.db_table,
                           tasks=qualified("task_contexts"), where=where)
-    params = {"recent": settings.FILE_CLAIM_RECENT_SECONDS, "live": live_seconds(), **params}
+    return sql, {"recent": settings.FILE_CLAIM_RECENT_SECONDS, "live": live_seconds(), **params}
+
+
+def holders_from(rows: list[tuple[Any, ...]]) -> list[Holder]:
+    return [Holder(*row[:11], bool(row[11]), float(row[12] or 0)) for row in rows]
+
+
+def holders_where(where: str, params: dict[str, Any], *, prepare: bool = False) -> list[Holder]:
+    sql, params = holders_query(where, params)
     if prepare:
         rows = prepared.fetch_all(sql, params)
     else:
         with connection.cursor() as cursor:
             cursor.execute(sql, params)
             rows = cursor.fetchall()
-    return [Holder(*row[:11], bool(row[11]), float(row[12] or 0)) for row in rows]
+    return holders_from(rows)
 
 
 _OTHERS = ("c.project_id = %(project)s AND c.path = ANY(%(paths)s::text[]) "
@@ -83,9 +92,15 @@ _OTHERS = ("c.project_id = %(project)s AND c.path = ANY(%(paths)s::text[]) "
            "AND (%(task)s::text IS NULL OR c.task_id IS DISTINCT FROM %(task)s::text)")
 
 
+def other_holders_query(who: Claimant, paths: list[str]) -> tuple[str, dict[str, Any]]:
+    """The statement of claims on ``paths`` that concern ``who``: other sessions, other
+    tasks (rows for ``holders_from``). Run prepared: every claim of a file someone else
+    holds asks, and planning the join cost ~0.9 ms of Postgres time each, more than
+    running it."""
+    return holders_query(_OTHERS, {"project": who.project_id, "paths": paths,
+                                   "me": who.session_id, "task": who.task_id})
+
+
 def other_holders(who: Claimant, paths: list[str]) -> list[Holder]:
-    """Claims on ``paths`` that concern ``who``: other sessions, other tasks. Prepared: every
-    claim of a file someone else holds asks, and planning the join cost ~0.9 ms of
-    Postgres time each, more than running it."""
-    return holders_where(_OTHERS, {"project": who.project_id, "paths": paths,
-                                   "me": who.session_id, "task": who.task_id}, prepare=True)
+    """Claims on ``paths`` that concern ``who`` (``other_holders_query``)."""
+    return holders_from(prepared.fetch_all(*other_holders_query(who, paths)))

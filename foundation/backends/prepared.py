@@ -70,6 +70,32 @@ def fetch_all(sql: str, params: Sequence[Any] | Mapping[str, Any]) -> list[tuple
         return cursor.fetchall()
 
 
+def execute(sql: str, params: Sequence[Any] | Mapping[str, Any]) -> int:
+    """Run ``sql`` prepared, as ``fetch_one`` does, for its effect: the rows it touched."""
+    with _cursor(sql) as (_, cursor):
+        cursor.execute(sql, params, prepare=True)
+        return cursor.rowcount
+
+
+def fetch_all_each(statements: Sequence[tuple[str, Sequence[Any] | Mapping[str, Any]]]
+                   ) -> list[list[tuple[Any, ...]]]:
+    """Run each (sql, params) prepared, in order and in one round trip (psycopg's pipeline
+    mode); every statement's rows, as tuples. In the caller's transaction when there is
+    one (each statement sees what the ones before it did, and their locks); outside one,
+    one transaction as ``fetch_one_after``'s."""
+    last = statements[-1][0]
+    with _cursor(last) as (db, first):
+        cursors = [first] + [psycopg.Cursor(db.connection) for _ in statements[1:]]
+        try:
+            with db.connection.pipeline():
+                for cursor, (sql, params) in zip(cursors, statements, strict=True):
+                    cursor.execute(sql, params, prepare=True)
+            return [cursor.fetchall() for cursor in cursors]
+        finally:
+            for cursor in cursors[1:]:
+                cursor.close()
+
+
 def fetch_one_after(statements: Sequence[str],
                     params: Mapping[str, Any]) -> dict[str, Any] | None:
     """Run ``statements`` (``%(name)s`` placeholders, each taking what it names from

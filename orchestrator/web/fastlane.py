@@ -19,6 +19,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
+import orjson
 from django.conf import settings
 from django.db import InterfaceError, OperationalError, close_old_connections
 
@@ -149,9 +150,22 @@ def handle(name: str, authorization: str | None, body: bytes | None,
     return in_fresh_connection(answer, name, authorization, body, project)
 
 
+# orjson writes what json.dumps(payload, default=str) wrote, as the same JSON values:
+# datetimes and dataclasses are handed to ``default`` (str(), as before) rather than
+# orjson's own forms, keys that are not strings become strings as json's do. What orjson
+# refuses (an integer past 64 bits, say) takes json's way. Why: encoding was ~10 % of a
+# web worker's GIL samples under load; a claim_files answer took 4.6 us with json, 0.55 us
+# with orjson (in-process, 100,000 answers).
+_ORJSON_OPTIONS = (orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS
+                   | orjson.OPT_NON_STR_KEYS)
+
+
 def encode(payload: dict[str, Any]) -> bytes:
     """A JSON answer as it goes on the wire (timestamps, decimals, UUIDs as strings)."""
-    return json.dumps(payload, default=str).encode()
+    try:
+        return orjson.dumps(payload, default=str, option=_ORJSON_OPTIONS)
+    except TypeError:
+        return json.dumps(payload, default=str).encode()
 
 
 async def read_body(receive) -> bytes | None:

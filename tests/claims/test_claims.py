@@ -215,6 +215,31 @@ def test_ignored_paths_make_no_conflict_and_raise_no_severity(two_agents):
 
 
 @pytest.mark.django_db
+def test_a_sessions_first_claim_locks_and_reads_in_one_round_trip(two_agents):
+    """A session not yet cached takes the long way: the path locks, the other holders and
+    what the session was told go in one round trip, then the upsert, the notices and the
+    commit; the answer is the long way's."""
+    from bench.roundtrips import PostgresTrace
+    from claims.services.claimants import claimant_cache
+
+    tools = two_agents
+    tools.ok("claim_files", {"sessionId": "s-main", "paths": ["a.py"]})
+    claimant_cache.clear()
+    trace = PostgresTrace()
+    with trace.capture():
+        body = conforms("claim_files", tools.ok("claim_files", {
+            "sessionId": "s-feat", "paths": ["b.py", "src/c.py"]}))
+    # The test's transaction makes the claim's a savepoint: SAVEPOINT, the claimant, the
+    # locks and reads, the upsert, the notices, RELEASE (each was one more before).
+    assert trace.round_trips() == 6, trace.statements()
+    assert body["claimed"] == ["b.py", "src/c.py"] and body["warnings"] == []
+    # The long way's answer, warnings and all, for a file another task holds.
+    claimant_cache.clear()
+    body = tools.ok("claim_files", {"sessionId": "s-feat", "paths": ["a.py"]})
+    assert [h["path"] for h in body["warnings"]] == ["a.py"]
+
+
+@pytest.mark.django_db
 def test_a_claim_nobody_else_holds_is_one_round_trip(two_agents):
     """The common claim (the agent's own file again, or one nobody else holds): the locks
     and the guarded upsert go in one query, the answer the same as the long way's."""
