@@ -320,6 +320,29 @@ def test_a_subscribed_task_context_hears_of_a_save_made_in_another_process(
     assert body["task"]["currentPhase"] == "review" and body["task"]["version"] == 2
 
 
+def test_a_process_subscribes_to_task_changes_only_while_a_stream_is_open(live_api):
+    """Every save is broadcast; a web process with no listen stream open takes none of it
+    (no subscription to parse messages for nobody)."""
+    from contexts.services import events
+    from foundation.backends import redis_store
+    from tests.waiting import wait_for
+
+    url, token = live_api
+    rest(url, token, "create_task", {"taskId": "relay-lazy", "name": "r"})
+
+    def subscribers() -> int:
+        return dict(redis_store.client().pubsub_numsub(events.channel()))[events.channel()]
+
+    assert subscribers() == 0
+
+    async def while_listening(client):
+        async with client.listen(resource_subscriptions=[TASK_URI.format("relay-lazy")]):
+            return await anyio.to_thread.run_sync(subscribers)
+
+    assert run(url, token, while_listening) == 1
+    assert wait_for(lambda: subscribers() == 0, timeout=10, interval=0.1)
+
+
 def test_subscriptions_refuse_what_the_caller_may_not_read(live_api):
     url, token = live_api
     for project in ("sub-a", "sub-b"):
