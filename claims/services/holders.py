@@ -76,15 +76,12 @@ def holders_from(rows: list[tuple[Any, ...]]) -> list[Holder]:
     return [Holder(*row[:11], bool(row[11]), float(row[12] or 0)) for row in rows]
 
 
-def holders_where(where: str, params: dict[str, Any], *, prepare: bool = False) -> list[Holder]:
+def holders_where(where: str, params: dict[str, Any]) -> list[Holder]:
+    """Unprepared: each listing's ``where`` differs (the hot paths prepare their own)."""
     sql, params = holders_query(where, params)
-    if prepare:
-        rows = prepared.fetch_all(sql, params)
-    else:
-        with connection.cursor() as cursor:
-            cursor.execute(sql, params)
-            rows = cursor.fetchall()
-    return holders_from(rows)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return holders_from(cursor.fetchall())
 
 
 _OTHERS = ("c.project_id = %(project)s AND c.path = ANY(%(paths)s::text[]) "

@@ -105,23 +105,25 @@ def fetch_one_after(statements: Sequence[str],
     at the pipeline's Sync), and under read committed each sees what committed before it
     started; unlike a simple query, each statement is parsed and planned once per
     connection."""
-    last = statements[-1]
-    with _cursor(last) as (db, cursor):
-        with db.connection.pipeline():
-            for sql in statements:
-                cursor.execute(sql, params, prepare=True)
-        return _first_row(last, cursor)
+    with _pipelined(statements, params) as cursor:
+        return _first_row(statements[-1], cursor)
 
 
 def fetch_all_after(statements: Sequence[str],
                     params: Mapping[str, Any]) -> list[tuple[Any, ...]]:
     """``fetch_one_after``, returning every row of the last statement (as tuples)."""
-    last = statements[-1]
-    with _cursor(last) as (db, cursor):
+    with _pipelined(statements, params) as cursor:
+        return cursor.fetchall()
+
+
+@contextlib.contextmanager
+def _pipelined(statements: Sequence[str], params: Mapping[str, Any]) -> Iterator[Any]:
+    """``statements`` run prepared in one pipeline; the cursor holding the last one's rows."""
+    with _cursor(statements[-1]) as (db, cursor):
         with db.connection.pipeline():
             for sql in statements:
                 cursor.execute(sql, params, prepare=True)
-        return cursor.fetchall()
+        yield cursor
 
 
 # Column names by statement. Reading them from each result (a Column object each for
