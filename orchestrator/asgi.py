@@ -22,7 +22,6 @@ from django.core.wsgi import get_wsgi_application  # noqa: E402
 
 django_app = WSGIMiddleware(get_wsgi_application(), workers=settings.WEB_THREADS)
 
-from foundation.core.projects import CLIENT_PROJECT_HEADER  # noqa: E402
 from foundation.observability import tracing  # noqa: E402
 from orchestrator.web import fastlane, hosts  # noqa: E402
 from orchestrator.web.mcp import AGENT_PATH, PATH, build_http_app  # noqa: E402
@@ -38,7 +37,6 @@ def _authorization(scope) -> str | None:
     return _value(dict(scope.get("headers") or []).get(b"authorization"))
 
 
-CLIENT_PROJECT = CLIENT_PROJECT_HEADER.lower().encode()
 MCP_PATHS = frozenset({PATH, AGENT_PATH})
 
 
@@ -76,7 +74,7 @@ async def route(scope, receive, send):
         body = await fastlane.read_body(receive)
         answer = await fastlane.in_tool_thread(fastlane.handle, name,
                                                _value(headers.get(b"authorization")), body,
-                                               _value(headers.get(CLIENT_PROJECT)))
+                                               _value(headers.get(fastlane.CLIENT_PROJECT)))
         return await fastlane.send_json(send, *answer)
     return await django_app(scope, receive, send)
 

@@ -228,10 +228,13 @@ class LiveServer:
     def __init__(self) -> None:
         import uvicorn
 
+        from orchestrator.web.tool_protocol import ToolCallProtocol
+
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         config = uvicorn.Config("orchestrator.asgi:application", host="127.0.0.1",
-                                port=self.port, log_level="warning", lifespan="on")
+                                port=self.port, log_level="warning", lifespan="on",
+                                http=ToolCallProtocol)
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, daemon=True)
 

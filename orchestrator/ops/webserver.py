@@ -16,6 +16,8 @@ import socket
 import uvicorn
 from uvicorn.supervisors import Multiprocess
 
+from orchestrator.web.tool_protocol import ToolCallProtocol
+
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -29,7 +31,7 @@ def main() -> None:
 
     config = uvicorn.Config("orchestrator.asgi:application", host=args.host, port=args.port,
                             workers=args.workers, lifespan="on", access_log=False,
-                            proxy_headers=True)
+                            proxy_headers=True, http=ToolCallProtocol)
     if args.workers <= 1:
         uvicorn.Server(config).run()
         return

@@ -1,11 +1,13 @@
-"""The REST tool endpoint's production path: ``POST /api/v1/tools/<name>/`` straight from
-the ASGI router to the registry, without Django's request stack.
+"""The REST tool endpoint: ``POST /api/v1/tools/<name>/`` straight to the registry, without
+Django's request stack.
 
 Why: a tool call needs a bearer token, a JSON body and ``call_tool``. Going through
 Django's middleware, DRF's request parsing and the WSGI bridge cost ~3 ms of CPU per call
 on these 2-core machines, which capped heartbeats at ~330/s. ``answer`` is the one
-implementation of a REST tool call: the DRF view (``orchestrator.web.rest``) only describes
-the endpoints in the OpenAPI document and answers with it when served under WSGI.
+implementation of a REST tool call. The web server's HTTP protocol
+(``orchestrator.web.tool_protocol``) calls it for the requests it answers itself, the ASGI
+router (``orchestrator.asgi``) for the rest, and the DRF view (``orchestrator.web.rest``)
+only describes the endpoints in the OpenAPI document and answers with it under WSGI.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from django.db import InterfaceError, OperationalError, close_old_connections
 
 from foundation.core.auth import TokenPrincipal, authenticate_header, metrics_only
 from foundation.core.errors import OrchestratorError, error_body
+from foundation.core.projects import CLIENT_PROJECT_HEADER
 from foundation.core.tools import ToolContext, registry
 from foundation.observability import tracing
 from orchestrator.web import ratelimit
@@ -32,6 +35,8 @@ from orchestrator.web import ratelimit
 TOOL_PATH = re.compile(r"^/api/v1/tools/([A-Za-z0-9_]{1,100})/?$")
 # Django's own default for a request body read into memory (DATA_UPLOAD_MAX_MEMORY_SIZE).
 MAX_BODY_BYTES = 2_621_440
+# The header naming the project a call is for, as it arrives (lower case, bytes).
+CLIENT_PROJECT = CLIENT_PROJECT_HEADER.lower().encode()
 AUTH_HEADERS = {"WWW-Authenticate": 'Bearer realm="orchestrator"'}
 
 Answer = tuple[int, dict[str, Any], dict[str, str]]
