@@ -19,6 +19,7 @@ import threading
 from typing import Any
 
 from foundation.backends import redis_store
+from foundation.observability import threads
 
 logger = logging.getLogger("orchestrator.contexts")
 
@@ -50,6 +51,7 @@ def on_task_changed(sender: Any, task_id: str, **kwargs: Any) -> None:
 
 
 def _publish_forever() -> None:
+    threads.name_this_thread("task-events")
     while True:
         _wake.wait()
         _wake.clear()

@@ -27,7 +27,7 @@ from collections.abc import Callable
 from django.conf import settings
 from django.db import close_old_connections, connection
 
-from foundation.observability import metrics
+from foundation.observability import metrics, threads
 
 logger = logging.getLogger("orchestrator.files")
 
@@ -74,6 +74,7 @@ class CoalescingWriter:
             self.flush()
 
     def _run(self, delay: float) -> None:
+        threads.name_this_thread(f"w-{self.name}")
         while True:
             if not self._stale.wait(timeout=IDLE_CLOSE_SECONDS):
                 connection.close()
