@@ -35,7 +35,11 @@ meanwhile: ``window_cpu``) divided by the hook calls answered in it. It follows 
 machine's speed and grows somewhat on a busy machine (shared caches and cores), but far
 less than latency does, so it is the figure to compare between runs, beside the machine
 line (the CPU, python ``sum(range(10**6))`` before and after the run, the load average at
-its start). A level holds when every hook call's
+its start). Then web's CPU by thread (/proc/<pid>/task/<tid>/stat of the web workers,
+named by the server: ``tool`` the tool threads that run the calls, the event loop that
+reads and writes HTTP, ``w-*`` the background writers, ``task-events``): what a
+``py-spy --gil`` profile cannot give, since it counts a thread's system calls made with
+the GIL held as its Python's. A level holds when every hook call's
 p99 is <= ``--p99-ms`` (100) with no error. Closed loop: an agent waits for an answer
 before it thinks again, like the real client, so a slow server lowers the request rate
 rather than piling up requests; read the rate next to the latencies. Tables are markdown,
@@ -111,6 +115,7 @@ import contextlib
 import json
 import os
 import random
+import re
 import shutil
 import signal
 import statistics
@@ -608,6 +613,52 @@ def cpu_ms_per_call(cpu_seconds: dict[str, float], calls: int) -> dict[str, floa
     return out
 
 
+ThreadKey = tuple[int, int]  # (pid, tid)
+
+
+def thread_times(pids: list[int]) -> dict[ThreadKey, tuple[str, float]]:
+    """(pid, tid) -> (the thread's OS name, its CPU seconds) for every thread of ``pids``,
+    from /proc/<pid>/task/<tid>/stat. The server names its own threads
+    (foundation.observability.threads)."""
+    out: dict[ThreadKey, tuple[str, float]] = {}
+    for pid in pids:
+        try:
+            tids = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            continue
+        for tid in tids:
+            try:
+                text = Path(f"/proc/{pid}/task/{tid}/stat").read_text()
+            except OSError:
+                continue
+            rest = text[text.rindex(")") + 2:].split()
+            name = text[text.index("(") + 1:text.rindex(")")]
+            out[(pid, int(tid))] = (name, (int(rest[11]) + int(rest[12])) / CLOCK_TICKS)
+    return out
+
+
+def thread_group(key: ThreadKey, name: str) -> str:
+    """What a thread is, for the web-by-thread table: a process's first thread is its
+    event loop (uvicorn's), a pool's numbered threads are one row (tool_3 -> tool), and a
+    thread the server did not name keeps the process's name."""
+    pid, tid = key
+    if pid == tid:
+        return "event loop (main)"
+    return re.sub(r"_\d+$", "", name)
+
+
+def thread_cpu(before: dict[ThreadKey, tuple[str, float]],
+               after: dict[ThreadKey, tuple[str, float]]) -> dict[str, float]:
+    """Thread group -> CPU seconds between two ``thread_times``: a thread born between
+    them counts from zero; one gone by the second is not counted (the server's threads
+    live as long as their process)."""
+    used: dict[str, float] = {}
+    for key, (name, seconds) in after.items():
+        group = thread_group(key, name)
+        used[group] = used.get(group, 0.0) + seconds - before.get(key, (name, 0.0))[1]
+    return used
+
+
 class CpuMeter:
     """CPU seconds per process role over the measured window, from /proc/<pid>/stat of the
     stack's processes (every descendant of ``root_pid``; without one, this user's
@@ -763,6 +814,8 @@ async def run_level(n: int, args: argparse.Namespace, urls: list[str], token: st
     lag = asyncio.create_task(loop_lag(stats, stop))
     await asyncio.sleep(ramp + SETTLE_SECONDS)
     meter = CpuMeter(root_pid)
+    web_pids = [pid for (pid, _), role in meter.roles.items() if GROUPS.get(role) == "web"]
+    threads_before = thread_times(web_pids)
     pressure = Pressure()
     stats.measuring = True
     started = time.monotonic()
@@ -776,13 +829,15 @@ async def run_level(n: int, args: argparse.Namespace, urls: list[str], token: st
     stats.measuring = False
     wall = time.monotonic() - started
     cpu = meter.seconds()
+    web_threads = thread_cpu(threads_before, thread_times(web_pids))
     stats.cpu_per_second = meter.per_second
     stop.set()  # agents finish the call in flight and end their sessions
     await asyncio.wait(tasks, timeout=120)
     lag.cancel()
     for pool in pools:
         pool.close()
-    return {"n": n, "stats": stats, "wall": wall, "cpu": cpu, "pools": pools}
+    return {"n": n, "stats": stats, "wall": wall, "cpu": cpu, "pools": pools,
+            "web_threads": web_threads}
 
 
 def report(level: dict, p99_limit: float) -> bool:
@@ -830,6 +885,11 @@ def report(level: dict, p99_limit: float) -> bool:
     print(f"\nCPU per hook call at {n} agents ({hook_calls} hook calls, "
           f"{hook_calls / wall:.1f}/s, over {wall:.0f} s; 100% = one core):\n")
     table(["role", "procs", "CPU", "ms per hook call"], cpu_rows(level["cpu"], hook_calls, wall))
+    if level.get("web_threads"):
+        print("\nweb's CPU by thread (the tool threads run the calls; the event loop reads and "
+              "writes HTTP; w-* are background writers):\n")
+        table(["thread", "share of web", "ms per hook call"],
+              thread_rows(level["web_threads"], hook_calls))
     for example in stats.error_examples:
         print(f"  error: {example}")
     report_stalls(stats)
@@ -855,6 +915,15 @@ def cpu_rows(cpu: dict[str, tuple[int, float]], calls: int, wall: float) -> list
     rows.insert(len(SERVER_GROUPS) + 1, [
         "web + postgres + graph", "", "", f"{per_call['web+pg+graph']:.2f}"])
     return rows
+
+
+def thread_rows(used: dict[str, float], calls: int) -> list[list[str]]:
+    """The web-by-thread table's rows, largest first, from group -> CPU seconds."""
+    total = sum(used.values())
+    return [[group, f"{100 * seconds / total:.0f}%" if total else "",
+             f"{1000 * seconds / calls:.2f}" if calls else ""]
+            for group, seconds in sorted(used.items(), key=lambda item: -item[1])
+            if seconds > 0]
 
 
 def report_stalls(stats: Stats, shown: int = 8) -> None:

@@ -4,8 +4,11 @@ this process's own /proc: nothing here asserts a duration."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+import threading
+import time
 
 import pytest
 
@@ -21,8 +24,12 @@ from bench.agents import (
     read_stat,
     repeat_rows,
     spread,
+    thread_cpu,
+    thread_group,
+    thread_times,
     window_cpu,
 )
+from foundation.observability.threads import name_this_thread
 
 POSTMASTER, BACKEND, OLD_BACKEND, WEB, ORPHAN = (1, 1), (2, 2), (3, 3), (4, 4), (5, 5)
 
@@ -135,3 +142,35 @@ def test_repeats_report_median_and_spread():
     assert rows["1000"][8] == "6.20 (6.00-6.40)"  # server ms per call
     assert rows["2000"][3] == "900.0"  # one run: the value alone
     assert spread([]) == "-"
+
+
+def test_web_cpu_by_thread_follows_the_names_the_server_gives_its_threads():
+    """A thread named as the server names a tool thread is found in /proc under its pool's
+    name, with the CPU it used between two readings; the process's first thread is its
+    event loop."""
+    go, burnt, done = threading.Event(), threading.Event(), threading.Event()
+
+    def tool_thread() -> None:
+        name_this_thread("tool_7")
+        go.wait()
+        until = time.thread_time() + 0.3
+        while time.thread_time() < until:
+            pass
+        burnt.set()
+        done.wait()
+
+    worker = threading.Thread(target=tool_thread)
+    worker.start()
+    try:
+        before = thread_times([os.getpid()])
+        go.set()
+        burnt.wait()
+        after = thread_times([os.getpid()])
+    finally:
+        done.set()
+        worker.join()
+    key = (os.getpid(), worker.native_id)
+    assert after[key][0] == "tool_7" and thread_group(key, "tool_7") == "tool"
+    assert thread_group((os.getpid(), os.getpid()), "python") == "event loop (main)"
+    used = thread_cpu(before, after)
+    assert 0.25 <= used["tool"] <= 0.5
