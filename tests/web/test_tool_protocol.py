@@ -159,3 +159,13 @@ def test_a_percent_encoded_path_takes_the_asgi_route_to_the_same_tool(live_api, 
     wire.send(wire.request("/api/v1/tools/create%5Ftask/", token, task_body("encoded-1")))
     status, _, body = wire.response()
     assert status == 200 and json.loads(body)["taskId"] == "encoded-1"
+
+
+def test_a_malformed_request_to_a_tool_is_400_and_closed(live_api, wire):
+    """Broken framing (a Content-Length that is no number) on a tool path: the parser's
+    400, the connection closed, no tool run."""
+    wire.send(f"POST /api/v1/tools/create_task/ HTTP/1.1\r\nHost: {wire.host}\r\n"
+              "Content-Length: ten\r\n\r\n{}".encode())
+    status, _, body = wire.response()
+    assert status == 400 and b"Invalid HTTP request" in body
+    assert wire.closed_by_server()
