@@ -539,15 +539,23 @@ class ProcTimes:
         return self.own + self.reaped
 
 
+def stat_fields(path: str) -> tuple[str, list[str]] | None:
+    """(the command name, the fields after it) of a /proc stat file, None when it is gone.
+    The name (field 2) may hold spaces and parentheses: the rest starts after its last ')'."""
+    try:
+        text = Path(path).read_text()
+    except OSError:
+        return None
+    return text[text.index("(") + 1:text.rindex(")")], text[text.rindex(")") + 2:].split()
+
+
 def read_stat(pid: int) -> tuple[ProcKey, int, ProcTimes, str] | None:
     """(key, parent pid, times, state) of a process, None when it is gone (state "Z": it
     exited and its parent has not reaped it)."""
-    try:
-        text = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
+    fields = stat_fields(f"/proc/{pid}/stat")
+    if fields is None:
         return None
-    # The command name (field 2) may hold spaces and parentheses: split after its last ')'.
-    rest = text[text.rindex(")") + 2:].split()
+    _, rest = fields
     utime, stime, cutime, cstime = (int(x) for x in rest[11:15])
     return ((pid, int(rest[19])), int(rest[1]),
             ProcTimes((utime + stime) / CLOCK_TICKS, (cutime + cstime) / CLOCK_TICKS), rest[0])
@@ -627,13 +635,9 @@ def thread_times(pids: list[int]) -> dict[ThreadKey, tuple[str, float]]:
         except OSError:
             continue
         for tid in tids:
-            try:
-                text = Path(f"/proc/{pid}/task/{tid}/stat").read_text()
-            except OSError:
-                continue
-            rest = text[text.rindex(")") + 2:].split()
-            name = text[text.index("(") + 1:text.rindex(")")]
-            out[(pid, int(tid))] = (name, (int(rest[11]) + int(rest[12])) / CLOCK_TICKS)
+            if (fields := stat_fields(f"/proc/{pid}/task/{tid}/stat")) is not None:
+                name, rest = fields
+                out[(pid, int(tid))] = (name, (int(rest[11]) + int(rest[12])) / CLOCK_TICKS)
     return out
 
 

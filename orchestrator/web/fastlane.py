@@ -192,11 +192,18 @@ async def read_body(receive) -> bytes | None:
     return b"".join(chunks)
 
 
-async def send_json(send, status: int, payload: dict[str, Any],
-                    headers: dict[str, str]) -> None:
+def json_answer(payload: dict[str, Any], headers: dict[str, str]
+                ) -> tuple[list[tuple[bytes, bytes]], bytes]:
+    """(the headers, the body) of a JSON answer as they go on the wire."""
     body = encode(payload)
     raw_headers = [(b"content-type", b"application/json"),
                    (b"content-length", str(len(body)).encode())]
     raw_headers += [(k.lower().encode(), v.encode()) for k, v in headers.items()]
+    return raw_headers, body
+
+
+async def send_json(send, status: int, payload: dict[str, Any],
+                    headers: dict[str, str]) -> None:
+    raw_headers, body = json_answer(payload, headers)
     await send({"type": "http.response.start", "status": status, "headers": raw_headers})
     await send({"type": "http.response.body", "body": body})

@@ -1,13 +1,14 @@
 """The web server's HTTP/1.1 protocol: uvicorn's own (httptools), except that it answers
 ``POST /api/v1/tools/<name>/`` itself, without going through ASGI.
 
-Why: these are the hook calls, hundreds a second from a team's agents, and under load
-uvicorn's ASGI cycle cost about as much CPU as the tool call's Python around the database:
-a task and a request-response object per request, the receive and send messages, the
-router's coroutines, asyncio's future chaining for the thread hop, and the headers and the
-body written with two socket writes. Here the request is parsed by the same C parser, the
-call goes to a tool thread with ``fastlane.handle`` (the one implementation of a REST tool
-call, the same as the ASGI route's), and the answer is written with one socket write.
+Why: these are the hook calls, hundreds a second from a team's agents. Through ASGI each
+one cost an asyncio task, a request-response object, the receive and send messages, the
+router's coroutines, asyncio's future chaining for the thread hop, and two socket writes
+(headers, then body). Here the request is parsed by the same C parser, the call goes to a
+tool thread with ``fastlane.handle`` (the one implementation of a REST tool call, the same
+as the ASGI route's), and the answer is written with one socket write. Measured on a
+2-core machine: 118-146 us of CPU per request through ASGI, 70-89 us here; the event loop
+went from 14 % to 10 % of a web worker's CPU at 700 agents.
 
 Everything else takes uvicorn's ASGI path unchanged: every other path and method, a
 request pipelined behind one still being answered (the answers must keep their order), a
@@ -25,9 +26,6 @@ import httptools
 from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
 
 logger = logging.getLogger(__name__)
-
-_JSON_HEADERS = b"content-type: application/json\r\ncontent-length: "
-
 
 class _Ignored:
     """What uvicorn's ``connection_lost`` sets on the request in flight (an ASGI cycle's
@@ -143,13 +141,10 @@ class ToolCallProtocol(HttpToolsProtocol):
         if call.disconnected or self.transport.is_closing():
             return
         status, payload, headers = answer
-        body = self._fastlane.encode(payload)
+        raw_headers, body = self._fastlane.json_answer(payload, headers)
         parts = [STATUS_LINE[status]]
-        for name, value in self.server_state.default_headers:
+        for name, value in (*self.server_state.default_headers, *raw_headers):
             parts += [name, b": ", value, b"\r\n"]
-        parts += [_JSON_HEADERS, str(len(body)).encode(), b"\r\n"]
-        for name, value in headers.items():
-            parts += [name.lower().encode(), b": ", value.encode(), b"\r\n"]
         if not call.keep_alive:
             parts.append(b"connection: close\r\n")
         parts += [b"\r\n", body]
