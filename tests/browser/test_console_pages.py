@@ -86,9 +86,12 @@ def test_3_a_crashed_session_page_copies_the_prompt_and_marks_it_recovered(conso
     assert console.text("#session-state .mark") == "crashed"
     console.screenshot("crashed-session")
     page.click("#copy-resume-prompt")
+    # The label changes when the clipboard's promise settles, after the click returns, and
+    # goes back 1.5 s later: wait for it at once rather than read it once.
+    page.wait_for_function(
+        "() => document.querySelector('#copy-resume-prompt').textContent.trim() === 'Copied'")
     copied = page.evaluate("window.__lastCopied")
     assert copied.startswith("## Recovery Required") and "payments-retry" in copied
-    assert console.text("#copy-resume-prompt") == "Copied"
     page.click("#mark-recovered")
     page.wait_for_selector("text=Marked recovered")
     assert console.text("#session-state .mark") == "recovered"
