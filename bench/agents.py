@@ -267,6 +267,8 @@ class Stats:
     sessions_ended: int = 0
     loop_lag: list[float] = field(default_factory=list)
     flush_sizes: list[int] = field(default_factory=list)
+    # record_activity answers that appended to the task's keyFiles (a new version each)
+    key_file_appends: int = 0
     failovers: int = 0  # calls a refused server passed on to the next one
     # (taskId, version, marker) of every save the service acknowledged
     acknowledged_saves: list[tuple[str, int, str]] = field(default_factory=list)
@@ -429,6 +431,8 @@ class Agent:
         answer = await self.call("record_activity", arguments)
         if answer and answer.get("notices"):
             self.api.stats.notices += len(answer["notices"])
+        if answer and answer.get("keyFilesAdded") and self.api.stats.measuring:
+            self.api.stats.key_file_appends += 1
 
     async def turn(self) -> bool:
         await self.flush(notices=True)  # UserPromptSubmit
@@ -883,6 +887,8 @@ def report(level: dict, p99_limit: float) -> bool:
           f"{sum(p.opened for p in pools)} (reconnects after keep-alive close "
           f"{sum(p.reconnects for p in pools)}); "
           f"tool uses per record_activity: {flush_mix(stats.flush_sizes)}; "
+          f"record_activity that appended keyFiles (a new version): "
+          f"{stats.key_file_appends} of {len(stats.flush_sizes)}; "
           f"generator loop lag p99 "
           f"{percentile(lag, 0.99) * 1000 if lag else 0:.1f} ms")
     hook_calls = len(hook)

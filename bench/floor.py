@@ -54,7 +54,7 @@ HOT_COLUMNS = ("task_id", "name", "status", "current_phase", "iteration", "immed
                "key_files", "resume_prompt", "updated_at", "version")
 
 
-class _DelayedFsync:
+class DelayedFsync:
     """fsync the files written, and their directory, ``delay`` seconds after a burst
     (what foundation.backends.files.sync_writer does for ours)."""
 
@@ -94,7 +94,7 @@ class _DelayedFsync:
         self.stopped = True
 
 
-def _write_atomic(path: Path, text: str) -> None:
+def write_atomic(path: Path, text: str) -> None:
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     with os.fdopen(fd, "w") as handle:
         handle.write(text)
@@ -122,7 +122,7 @@ class Floor:
         (root / "task-agents").mkdir(parents=True, exist_ok=True)
         self.task_path = root / "task-agents" / f"{task_id}.json"
         self.hot_path = root / "_hot_context.json"
-        self.fsync = _DelayedFsync(settings.INDEX_FILE_DELAY_MS / 1000)
+        self.fsync = DelayedFsync(settings.INDEX_FILE_DELAY_MS / 1000)
 
     def save(self, client: int, i: int) -> None:
         import psycopg
@@ -143,8 +143,8 @@ class Floor:
         pipe.eval(self.script, 1, self.hot_key, hot, row["version"], self.task_id, 3600)
         pipe.execute()
         if self.files:
-            _write_atomic(self.task_path, task)
-            _write_atomic(self.hot_path, hot)
+            write_atomic(self.task_path, task)
+            write_atomic(self.hot_path, hot)
             self.fsync.request(self.task_path, self.hot_path)
 
     def close(self) -> None:

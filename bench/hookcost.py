@@ -9,8 +9,14 @@ of ``--calls`` calls of one kind, and the CPU every server process group used ov
 block (web workers, Postgres backends, Redis, Celery), divided by the calls. The calls are
 the hook client's (see bench.agents): start_session (resolveTask, createTask, a bundle,
 the recovery check), claim_files of one file (a session's first claim, then the same
-file again), record_activity with 3 tool uses (one an Edit of a file new to the task) and
-with none (notices, as UserPromptSubmit sends it), heartbeat, end_session with a summary.
+file again), record_activity with 3 tool uses (one an Edit of a file new to the task,
+then the same again: the file listed) and with none (notices, as UserPromptSubmit sends
+it), heartbeat, end_session with a summary.
+
+Then, on the stack started here, the floor of the same calls (bench.hookfloor): what each
+promises, done plainly through the same drivers on the same rows, its CPU counted the same
+way (this process's, which does the floor's work, Postgres's and Redis's) plus the CPU
+uvicorn's HTTP protocol and a bare ASGI app spend per request, and ours against it.
 """
 
 from __future__ import annotations
@@ -20,6 +26,8 @@ import http.client
 import json
 import sys
 import time
+from collections.abc import Callable
+from functools import partial
 from urllib.parse import urlsplit
 
 from bench.agents import (
@@ -54,7 +62,9 @@ class Client:
 
 
 def measure(label: str, calls: list[tuple[str, dict]], client: Client, root_pid: int,
-            rows: list) -> None:
+            rows: list) -> float:
+    """One block of ``calls`` over HTTP: a row of server CPU per call by role; returns the
+    total (ms)."""
     meter = CpuMeter(root_pid)
     started = time.perf_counter()
     for tool, arguments in calls:
@@ -66,6 +76,35 @@ def measure(label: str, calls: list[tuple[str, dict]], client: Client, root_pid:
     rows.append([label, f"{wall / len(calls) * 1000:.1f}",
                  *(f"{per_call.get(role, 0.0):.2f}" for role in ROLES), f"{total:.2f}"])
     print(f"  {label}: {total:.2f} ms CPU per call", file=sys.stderr, flush=True)
+    return total
+
+
+def measure_floor(label: str, calls: list[Callable[[], None]], root_pid: int,
+                  transport_ms: float, rows: list) -> float:
+    """One block of the floor's calls (bench.hookfloor), run in this process: its work is
+    this process's CPU (the floor's client), Postgres's and Redis's; plus the transport's
+    floor per request. Returns the total (ms)."""
+    meter = CpuMeter(root_pid)
+    started = time.perf_counter()
+    for call in calls:
+        call()
+    wall = time.perf_counter() - started
+    used = meter.seconds()
+    per_call = {role: seconds / len(calls) * 1000 for role, (_, seconds) in used.items()}
+    parts = [transport_ms, per_call.get(GENERATOR, 0.0), per_call.get("postgres", 0.0),
+             per_call.get("redis", 0.0)]
+    total = sum(parts)
+    rows.append([label, f"{wall / len(calls) * 1000:.1f}", *(f"{v:.2f}" for v in parts),
+                 f"{total:.2f}"])
+    print(f"  floor, {label}: {total:.2f} ms CPU per call", file=sys.stderr, flush=True)
+    return total
+
+
+def table(header: list[str], rows: list[list[str]]) -> None:
+    print("| " + " | ".join(header) + " |")
+    print("|" + "---|" * len(header))
+    for row in rows:
+        print("| " + " | ".join(row) + " |")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -87,6 +126,7 @@ def main(argv: list[str] | None = None) -> int:
         n = args.calls
         sessions = [new_session_id() for _ in range(n)]
         rows: list = []
+        ours: dict[str, float] = {}
         warm = [("start_session", start_args(new_session_id(), i, project)) for i in range(8)]
         for tool, arguments in warm:  # the tasks of the 8 branches exist from here on
             client.call(tool, arguments)
@@ -94,37 +134,89 @@ def main(argv: list[str] | None = None) -> int:
                                   for i, s in enumerate(sessions)], client, root_pid, rows)
         measure("claim_files, a session's first", [("claim_files", {"sessionId": s, "paths": [
             f"src/module_{i % 300}.py"]}) for i, s in enumerate(sessions)], client, root_pid, rows)
-        measure("claim_files, a file of its own", [("claim_files", {"sessionId": s, "paths": [
+        ours[OWN_CLAIM] = measure(OWN_CLAIM, [("claim_files", {"sessionId": s, "paths": [
             f"src/module_{i % 300}.py"]}) for i, s in enumerate(sessions)], client, root_pid, rows)
-        measure("record_activity, 3 uses", [("record_activity", {
-            "sessionId": s, "heartbeat": True, "notices": True, "toolUses": [
-                {"tool": "Read", "success": True, "timestamp": iso_now(),
-                 "summary": "Read src/a.py"},
-                {"tool": "Edit", "success": True, "timestamp": iso_now(),
-                 "summary": f"Edit src/module_{i % 300}.py",
-                 "filePaths": [f"src/module_{i % 300}.py"]},
-                {"tool": "Bash", "success": True, "timestamp": iso_now(),
-                 "summary": "Bash pytest -q"}]}) for i, s in enumerate(sessions)],
-            client, root_pid, rows)
-        measure("record_activity, none", [("record_activity", {
+        three_uses = [("record_activity", {
+            "sessionId": s, "heartbeat": True, "notices": True,
+            "toolUses": uses_of(f"src/module_{i % 300}.py")}) for i, s in enumerate(sessions)]
+        # The first edit of a file appends it to the task's keyFiles (a new version); the
+        # same edits again find it listed, which is most flushes of a long session.
+        ours[NEW_KEY_FILE] = measure(NEW_KEY_FILE, three_uses, client, root_pid, rows)
+        ours[LISTED_FILE] = measure(LISTED_FILE, three_uses, client, root_pid, rows)
+        ours[NO_USES] = measure(NO_USES, [("record_activity", {
             "sessionId": s, "heartbeat": True, "notices": True, "toolUses": []})
             for s in sessions], client, root_pid, rows)
-        measure("heartbeat", [("heartbeat", {"sessionId": s}) for s in sessions],
-                client, root_pid, rows)
+        ours[HEARTBEAT] = measure(HEARTBEAT, [("heartbeat", {"sessionId": s})
+                                              for s in sessions], client, root_pid, rows)
+        floor_rows = measure_floors(stack, sessions, project, root_pid, n) if stack else []
         measure("end_session", [("end_session", {
             "sessionId": s, "summary": "Claude Code session ended.\nDid things."})
             for s in sessions], client, root_pid, rows)
         print(f"\nServer CPU per hook call (ms; one client, {n} calls per row):")
-        header = ["call", "wall", *ROLES, "total"]
-        print("| " + " | ".join(header) + " |")
-        print("|" + "---|" * len(header))
-        for row in rows:
-            print("| " + " | ".join(row) + " |")
+        table(["call", "wall", *ROLES, "total"], rows)
+        if floor_rows:
+            print(f"\nThe floor of the same calls (bench.hookfloor; ms of CPU per call, "
+                  f"{n} calls per row): the transport's floor, the floor's own work in "
+                  "this process, Postgres, Redis:")
+            table(["call", "wall", "transport", "work", "postgres", "redis", "total"],
+                  [row for row, _ in floor_rows])
+            print("\nOurs against the floor:")
+            table(["call", "ours ms", "floor ms", "ours / floor"],
+                  [[label, f"{ours[label]:.2f}", f"{floor:.2f}", f"{ours[label] / floor:.1f}x"]
+                   for (row, floor), label in zip(floor_rows, FLOORED, strict=True)])
         print(machine_line())
     finally:
         if stack:
             stack.__exit__()
     return 0
+
+
+OWN_CLAIM = "claim_files, a file of its own"
+NEW_KEY_FILE = "record_activity, 3 uses, a new key file"
+LISTED_FILE = "record_activity, 3 uses, a listed file"
+NO_USES = "record_activity, none"
+HEARTBEAT = "heartbeat"
+# The calls whose floor is measured, in the order measure_floors measures them.
+FLOORED = (OWN_CLAIM, NEW_KEY_FILE, LISTED_FILE, NO_USES, HEARTBEAT)
+
+
+def uses_of(path: str) -> list[dict]:
+    """A flush of three tool uses: a Read, an Edit of ``path`` and a Bash."""
+    return [{"tool": "Read", "success": True, "timestamp": iso_now(), "summary": "Read src/a.py"},
+            {"tool": "Edit", "success": True, "timestamp": iso_now(), "summary": f"Edit {path}",
+             "filePaths": [path]},
+            {"tool": "Bash", "success": True, "timestamp": iso_now(),
+             "summary": "Bash pytest -q"}]
+
+
+def measure_floors(stack: Stack, sessions: list[str], project: str, root_pid: int,
+                   n: int) -> list[tuple[list[str], float]]:
+    """The floor of each call of FLOORED, on the stack's own Postgres and Redis and the
+    sessions, tasks and claims the calls above made: [(row, total ms)]."""
+    from bench.hookfloor import HookFloor, servers_env, transport_floor
+
+    servers = servers_env(stack.tmp / "data" / "servers.env")
+    transport = transport_floor(n * 5, json.dumps({"sessionId": sessions[0], "heartbeat": True,
+                                                   "toolUses": uses_of("src/a.py")}).encode())
+    floor = HookFloor(servers["DATABASE_URL"], servers["REDIS_URL"], stack.tmp / "floor-files")
+    out: list[tuple[list[str], float]] = []
+    try:
+        for i, s in enumerate(sessions):  # the check before the edit claimed the new file
+            floor.claim(s, project, [f"src/floor_{i}.py"])
+        blocks: list[list[Callable[[], None]]] = [
+            [partial(floor.claim, s, project, [f"src/module_{i % 300}.py"])
+             for i, s in enumerate(sessions)],
+            [partial(floor.flush, s, uses_of(f"src/floor_{i}.py")) for i, s in enumerate(sessions)],
+            [partial(floor.flush, s, uses_of(f"src/floor_{i}.py")) for i, s in enumerate(sessions)],
+            [partial(floor.heartbeat, s) for s in sessions],
+            [partial(floor.heartbeat, s) for s in sessions]]
+        for label, calls in zip(FLOORED, blocks, strict=True):
+            rows: list = []
+            total = measure_floor(label, calls, root_pid, transport, rows)
+            out.append((rows[0], total))
+    finally:
+        floor.close()
+    return out
 
 
 def start_args(session_id: str, i: int, project: str) -> dict:
