@@ -163,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
             print("\nOurs against the floor:")
             table(["call", "ours ms", "floor ms", "ours / floor"],
                   [[label, f"{ours[label]:.2f}", f"{floor:.2f}", f"{ours[label] / floor:.1f}x"]
-                   for (row, floor), label in zip(floor_rows, FLOORED, strict=True)])
+                   for (_, floor), label in zip(floor_rows, FLOORED, strict=True)])
         print(machine_line())
     finally:
         if stack:
