@@ -1085,11 +1085,13 @@ class Stack:
         self.token = token_file.read_text().strip()
         return self
 
+    def servers(self) -> dict[str, str]:
+        """The launcher's servers.env: DATABASE_URL, REDIS_URL, ... of the stack's servers."""
+        lines = (self.tmp / "data" / "servers.env").read_text().splitlines()
+        return dict(line.split("=", 1) for line in lines if "=" in line)
+
     def database_url(self) -> str:
-        for line in (self.tmp / "data" / "servers.env").read_text().splitlines():
-            if line.startswith("DATABASE_URL="):
-                return line.split("=", 1)[1]
-        return os.environ["DATABASE_URL"]
+        return self.servers().get("DATABASE_URL") or os.environ["DATABASE_URL"]
 
     def kill(self, index: int) -> int:
         """SIGKILL one stack (its serve and every process under it); processes killed."""

@@ -28,6 +28,7 @@ import sys
 import time
 from collections.abc import Callable
 from functools import partial
+from typing import Any
 from urllib.parse import urlsplit
 
 from bench.agents import (
@@ -61,20 +62,28 @@ class Client:
         return json.loads(body)
 
 
+def cpu_per_call(calls: list[Callable[[], Any]], root_pid: int
+                 ) -> tuple[float, dict[str, float]]:
+    """Run ``calls`` one after the other: (wall ms per call, role -> CPU ms per call)."""
+    meter = CpuMeter(root_pid)
+    started = time.perf_counter()
+    for call in calls:
+        call()
+    wall = time.perf_counter() - started
+    used = meter.seconds()  # role -> (processes, CPU seconds)
+    return (wall / len(calls) * 1000,
+            {role: seconds / len(calls) * 1000 for role, (_, seconds) in used.items()})
+
+
 def measure(label: str, calls: list[tuple[str, dict]], client: Client, root_pid: int,
             rows: list) -> float:
     """One block of ``calls`` over HTTP: a row of server CPU per call by role; returns the
     total (ms)."""
-    meter = CpuMeter(root_pid)
-    started = time.perf_counter()
-    for tool, arguments in calls:
-        client.call(tool, arguments)
-    wall = time.perf_counter() - started
-    used = meter.seconds()  # role -> (processes, CPU seconds)
-    per_call = {role: seconds / len(calls) * 1000 for role, (_, seconds) in used.items()}
+    wall, per_call = cpu_per_call([partial(client.call, tool, arguments)
+                                   for tool, arguments in calls], root_pid)
     total = sum(v for role, v in per_call.items() if role != GENERATOR)
-    rows.append([label, f"{wall / len(calls) * 1000:.1f}",
-                 *(f"{per_call.get(role, 0.0):.2f}" for role in ROLES), f"{total:.2f}"])
+    rows.append([label, f"{wall:.1f}", *(f"{per_call.get(role, 0.0):.2f}" for role in ROLES),
+                 f"{total:.2f}"])
     print(f"  {label}: {total:.2f} ms CPU per call", file=sys.stderr, flush=True)
     return total
 
@@ -84,18 +93,11 @@ def measure_floor(label: str, calls: list[Callable[[], None]], root_pid: int,
     """One block of the floor's calls (bench.hookfloor), run in this process: its work is
     this process's CPU (the floor's client), Postgres's and Redis's; plus the transport's
     floor per request. Returns the total (ms)."""
-    meter = CpuMeter(root_pid)
-    started = time.perf_counter()
-    for call in calls:
-        call()
-    wall = time.perf_counter() - started
-    used = meter.seconds()
-    per_call = {role: seconds / len(calls) * 1000 for role, (_, seconds) in used.items()}
+    wall, per_call = cpu_per_call(calls, root_pid)
     parts = [transport_ms, per_call.get(GENERATOR, 0.0), per_call.get("postgres", 0.0),
              per_call.get("redis", 0.0)]
     total = sum(parts)
-    rows.append([label, f"{wall / len(calls) * 1000:.1f}", *(f"{v:.2f}" for v in parts),
-                 f"{total:.2f}"])
+    rows.append([label, f"{wall:.1f}", *(f"{v:.2f}" for v in parts), f"{total:.2f}"])
     print(f"  floor, {label}: {total:.2f} ms CPU per call", file=sys.stderr, flush=True)
     return total
 
@@ -193,9 +195,9 @@ def measure_floors(stack: Stack, sessions: list[str], project: str, root_pid: in
                    n: int) -> list[tuple[list[str], float]]:
     """The floor of each call of FLOORED, on the stack's own Postgres and Redis and the
     sessions, tasks and claims the calls above made: [(row, total ms)]."""
-    from bench.hookfloor import HookFloor, servers_env, transport_floor
+    from bench.hookfloor import HookFloor, transport_floor
 
-    servers = servers_env(stack.tmp / "data" / "servers.env")
+    servers = stack.servers()
     transport = transport_floor(n * 5, json.dumps({"sessionId": sessions[0], "heartbeat": True,
                                                    "toolUses": uses_of("src/a.py")}).encode())
     floor = HookFloor(servers["DATABASE_URL"], servers["REDIS_URL"], stack.tmp / "floor-files")

@@ -30,11 +30,12 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
+from bench.agents import read_stat
+from bench.common import free_port
 from bench.floor import DelayedFsync, write_atomic
 
 # The tables' names: the spec's in the configured schema (@SCHEMA@), ours in public.
@@ -102,12 +103,6 @@ SELECT (SELECT count(*) FROM claimed) AS claimed,
                AND o.session_id <> %(s)s AND o.released_at IS NULL
                AND o.expires_at > now()) AS others
 """
-
-
-def servers_env(path: Path) -> dict[str, str]:
-    """DATABASE_URL and REDIS_URL of a stack's launcher (its servers.env)."""
-    pairs = (line.split("=", 1) for line in path.read_text().splitlines() if "=" in line)
-    return {key: value for key, value in pairs}
 
 
 class HookFloor:
@@ -204,46 +199,38 @@ uvicorn.run(app, host="127.0.0.1", port=int(__import__("sys").argv[1]), http="ht
 """
 
 
-def _cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def transport_floor(requests: int, body: bytes) -> float:
     """Server CPU ms per request of uvicorn's httptools protocol and a bare ASGI app that
     reads the body and answers fixed JSON: HTTP/1.1 keep-alive, one client."""
     import http.client
-    import socket
 
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as script:
-        script.write(_BARE_APP)
-    server = subprocess.Popen([sys.executable, script.name, str(port)])
+    port = free_port()
+    server = subprocess.Popen([sys.executable, "-c", _BARE_APP, str(port)])
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+
+    def post() -> None:
+        conn.request("POST", "/", body, {"Content-Type": "application/json"})
+        conn.getresponse().read()
+
     try:
         deadline = time.monotonic() + 20
         while True:
             try:
-                conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
-                conn.request("POST", "/", body, {"Content-Type": "application/json"})
-                conn.getresponse().read()
+                post()
                 break
             except OSError:
+                conn.close()
                 if time.monotonic() > deadline:
                     raise
                 time.sleep(0.1)
         for _ in range(200):  # warm
-            conn.request("POST", "/", body, {"Content-Type": "application/json"})
-            conn.getresponse().read()
-        before = _cpu_seconds(server.pid)
+            post()
+        before = read_stat(server.pid)[2].own
         for _ in range(requests):
-            conn.request("POST", "/", body, {"Content-Type": "application/json"})
-            conn.getresponse().read()
-        used = _cpu_seconds(server.pid) - before
-        conn.close()
+            post()
+        used = read_stat(server.pid)[2].own - before
     finally:
+        conn.close()
         server.terminate()
         server.wait(timeout=10)
-        os.unlink(script.name)
     return used / requests * 1000
