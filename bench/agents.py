@@ -103,6 +103,16 @@ fixes their number instead); a repository has 300 files, an agent edits in its o
 anywhere in the repository, so claims of two agents meet (warnings, file conflicts,
 notices) as they do in a team.
 
+Every level stands on the same footing: its agents' branches are new (``level<K>-agent-<N>``,
+K counting the levels this process ran), so each level's agents start tasks of their own
+and meet files their tasks do not list yet, whatever ran on the stack before. Branches
+reused across levels made a size run a second time (a repeat's search passes through the
+sizes the first one ran, with the same seeds) replay the same edits on tasks that already
+listed them: ~0-5 % of flushes appended keyFiles (a new version each) against ~30-38 %
+the first time, and ~20 % less server CPU per call, so a median of repeats mixed two
+different loads. The database still grows from level to level (the tasks and history of
+the levels before stay).
+
 Hook calls (the pass criterion): start_session, claim_files, record_activity, heartbeat,
 end_session. save_context_snapshot is reported but is the model's call, not a hook's.
 """
@@ -112,6 +122,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import itertools
 import json
 import os
 import random
@@ -358,16 +369,26 @@ SUMMARY = ("Last request: make the login form remember the user and add a test. 
 CONTEXT = "Working through the login flow; tests for the remember-me cookie next. " * 14
 
 
+# The levels this process has run: each level's agents get branches (and so tasks) of
+# their own (the module docstring's footing).
+_levels_run = itertools.count(1)
+
+
+def level_branch(level: int, number: int) -> str:
+    """Agent ``number``'s branch in the ``level``-th level this process ran."""
+    return f"level{level}-agent-{number}"
+
+
 class Agent:
     def __init__(self, number: int, api: Api, args: argparse.Namespace, stop: asyncio.Event,
-                 rng: random.Random, projects: int) -> None:
+                 rng: random.Random, projects: int, level: int) -> None:
         self.number, self.api, self.args, self.stop, self.rng = number, api, args, stop, rng
         self.project = project_name(number % projects)
         # Most edits fall in the agent's own area; teammates' areas can coincide, and a
         # share of edits lands anywhere in the repository: claims meet as in a team.
         self.area = rng.randrange(FILES_PER_PROJECT // AREA_FILES) * AREA_FILES
         self.project_dir = f"/home/dev/{self.project}"
-        self.branch = f"agent-{number}"
+        self.branch = level_branch(level, number)
         self.session_id: str | None = None
         self.task_id: str | None = None
         self.buffer: list[dict] = []
@@ -801,6 +822,17 @@ async def loop_lag(stats: Stats, stop: asyncio.Event) -> None:
             stats.loop_lag.append(time.perf_counter() - started - 0.1)
 
 
+def level_agents(n: int, api: Api, args: argparse.Namespace, stop: asyncio.Event
+                 ) -> list[Agent]:
+    """A level's N agents: their choices seeded from N (a size run again makes the same
+    choices), their branches new to this level."""
+    rng = random.Random(n)
+    projects = projects_for(n, args)
+    level = next(_levels_run)
+    return [Agent(i, api, args, stop, random.Random(rng.random()), projects, level)
+            for i in range(n)]
+
+
 async def run_level(n: int, args: argparse.Namespace, urls: list[str], token: str,
                     root_pid: int | None, *, seconds: float | None = None,
                     midway: Callable[[], None] | None = None) -> dict:
@@ -811,10 +843,7 @@ async def run_level(n: int, args: argparse.Namespace, urls: list[str], token: st
     pools = [Pool(url, token) for url in urls]
     api = Api(pools, stats)
     stop = asyncio.Event()
-    rng = random.Random(n)
-    projects = projects_for(n, args)
-    agents = [Agent(i, api, args, stop, random.Random(rng.random()), projects)
-              for i in range(n)]
+    agents = level_agents(n, api, args, stop)
     # An agent's first session makes its task (a fresh install's day one): ~25 of those a
     # second, then SETTLE_SECONDS for what queued to drain before the window opens.
     ramp = args.ramp if args.ramp is not None else max(5.0, n / RAMP_STARTS_PER_SECOND)

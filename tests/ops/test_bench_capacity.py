@@ -4,6 +4,8 @@ this process's own /proc: nothing here asserts a duration."""
 
 from __future__ import annotations
 
+import argparse
+import asyncio
 import os
 import subprocess
 import sys
@@ -19,6 +21,7 @@ from bench.agents import (
     ProcTimes,
     capacity_of,
     cpu_ms_per_call,
+    level_agents,
     median_capacity,
     next_level,
     read_stat,
@@ -117,6 +120,17 @@ def test_next_level_steps_up_until_a_failure_and_down_until_a_hold():
     # A ladder of one level (--agents 500, to profile) runs that level alone.
     assert next_level([500], 1000, {}) == 500
     assert next_level([500], 1000, {500: True}) is None
+
+
+def test_each_level_starts_tasks_of_its_own_with_the_same_choices():
+    """A size run twice makes the same choices (seeded by its size) on new branches, so
+    no level replays edits on tasks an earlier level made list them."""
+    args = argparse.Namespace(projects=None, team=8)
+    first, again = (level_agents(40, None, args, asyncio.Event()) for _ in range(2))
+    assert [a.area for a in first] == [a.area for a in again]
+    assert [a.project for a in first] == [a.project for a in again]
+    assert {a.branch for a in first}.isdisjoint(a.branch for a in again)
+    assert len({a.branch for a in first}) == 40
 
 
 def result(n: int, held: bool, p99: float, server: float) -> LevelResult:
