@@ -204,31 +204,26 @@ def heartbeat(session_id: str, *, task_id: str | None = None,
                 unsaved_changes=unsaved_changes)[0]
 
 
-def beat(session_id: str, *, task_id: str | None = None,
-         conversation_summary: str | None = None,
-         unsaved_changes: list[dict[str, Any]] | None = None
-         ) -> tuple[dict[str, Any], bool]:
-    """``heartbeat``'s answer, and whether the session has notices waiting (read by the
-    same statement, so record_activity takes them only when there are some)."""
-    summary, changes = conversation_summary, unsaved_changes
-    table = sessions_table()
-    # The self-join reads the row as the statement's snapshot saw it: the previous
-    # heartbeat, for the heartbeat-age histogram, in the same round trip. The one-row
-    # set_config join makes this statement's commit asynchronous: a liveness timestamp
-    # lost in a database crash costs nothing, and not waiting for the WAL flush is what
-    # lets heartbeats from many agents through at once.
-    # Prepared (foundation.backends.prepared): planning it cost as much as running it.
-    row = prepared.fetch_one(
-        f"UPDATE {table} s SET last_heartbeat = now(), "
-        "task_id = COALESCE(%s, s.task_id), "
-        "conversation_summary = COALESCE(%s, s.conversation_summary), "
-        "unsaved_changes = COALESCE(%s::jsonb, s.unsaved_changes) "
-        f"FROM {table} prev, "
+# The heartbeat's one conditional UPDATE, ``%(name)s`` parameters: session, task,
+# summary, changes. The self-join reads the row as the statement's snapshot saw it: the
+# previous heartbeat, for the heartbeat-age histogram, in the same round trip. The one-row
+# set_config join makes the commit asynchronous: a liveness timestamp lost in a database
+# crash costs nothing, and not waiting for the WAL flush is what lets heartbeats from many
+# agents through at once. It touches nothing (no row) unless the session is live and the
+# task, if one is named, is of the session's project. record_activity runs it as the
+# first part of its own statement (activity.py), so a flush is one round trip.
+def beat_sql() -> str:
+    return (
+        f"UPDATE {sessions_table()} s SET last_heartbeat = now(), "
+        "task_id = COALESCE(%(task)s, s.task_id), "
+        "conversation_summary = COALESCE(%(summary)s, s.conversation_summary), "
+        "unsaved_changes = COALESCE(%(changes)s::jsonb, s.unsaved_changes) "
+        f"FROM {sessions_table()} prev, "
         "(SELECT set_config('synchronous_commit', 'off', true)) AS async_commit "
-        "WHERE prev.id = s.id AND s.session_id = %s "
+        "WHERE prev.id = s.id AND s.session_id = %(session)s "
         "AND s.status IN ('active', 'compacted') "
-        f"AND (%s::text IS NULL OR EXISTS (SELECT 1 FROM {tasks_table()} t "
-        "WHERE t.task_id = %s::text AND t.project_id = s.project_id)) "
+        f"AND (%(task)s::text IS NULL OR EXISTS (SELECT 1 FROM {tasks_table()} t "
+        "WHERE t.task_id = %(task)s::text AND t.project_id = s.project_id)) "
         "RETURNING s.last_heartbeat AS last, prev.last_heartbeat AS previous, "
         "s.task_id AS current_task, s.project_id, s.project_dir, s.status, "
         "prev.task_id AS previous_task, "
@@ -237,9 +232,33 @@ def beat(session_id: str, *, task_id: str | None = None,
         f"EXISTS (SELECT 1 FROM {DETAIL_TABLE} d WHERE d.session_id = s.session_id "
         "AND d.paused_at IS NOT NULL) AS paused, "
         f"EXISTS (SELECT 1 FROM {NOTICES_TABLE} n WHERE n.session_id = s.session_id "
-        "AND n.delivered_at IS NULL) AS notices_waiting",
-        [task_id, summary, None if changes is None else json.dumps(changes), session_id,
-         task_id, task_id])
+        "AND n.delivered_at IS NULL) AS notices_waiting")
+
+
+def beat_params(session_id: str, task_id: str | None, conversation_summary: str | None,
+                unsaved_changes: list[dict[str, Any]] | None) -> dict[str, Any]:
+    """beat_sql's parameters."""
+    return {"session": session_id, "task": task_id, "summary": conversation_summary,
+            "changes": None if unsaved_changes is None else json.dumps(unsaved_changes)}
+
+
+def beat(session_id: str, *, task_id: str | None = None,
+         conversation_summary: str | None = None,
+         unsaved_changes: list[dict[str, Any]] | None = None
+         ) -> tuple[dict[str, Any], bool]:
+    """``heartbeat``'s answer, and whether the session has notices waiting (read by the
+    same statement, so record_activity takes them only when there are some)."""
+    # Prepared (foundation.backends.prepared): planning it cost as much as running it.
+    row = prepared.fetch_one(beat_sql(), beat_params(session_id, task_id, conversation_summary,
+                                                   unsaved_changes))
+    return beaten(session_id, task_id, row)
+
+
+def beaten(session_id: str, task_id: str | None, row: dict[str, Any] | None
+           ) -> tuple[dict[str, Any], bool]:
+    """What follows beat_sql's ``row`` (None: it touched nothing, and this raises why):
+    the session's work on a newly named task, the heartbeat-age metric, the Redis and
+    file markers; ``beat``'s answer."""
     if row is None:
         status = session_status(session_id)
         if status in LIVE_STATUSES and task_id is not None:
