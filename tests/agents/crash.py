@@ -12,8 +12,11 @@ from sessions.models import ActiveSession
 from tests.agents.setup_helpers import mapped_sessions
 from tests.waiting import wait_for
 
-MARKER = "MARKER-BUILD"
-BUILD = f"python3 -c 'import time; time.sleep(120)' {MARKER}"
+
+def build_command(marker: str) -> str:
+    """A two-minute build whose command line holds ``marker`` (tests.claude_code's
+    ``build_marker``: one test's own, since the tests run in parallel workers)."""
+    return f"python3 -c 'import time; time.sleep(120)' {marker}"
 
 
 def processes_running(marker: str) -> list[int]:
@@ -30,11 +33,11 @@ def processes_running(marker: str) -> list[int]:
     return found
 
 
-def kill_agent_mid_build(project: Path, process) -> tuple[str, float]:
-    """Wait for the build, SIGKILL the agent process the hooks recorded (Codex's native
+def kill_agent_mid_build(project: Path, process, marker: str) -> tuple[str, float]:
+    """Wait for the build ``marker`` names, SIGKILL the agent process the hooks recorded (Codex's native
     binary, Gemini CLI's inner node), and return (its session, when it was killed)."""
     try:
-        assert wait_for(lambda: processes_running(MARKER), timeout=60), (
+        assert wait_for(lambda: processes_running(marker), timeout=60), (
             process.poll(), process.stderr.read() if process.poll() is not None else "")
         (entry,) = mapped_sessions(project).values()
         pid = entry["agentPid"]
@@ -47,7 +50,7 @@ def kill_agent_mid_build(project: Path, process) -> tuple[str, float]:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, signal.SIGKILL)
         process.wait(timeout=10)
-        for pid in processes_running(MARKER):
+        for pid in processes_running(marker):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
     return entry["sessionId"], killed

@@ -11,9 +11,10 @@ import pytest
 from contexts.models import TaskContext
 from sessions.models import ActiveSession, SessionDetail, SessionHandoff, ToolInvocation
 from tests.agent_runner import Codex
-from tests.agents.crash import BUILD, MARKER, crashed_within, kill_agent_mid_build
+from tests.agents.crash import build_command, crashed_within, kill_agent_mid_build
 from tests.agents.setup_helpers import agent_check, agent_setup, mapped_sessions
 from tests.claude_code.conftest import make_project
+from tests.claude_code.test_claude_code_e2e import build_marker
 from tests.model_standins import (
     CodexStandIn,
     codex_namespaced,
@@ -113,18 +114,19 @@ def test_codex_killed_mid_build_is_known_crashed_within_30_s_and_resumed_next_ti
         codex, tmp_path, orchestrator, api_token_live):
     project = shared_repo(tmp_path, "crashy")
     agent_setup(codex, project, orchestrator, api_token_live)
+    marker = build_marker()
     steps = [codex_patch("shared.py", '    return "hello " + name', '    return "half " + name'),
-             codex_shell(BUILD), say("never reached")]
+             codex_shell(build_command(marker)), say("never reached")]
     with CodexStandIn(steps) as model:
         process = codex.start(project, "rewrite the greeting", model.url)
-        crashed_id, killed = kill_agent_mid_build(project, process)
+        crashed_id, killed = kill_agent_mid_build(project, process, marker)
     assert crashed_within(crashed_id, killed)
 
     with CodexStandIn([say("Recovered.")]) as model:
         codex.run(project, "carry on", model.url).check()
     seen = model.scripted_requests[0].text()
     assert "Recovery Required: crash" in seen and crashed_id in seen
-    assert MARKER in seen  # the tool call that was running when it died
+    assert marker in seen  # the tool call that was running when it died
     assert hook_tools(crashed_id) == ["apply_patch"]
     assert ActiveSession.objects.get(session_id=crashed_id).status == "recovered"
 

@@ -11,9 +11,10 @@ import pytest
 from contexts.models import TaskContext
 from sessions.models import ActiveSession, SessionDetail, SessionHandoff
 from tests.agent_runner import Gemini
-from tests.agents.crash import BUILD, MARKER, crashed_within, kill_agent_mid_build
+from tests.agents.crash import build_command, crashed_within, kill_agent_mid_build
 from tests.agents.setup_helpers import agent_check, agent_setup, mapped_sessions
 from tests.agents.test_codex import hook_tools, shared_repo
+from tests.claude_code.test_claude_code_e2e import build_marker
 from tests.model_standins import GeminiStandIn, gemini_replace, gemini_shell, say
 
 pytestmark = pytest.mark.gemini
@@ -64,18 +65,19 @@ def test_gemini_killed_mid_build_is_known_crashed_within_30_s_and_resumed_next_t
         gemini, tmp_path, orchestrator, api_token_live):
     project = shared_repo(tmp_path, "crashy")
     agent_setup(gemini, project, orchestrator, api_token_live)
+    marker = build_marker()
     steps = [gemini_replace(str(project / "shared.py"), '    return "hello " + name',
                             '    return "half " + name'),
-             gemini_shell(BUILD), say("never reached")]
+             gemini_shell(build_command(marker)), say("never reached")]
     with GeminiStandIn(steps) as model:
         process = gemini.start(project, "rewrite the greeting", model.url)
-        crashed_id, killed = kill_agent_mid_build(project, process)
+        crashed_id, killed = kill_agent_mid_build(project, process, marker)
     assert crashed_within(crashed_id, killed)
 
     with GeminiStandIn([say("Recovered.")]) as model:
         gemini.run(project, "carry on", model.url).check()
     seen = model.scripted_requests[0].text()
     assert "Recovery Required: crash" in seen and crashed_id in seen
-    assert MARKER in seen
+    assert marker in seen
     assert hook_tools(crashed_id) == ["replace"]
     assert ActiveSession.objects.get(session_id=crashed_id).status == "recovered"

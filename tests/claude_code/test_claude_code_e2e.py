@@ -14,6 +14,7 @@ import subprocess
 import threading
 import time
 import urllib.error
+import uuid
 from io import StringIO
 
 import pytest
@@ -152,7 +153,14 @@ def test_a_compaction_is_recorded_and_its_context_reaches_the_model_after_it(
     assert "MARKER-COMPACT-8" in seen and "The user had us count to three." in seen
 
 
-BUILD = "import time; time.sleep({seconds})  # MARKER-BUILD"
+BUILD = "import time; time.sleep({seconds})  # {marker}"
+
+
+def build_marker() -> str:
+    """A marker for one test's build alone. The tests run in parallel workers: waiting for
+    "the" build by a marker they shared found another test's, and the test killed its
+    agent before the agent had started."""
+    return f"MARKER-BUILD-{uuid.uuid4().hex[:12]}"
 
 
 def processes_running(marker: str) -> list[int]:
@@ -174,7 +182,8 @@ def test_after_a_kill_9_the_next_run_gets_the_recovery_prompt(
     other cases) the beat sweep or the next SessionStart notices it."""
     create_task(orchestrator, api_token_live, project, "crashy", "MARKER-CRASHY-3 the parser")
     claude_setup(project, orchestrator, api_token_live, "crashy")
-    command = f"python3 -c '{BUILD.format(seconds=120)}'"
+    marker = build_marker()
+    command = f"python3 -c '{BUILD.format(seconds=120, marker=marker)}'"
     steps = [call("Edit", file_path=str(project / "app.py"), old_string="'hello'",
                   new_string="'half done'"),
              call("Bash", command=command, description="build"), say("never reached")]
@@ -183,13 +192,13 @@ def test_after_a_kill_9_the_next_run_gets_the_recovery_prompt(
         started = time.monotonic()
         process = claude.start(project, "rewrite the greeting", model.url, env=env)
         try:
-            assert wait_for(lambda: processes_running("MARKER-BUILD"), timeout=60), (
+            assert wait_for(lambda: processes_running(marker), timeout=60), (
                 finish(process, started))
             process.kill()  # SIGKILL: no SessionEnd, no goodbye
             process.wait(timeout=10)
             killed = time.monotonic()
         finally:
-            for pid in processes_running("MARKER-BUILD"):
+            for pid in processes_running(marker):
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGKILL)
     mapping = json.loads((project / ".claude" / "orchestrator" / "sessions.json").read_text())
@@ -220,7 +229,7 @@ def test_after_a_kill_9_the_next_run_gets_the_recovery_prompt(
     assert "Recovery Required: crash" in seen and crashed_id in seen
     # What was running when it died, from the transcript (the watchdog's report, or the
     # next SessionStart's when there was none), and no "(not set)" fields.
-    assert "### When It Stopped" in seen and "MARKER-BUILD" in seen
+    assert "### When It Stopped" in seen and marker in seen
     assert "(interrupted)" in seen
     assert "(not set)" not in seen and "(no summary recorded)" not in seen
     # The killed run's last tool uses, sent after it died, are in the prompt.
@@ -238,7 +247,7 @@ def test_a_tool_call_longer_than_the_crash_threshold_is_no_crash(
     create_task(orchestrator, api_token_live, project, "building", "the build")
     claude_setup(project, orchestrator, api_token_live, "building")
     settings.CRASH_THRESHOLD_MINUTES = 0.05  # 3 s without a heartbeat would be a crash
-    command = f"python3 -c '{BUILD.format(seconds=12)}'"
+    command = f"python3 -c '{BUILD.format(seconds=12, marker=build_marker())}'"
     steps = [call("Bash", command=command, description="a long build"), say("Built.")]
     swept: list[str] = []
     with ClaudeStandIn(steps) as model:

@@ -31,7 +31,7 @@ from tests.claude_code.conftest import make_project
 from tests.claude_code.orchestrated import call_tool as call_over_http
 from tests.claude_code.orchestrated import our_session_id
 from tests.claude_code.proxy import PrefixProxy
-from tests.claude_code.test_claude_code_e2e import BUILD, processes_running
+from tests.claude_code.test_claude_code_e2e import BUILD, build_marker, processes_running
 from tests.model_standins import ClaudeStandIn, call, say
 from tests.waiting import wait_for
 
@@ -119,22 +119,23 @@ def test_a_laptop_enrolls_through_a_prefixed_proxy_and_is_tracked_as_today(
             assert (project / private).stat().st_mode & 0o777 == 0o600, private
 
         # The first run: edits app.py, then dies (kill -9) in a long build.
+        marker = build_marker()
         steps = [call("Edit", file_path=str(project / "app.py"), old_string="'hello'",
                       new_string="'hello laptop'"),
-                 call("Bash", command=f"python3 -c '{BUILD.format(seconds=120)}'",
+                 call("Bash", command=f"python3 -c '{BUILD.format(seconds=120, marker=marker)}'",
                       description="build"),
                  say("never reached")]
         with ClaudeStandIn(steps) as model:
             started = time.monotonic()
             process = claude.start(project, "greet laptops", model.url)
             try:
-                assert wait_for(lambda: processes_running("MARKER-BUILD"), timeout=60), (
+                assert wait_for(lambda: processes_running(marker), timeout=60), (
                     finish(process, started))
                 process.kill()  # SIGKILL: no SessionEnd
                 process.wait(timeout=10)
                 killed = time.monotonic()
             finally:
-                for pid in processes_running("MARKER-BUILD"):
+                for pid in processes_running(marker):
                     with contextlib.suppress(ProcessLookupError):
                         os.kill(pid, signal.SIGKILL)
         mapping = json.loads((project / ".claude" / "orchestrator" / "sessions.json")
