@@ -15,7 +15,7 @@ from tests.waiting import wait_for
 
 def build_command(marker: str) -> str:
     """A two-minute build whose command line holds ``marker`` (tests.claude_code's
-    ``build_marker``: one test's own, since the tests run in parallel workers)."""
+    ``build_marker``: one test's own, so no test mistakes another's build for its own)."""
     return f"python3 -c 'import time; time.sleep(120)' {marker}"
 
 

@@ -157,9 +157,11 @@ BUILD = "import time; time.sleep({seconds})  # {marker}"
 
 
 def build_marker() -> str:
-    """A marker for one test's build alone. The tests run in parallel workers: waiting for
-    "the" build by a marker they shared found another test's, and the test killed its
-    agent before the agent had started."""
+    """A marker for one test's build alone. Waiting for "the" build by a marker every
+    crash test shared could find another test's: one the previous test's cleanup scan
+    missed (the shell started it just after the scan) and still sleeping, or one running
+    in another worker (TEST_WORKERS). The test then killed its agent before the agent had
+    even started."""
     return f"MARKER-BUILD-{uuid.uuid4().hex[:12]}"
 
 
