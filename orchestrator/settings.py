@@ -129,7 +129,7 @@ SERVES_REQUESTS = ORCH.ORCHESTRATOR_SERVES_REQUESTS
 # JIT compilation costs hundreds of ms on the few large queries here (conflict detection,
 # crash sweep, registry) and never pays back on OLTP work.
 _POSTGRES_OPTIONS = "-c jit=off"
-# The statements prepared on purpose (foundation.backends.prepared; Django prepares none)
+# The statements prepared on purpose (foundation.core.prepared; Django prepares none)
 # are each written for one access path, and Postgres's default plan choice kept planning
 # some of them on every run: the claim holders' read spent 1.3 ms planning against
 # 0.08 ms running, 12 s of Postgres CPU in two minutes of 1,000 agents across all of them.
@@ -171,7 +171,7 @@ DATABASES = {
             "options": _POSTGRES_OPTIONS,
             # Django turns psycopg's prepared statements off (None). Its own queries bind
             # on the client and are never prepared either way; this lets the few hot
-            # statements of foundation.backends.prepared ask for it (prepare=True).
+            # statements of foundation.core.prepared ask for it (prepare=True).
             "prepare_threshold": 5,
             **_URL_OPTIONS,
         },

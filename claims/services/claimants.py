@@ -13,7 +13,7 @@ from django.db import connection
 
 from claims.models import FileClaim
 from contexts.services.edit_policy import POLICY_KEY, EditPolicy, policy_from
-from foundation.backends import prepared
+from foundation.core import prepared
 from foundation.core.db import qualified
 from foundation.core.errors import OrchestratorError, session_not_found
 from sessions.models import SessionDetail

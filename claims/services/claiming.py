@@ -26,7 +26,7 @@ from claims.services.holders import Holder, holders_from, other_holders_query
 from claims.services.messages import blocked_text, record_event, warning_text
 from claims.services.overlaps import overlap_writer, record_overlaps
 from contexts.services.edit_policy import POLICY_KEY
-from foundation.backends import prepared
+from foundation.core import prepared
 from foundation.core.db import (
     ASYNC_COMMIT,
     RETRIED_SQLSTATES,

@@ -11,7 +11,7 @@ from django.conf import settings
 from django.db import connection
 
 from claims.services.claimants import CLAIMS_TABLE, Claimant, live_seconds
-from foundation.backends import prepared
+from foundation.core import prepared
 from foundation.core.db import qualified
 from foundation.core.stamps import iso
 from sessions.models import SessionDetail

@@ -18,8 +18,8 @@ from django.db import connection
 from contexts.models import CriticalKeys, ProjectLearning
 from contexts.services import cache
 from contexts.services.tasks import get_global_context, project_of_task
-from foundation.backends import prepared
 from foundation.backends.files import check_safe_id
+from foundation.core import prepared
 from foundation.core.db import qualified
 from foundation.core.projects import default_project
 from foundation.core.stamps import iso, now_iso

@@ -42,8 +42,8 @@ from contexts.models import TaskContext
 from contexts.services import backends, cache
 from contexts.services.representation import FIELD_COLUMNS
 from contexts.services.validation import LIST_LIMITS, validate_changes
-from foundation.backends import prepared
 from foundation.backends.files import check_safe_id
+from foundation.core import prepared
 from foundation.core.db import (
     in_callers_transaction,
     qualified,

@@ -211,7 +211,7 @@ def command_span(command: str) -> Iterator[None]:
 
 def statement_span(sql: Any):
     """The span of one Postgres statement, ``postgres <VERB>``; for statements sent past
-    Django's cursor (``foundation.backends.prepared``), which its execute wrappers never see."""
+    Django's cursor (``foundation.core.prepared``), which its execute wrappers never see."""
     if not enabled:
         return _NOOP
     text = sql if isinstance(sql, str) else str(sql)

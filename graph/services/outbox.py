@@ -24,8 +24,8 @@ from django.conf import settings
 from django.db import connection, transaction
 
 from contexts.models import TaskContext
-from foundation.backends import prepared
 from foundation.backends.coalesce import CoalescingWriter
+from foundation.core import prepared
 from foundation.core.errors import failure_reason
 from foundation.core.stamps import now_iso
 from foundation.observability import metrics

@@ -25,7 +25,7 @@ from django.db import connection
 
 from contexts.services.key_files import append_key_files
 from contexts.services.tasks import require_task
-from foundation.backends import prepared
+from foundation.core import prepared
 from foundation.core.db import async_commit_sql
 from foundation.core.errors import OrchestratorError
 from foundation.core.stamps import iso
@@ -154,7 +154,7 @@ def _record(session_id: str, task_id: str | None, tool_uses: list[dict[str, Any]
     # Inside a caller's transaction its commit is never weakened (async_commit_sql).
     sql = _RECORD_SQL.format(commit=async_commit_sql(), sessions=sessions_table(),
                              records=_records(), recorded=_RECORDED)
-    # Prepared (foundation.backends.prepared): a flush every few seconds per agent,
+    # Prepared (foundation.core.prepared): a flush every few seconds per agent,
     # and Postgres planned this statement each time it was sent.
     row = prepared.fetch_one(sql, {"session": session_id, "task": task_id,
                                    **_batch_params(tool_uses, paths)})

@@ -13,7 +13,7 @@ from django.db import connection
 from contexts.models import TaskContext
 from contexts.services.bundle import context_bundle
 from contexts.services.tasks import create_task
-from foundation.backends import prepared
+from foundation.core import prepared
 from foundation.core.db import qualified
 from foundation.core.errors import OrchestratorError, project_not_found
 from foundation.core.models import Project

@@ -22,8 +22,9 @@ from typing import Any
 
 from django.db import connection, transaction
 
-from foundation.backends import files, prepared
+from foundation.backends import files
 from foundation.backends.coalesce import CoalescingWriters
+from foundation.core import prepared
 from foundation.core.db import ASYNC_COMMIT, SYNC_COMMIT
 from foundation.core.stamps import iso
 from foundation.core.tools.registry import Tool, ToolContext

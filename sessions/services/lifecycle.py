@@ -12,7 +12,7 @@ from django.db import transaction
 
 from contexts.services import learnings as project_learnings
 from contexts.services.tasks import project_of_task
-from foundation.backends import prepared
+from foundation.core import prepared
 from foundation.core.db import qualified
 from foundation.core.errors import OrchestratorError, projects_differ, task_not_found
 from foundation.core.projects import default_project, require_project
@@ -248,7 +248,7 @@ def beat(session_id: str, *, task_id: str | None = None,
          ) -> tuple[dict[str, Any], bool]:
     """``heartbeat``'s answer, and whether the session has notices waiting (read by the
     same statement, so record_activity takes them only when there are some)."""
-    # Prepared (foundation.backends.prepared): planning it cost as much as running it.
+    # Prepared (foundation.core.prepared): planning it cost as much as running it.
     row = prepared.fetch_one(beat_sql(), beat_params(session_id, task_id, conversation_summary,
                                                    unsaved_changes))
     return beaten(session_id, task_id, row)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from django.db import connection
 
-from foundation.backends import prepared
+from foundation.core import prepared
 from foundation.core.db import async_commit_sql
 from sessions.models import SessionNotice
 

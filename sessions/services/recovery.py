@@ -19,7 +19,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from foundation.backends import prepared
+from foundation.core import prepared
 from foundation.core.db import qualified
 from foundation.core.errors import OrchestratorError, session_not_found
 from foundation.core.models import Project
@@ -432,7 +432,7 @@ def start_report(project_id: str, exclude_session: str,
     if crashed_session_ids or _stale_file_state(project_id, {exclude_session}):
         return check_recovery(project_ids=[project_id], exclude_session=exclude_session,
                               crashed_session_ids=crashed_session_ids)
-    # Prepared (foundation.backends.prepared): planning it cost more than running it.
+    # Prepared (foundation.core.prepared): planning it cost more than running it.
     row = prepared.fetch_one(_START_PROBE, {
         "project": project_id, "me": exclude_session,
         "crash": settings.CRASH_THRESHOLD_MINUTES * 60,

@@ -18,8 +18,8 @@ import pytest
 
 from contexts.models import TaskContext
 from contexts.services.tasks import create_task
-from foundation.backends import prepared
 from foundation.backends.files import dumps_indented
+from foundation.core import prepared
 from foundation.core.db import qualified
 from foundation.core.tools.input_checks import MAX_DEPTH, _scan, scan_input
 from foundation.observability.logformat import JsonFormatter, _timestamp
