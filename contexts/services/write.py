@@ -228,17 +228,23 @@ def lock_task(task_id: str) -> TaskContext:
     a current TaskLockHint?) come along in the same query, so publishing the write and
     the lock rule need no second round trip.
     """
-    # Raw SQL: on this hot path building the equivalent ORM query cost more than running it.
-    rows = list(TaskContext.objects.raw(
-        f"SELECT t.*, EXISTS (SELECT 1 FROM {qualified('global_context')} g "
-        "WHERE g.project_id = t.project_id AND g.active_task_id = t.task_id) AS is_active, "
-        f"EXISTS (SELECT 1 FROM {HINT_TABLE} h WHERE h.task_id = t.task_id "
-        "AND h.held_until > now()) AS may_be_locked "
-        f"FROM {qualified('task_contexts')} t WHERE t.task_id = %s FOR UPDATE OF t",
-        [task_id]))
-    if not rows:
+    # Prepared SQL: on this hot path building the equivalent ORM query cost more than
+    # running it, and planning the statement each time cost Postgres more than running it
+    # (0.16 of 0.20 ms at 800 agents: the claim-overlap recorder locks a task per overlap).
+    row = prepared.fetch_one(_lock_task_sql(), [task_id])
+    if row is None:
         raise task_not_found(task_id)
-    return rows[0]
+    task = prepared.model_from_row(TaskContext, row)
+    task.is_active, task.may_be_locked = row["is_active"], row["may_be_locked"]
+    return task
+
+
+def _lock_task_sql() -> str:
+    return (f"SELECT t.*, EXISTS (SELECT 1 FROM {qualified('global_context')} g "
+            "WHERE g.project_id = t.project_id AND g.active_task_id = t.task_id) AS is_active, "
+            f"EXISTS (SELECT 1 FROM {HINT_TABLE} h WHERE h.task_id = t.task_id "
+            "AND h.held_until > now()) AS may_be_locked "
+            f"FROM {qualified('task_contexts')} t WHERE t.task_id = %s FOR UPDATE OF t")
 
 
 def publish(task: TaskContext, *, to_file: bool = True,

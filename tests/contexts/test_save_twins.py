@@ -12,10 +12,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from django.db import connection
-from django.test.utils import CaptureQueriesContext
 
 from contexts.models import ContextVersion, TaskContext
+from contexts.services import write
 from contexts.services.tasks import create_task
 from contexts.services.write import ListAppend, write_task
 from foundation.core.errors import OrchestratorError
@@ -77,8 +76,17 @@ STATES: list[tuple[dict[str, Any], str | None]] = [
 
 
 @pytest.mark.parametrize(("content", "holder"), STATES)
-def test_the_one_statement_save_agrees_with_the_full_path(settings, content, holder):
+def test_the_one_statement_save_agrees_with_the_full_path(settings, monkeypatch, content,
+                                                           holder):
     settings.ENABLE_NEO4J = False  # the mirror's queue is compared through the answer
+    locked: list[str] = []  # the tasks the full path locked (lock_task), in order
+
+    def lock_task(task_id: str) -> TaskContext:
+        locked.append(task_id)
+        return real_lock_task(task_id)
+
+    real_lock_task = write.lock_task
+    monkeypatch.setattr(write, "lock_task", lock_task)
     case = f"{len(content.get('lockedElements', []))}-{holder or 'none'}"
     fast_id, full_id = f"twin-fast-{case}", f"twin-full-{case}"
     for task_id in (fast_id, full_id):
@@ -86,15 +94,16 @@ def test_the_one_statement_save_agrees_with_the_full_path(settings, content, hol
         if holder:
             locks.acquire_lock(task_id, holder)
     for session_id, changes in SAVES:
-        with CaptureQueriesContext(connection) as fast_queries:
-            fast = _save(fast_id, changes, session_id, fast=True)
+        locked.clear()
+        fast = _save(fast_id, changes, session_id, fast=True)
+        fast_locked = list(locked)
         full = _save(full_id, changes, session_id, fast=False)
         assert fast == full, (session_id, changes)
+        assert locked[len(fast_locked):] == [full_id]  # the full twin took the full path
         if not content and holder is None and fast.get("changed"):
             # Nothing for the lock rule to object to and something to write: the fast
-            # twin really ran (its prepared statement; the full path locks the row through
-            # Django's cursor). An append with nothing to add touches no row there and
-            # leaves the verdict to the full path.
-            assert not any("FOR UPDATE" in query["sql"]
-                           for query in fast_queries.captured_queries), changes
+            # twin really ran (its one statement; the full path locks the row first). An
+            # append with nothing to add touches no row there and leaves the verdict to
+            # the full path.
+            assert fast_locked == [], changes
     assert _stored(fast_id) == _stored(full_id)

@@ -19,6 +19,7 @@ their ``ToolContext.scope`` is None and nothing here restricts them.
 
 from __future__ import annotations
 
+import functools
 import re
 import threading
 import time
@@ -28,6 +29,7 @@ from typing import Any
 
 from django.db import connection
 
+from foundation.core import prepared
 from foundation.core.errors import OrchestratorError, task_not_found
 from foundation.core.models import SessionOwner, TokenScope
 from foundation.core.projects import CLIENT_PROJECT_HEADER, check_project_id
@@ -69,24 +71,31 @@ def owner_of(session_id: str) -> str | None:
     # One round trip: the owner, and whether the session exists at all (the "session"
     # kind its app registered). Only an existing session's answer is remembered; a session
     # id not started yet may get an owner any moment, and its first check must see it.
+    # Prepared: every live session misses the cache once a minute in every web process,
+    # and planning the join cost Postgres ten times what running it did (0.42 of 0.44 ms
+    # at 800 agents, pg_stat_statements).
     sessions = _kinds.get(SESSION_KIND)
-    owners = SessionOwner._meta.db_table
-    with connection.cursor() as cursor:
-        if sessions is None:  # no app keeps sessions: only the owner rows tell
-            cursor.execute(f"SELECT token_name FROM {owners} WHERE session_id = %s",
-                           [session_id])
-        else:
-            cursor.execute(
-                f"SELECT o.token_name FROM ({sessions.sql}) AS s(id, project_id) "
-                f"LEFT JOIN {owners} o ON o.session_id = s.id "
-                f"UNION ALL SELECT token_name FROM {owners} "
-                "WHERE session_id = %s LIMIT 1", [[session_id], session_id])
-        row = cursor.fetchone()
+    if sessions is None:  # no app keeps sessions: only the owner rows tell
+        row = prepared.fetch_one(_owner_sql(None), [session_id])
+    else:
+        row = prepared.fetch_one(_owner_sql(sessions.sql), [[session_id], session_id])
     if row is None:
         return None  # no such session and no owner row: nothing to protect, nothing cached
-    owner = row[0]
+    owner = row["token_name"]
     _remember(session_id, owner)
     return owner
+
+
+@functools.cache
+def _owner_sql(sessions_sql: str | None) -> str:
+    """``owner_of``'s statement: the same text each time, so it is planned once per
+    connection."""
+    owners = SessionOwner._meta.db_table
+    if sessions_sql is None:
+        return f"SELECT token_name FROM {owners} WHERE session_id = %s"
+    return (f"SELECT o.token_name FROM ({sessions_sql}) AS s(id, project_id) "
+            f"LEFT JOIN {owners} o ON o.session_id = s.id "
+            f"UNION ALL SELECT token_name FROM {owners} WHERE session_id = %s LIMIT 1")
 
 
 def owner_upsert_sql(started: str, owner: str) -> str:
