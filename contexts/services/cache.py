@@ -16,9 +16,11 @@ from typing import Any
 
 from django.conf import settings
 
-from contexts.models import GlobalContext, TaskContext
+from contexts.models import TaskContext
 from contexts.services import representation
 from foundation.backends import redis_store
+from foundation.core import prepared
+from foundation.core.db import qualified
 from foundation.core.errors import task_not_found
 from foundation.core.projects import namespace
 from foundation.observability import metrics
@@ -91,8 +93,12 @@ def read_cached_task(task_id: str) -> dict[str, Any] | None:
 
 def active_task_id(project_id: str) -> str | None:
     """The project's active task (its global_context.active_task_id)."""
-    return (GlobalContext.objects.filter(project_id=project_id)
-            .values_list("active_task_id", flat=True).first())
+    # Prepared, not the ORM: every task write published after a caller's commit asks it
+    # (the claim-overlap recorder, twice per overlap), and building the query cost more
+    # than running it.
+    row = prepared.fetch_one(f"SELECT active_task_id FROM {qualified('global_context')} "
+                             "WHERE project_id = %s", [project_id])
+    return row["active_task_id"] if row else None
 
 
 def refresh_task_cache(task_id: str) -> bool:
