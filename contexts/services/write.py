@@ -19,8 +19,8 @@ one way whoever makes it (in the style of Zulip's ``do_*`` actions):
 When the lock rule cannot object (no locked elements, no current lock hint) and the
 caller holds no transaction, steps 2-4 are one statement sent in autocommit: one
 Postgres round trip per save. Inside a caller's transaction (switch_task,
-resolve_conflict) steps 2-5 join it and step 6 runs when it commits (``saved_to`` is
-then None).
+resolve_conflict, the claim-overlap recorder) steps 2-5 join it and step 6 runs when it
+commits (``saved_to`` is then None); a list append is one statement there too.
 """
 
 from __future__ import annotations
@@ -168,7 +168,10 @@ def write_task(task_id: str, changes: Changes, *, change_type: str,
         done = None
         one_statement = before_update is None and not connection.in_atomic_block
         try:
-            if appending is not None and one_statement:
+            # An append is one statement inside a caller's transaction too (the claim-
+            # overlap recorder appends to two tasks per overlap): it joins that
+            # transaction, and its publish waits for the commit as the full path's does.
+            if appending is not None and before_update is None:
                 done = _append_in_one_statement(task_id, appending, change_type=change_type,
                                                 summary=summary, session_id=session_id,
                                                 actor=actor, enforce_locks=enforce_locks)
@@ -176,8 +179,7 @@ def write_task(task_id: str, changes: Changes, *, change_type: str,
                 done = _update_in_one_statement(task_id, changes, change_type=change_type,
                                                 summary=summary, session_id=session_id,
                                                 actor=actor, enforce_locks=enforce_locks)
-            # The one statement ran in autocommit: no caller's transaction to wait for.
-            deferred = done is None and in_callers_transaction()
+            deferred = in_callers_transaction()
             if done is None:
                 with transaction.atomic():
                     done = _update_locked_row(task_id, changes, change_type=change_type,
@@ -341,19 +343,27 @@ RETURNING t.*, {before_aliases}, {is_active}
 """
 # A ListAppend's statement: the same, with the items the list does not hold yet (in their
 # order, as many as the limit leaves room for) worked out from the locked row, so two
-# appends to one task at once add each item once. Nothing to add: no row is touched.
+# appends to one task at once add each item once. Nothing to add: no row is touched, and
+# the row comes back as it is with an empty ``appended``, so that the answer "nothing to
+# add" needs no second statement (no row at all: the full path decides).
 _APPEND_SQL = """
-UPDATE {tasks} t SET {column} = old.listed || to_jsonb(old.added)
-FROM (SELECT o.id, {before}, {change_context}, l.listed,
-             ARRAY(SELECT u.item FROM unnest(%s::text[]) WITH ORDINALITY AS u(item, n)
-                   WHERE NOT jsonb_exists(l.listed, u.item) ORDER BY u.n
-                   LIMIT greatest(0, %s - jsonb_array_length(l.listed))) AS added
-      FROM {tasks} o,
-           LATERAL (SELECT CASE WHEN jsonb_typeof(o.{column}) = 'array' THEN o.{column}
-                                ELSE '[]'::jsonb END AS listed) l
-      WHERE o.task_id = %s{guard} FOR UPDATE OF o) old
-WHERE t.id = old.id AND cardinality(old.added) > 0
-RETURNING t.*, {before_aliases}, {is_active}, old.added AS appended
+WITH old AS (
+  SELECT o.id, {before}, {change_context}, l.listed,
+         ARRAY(SELECT u.item FROM unnest(%s::text[]) WITH ORDINALITY AS u(item, n)
+               WHERE NOT jsonb_exists(l.listed, u.item) ORDER BY u.n
+               LIMIT greatest(0, %s - jsonb_array_length(l.listed))) AS added
+  FROM {tasks} o,
+       LATERAL (SELECT CASE WHEN jsonb_typeof(o.{column}) = 'array' THEN o.{column}
+                            ELSE '[]'::jsonb END AS listed) l
+  WHERE o.task_id = %s{guard} FOR UPDATE OF o),
+written AS (
+  UPDATE {tasks} t SET {column} = old.listed || to_jsonb(old.added) FROM old
+  WHERE t.id = old.id AND cardinality(old.added) > 0
+  RETURNING t.*, {before_aliases}, {is_active}, old.added AS appended)
+SELECT * FROM written
+UNION ALL
+SELECT t.*, {before_aliases}, {is_active}, old.added AS appended
+FROM {tasks} t JOIN old ON t.id = old.id WHERE cardinality(old.added) = 0
 """
 _LOCK_RULE_GUARD = (
     " AND (o.locked_elements IS NULL OR o.locked_elements = '[]'::jsonb)"
@@ -378,18 +388,23 @@ def _update_in_one_statement(task_id: str, changes: TaskChanges, *, change_type:
 def _append_in_one_statement(task_id: str, appending: ListAppend, *, change_type: str,
                              summary: str | None, session_id: str | None,
                              actor: str | None, enforce_locks: bool) -> Done | None:
-    """(updated task, its watched columns before, the items added), or None when the full
-    path must decide (an unknown task, the lock rule might object, or, rarely, another
-    write listed the items first: the full path then finds nothing to add)."""
+    """(updated task, its watched columns before, the items added); (the task, None, [])
+    when it lists them all already; None when the full path must decide (an unknown task,
+    or the lock rule might object)."""
     row = _one_statement(_append_sql(appending.column, enforce_locks), [
         change_type or "", summary or "", session_id or "", actor or session_id or "",
         list(appending.items), LIST_LIMITS[appending.field][0], task_id], task_id)
+    if row is not None and not row["appended"]:
+        task = prepared.model_from_row(TaskContext, row)
+        task.is_active = row["is_active"]
+        return task, None, []
     return _written(row, task_id, change_type)
 
 
 def _one_statement(sql: str, params: list[Any], task_id: str) -> dict[str, Any] | None:
-    """Run a one-statement write, again if Postgres aborts it to break a deadlock: it is
-    its own transaction, so running it again is the whole write. The cycle it meets: its
+    """Run a one-statement write, again if Postgres aborts it to break a deadlock: in
+    autocommit it is its own transaction, so running it again is the whole write (inside
+    a caller's transaction the caller's is what runs again). The cycle it meets: its
     version row adds to the project's storage count (a row per backend pid modulo 16,
     migration contexts/0005), so it holds the task and waits for that count row, while a
     transaction that wrote another task of the project first (an overlap batch listing a
@@ -403,14 +418,14 @@ def _one_statement(sql: str, params: list[Any], task_id: str) -> dict[str, Any] 
 
 def _written(row: dict[str, Any] | None, task_id: str, change_type: str) -> Done | None:
     """A one-statement write's returned row as (task, before, appended); sends
-    ``task_changed`` when the version moved (autocommit: it is committed)."""
+    ``task_changed`` when the version moved, once it is committed."""
     if row is None:
         return None
     task = prepared.model_from_row(TaskContext, row)
     task.is_active = row["is_active"]
     before = dict(zip(WATCHED_COLUMNS, _before_values(row), strict=True))
     if task.version != before["version"]:
-        signals.task_changed.send(sender=TaskContext, task_id=task_id, change_type=change_type)
+        notify_changed(task_id, change_type)
     return task, before, list(row.get("appended") or [])
 
 

@@ -1,5 +1,6 @@
-"""keyFiles appended from edits: one statement in autocommit, the long way inside a
-caller's transaction or when a lock may object, and the same result either way."""
+"""keyFiles appended from edits: one statement, in autocommit or inside a caller's
+transaction (published when it commits), the long way when a lock may object, and the
+same result either way."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from django.db import connection, transaction
 
 from bench.roundtrips import PostgresTrace
 from contexts.models import ContextVersion, TaskContext
+from contexts.services.cache import read_cached_task
 from contexts.services.key_files import append_key_files
 from contexts.services.tasks import create_task
 from contexts.services.validation import LIST_LIMITS
@@ -49,7 +51,8 @@ def test_an_append_is_one_round_trip_and_one_version(settings):
     assert ContextVersion.objects.filter(task_id="kf-1").count() == before
 
 
-@pytest.mark.parametrize("in_transaction", [False, True], ids=["one statement", "long way"])
+@pytest.mark.parametrize("in_transaction", [False, True],
+                         ids=["autocommit", "in a caller's transaction"])
 def test_both_ways_stop_at_the_limit_and_keep_the_order(in_transaction):
     create_task("kf-2", {"name": "Full", "keyFiles": [f"f{n}.py" for n in range(LIMIT - 2)]})
     paths = ["f3.py", "new1.py", "new2.py", "new3.py"]
@@ -62,6 +65,27 @@ def test_both_ways_stop_at_the_limit_and_keep_the_order(in_transaction):
     key_files = TaskContext.objects.get(task_id="kf-2").key_files
     assert len(key_files) == LIMIT and key_files[-2:] == ["new1.py", "new2.py"]
     assert append_key_files("kf-2", ["new4.py"], session_id="s-2") == []
+
+
+def test_in_a_callers_transaction_an_append_is_one_statement_published_at_commit(settings):
+    """The claim-overlap recorder appends to both tasks of an overlap in its batch's
+    transaction: each append, and each finding that there is nothing to add, is one
+    statement (no savepoint, no separate lock), and Redis hears of it only once the
+    transaction commits."""
+    settings.ENABLE_NEO4J = False  # the outbox drain is not the append's work
+    create_task("kf-8", {"name": "Batch", "keyFiles": ["a.py"]})
+    append_key_files("kf-8", ["prepare.py"], session_id="s-8")  # prepares the statement
+    trace = PostgresTrace()
+    with transaction.atomic():
+        assert TaskContext.objects.filter(task_id="kf-8").exists()  # BEGIN sent before
+        with trace.capture():
+            added = append_key_files("kf-8", ["b.py", "a.py"], session_id="s-8")
+            nothing = append_key_files("kf-8", ["a.py", "b.py"], session_id="s-8")
+        assert "b.py" not in read_cached_task("kf-8")["keyFiles"]  # not committed yet
+    assert (added, nothing) == (["b.py"], [])
+    assert trace.round_trips() == 2, trace.statements()
+    assert read_cached_task("kf-8")["keyFiles"] == ["a.py", "prepare.py", "b.py"]
+    assert versions("kf-8")[-1] == ("auto_save", "keyFiles from edits: b.py, a.py", "s-8")
 
 
 def test_a_task_without_a_list_gets_one():
