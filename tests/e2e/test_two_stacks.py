@@ -271,10 +271,11 @@ def test_two_stacks_behave_as_one(tools, api_token, tmp_path, settings):
         # A run starts when a worker is free, not on the beat's second (gaps of 0.5 s were
         # seen here), so: about one run per period, never two. Two beats sending would
         # double the count and start both copies at once, on the two workers (a few ms
-        # apart); one run held back by the worker and the next on time can be 0.2 s apart
-        # (seen with the pause-resume and held-save jobs also due every second here).
+        # apart); one run held back by the worker and the next on time can be under 0.1 s
+        # apart (0.2 s seen with the pause-resume and held-save jobs also due every second
+        # here, 87 ms once for the hot sync). The sends above are the direct check.
         assert window / 3 <= len(moments) <= window + 1.5, (job, len(moments), window)
-        assert shortest_gap(moments) > 0.1, (job, moments)
+        assert shortest_gap(moments) > 0.03, (job, moments)
 
     # The leader's lock expired before the standby took it: LOCK_TIMEOUT after its last
     # renewal (at most one loop before the kill), seen by the standby within one loop.
