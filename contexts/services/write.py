@@ -236,8 +236,15 @@ def lock_task(task_id: str) -> TaskContext:
     row = prepared.fetch_one(_lock_task_sql(), [task_id])
     if row is None:
         raise task_not_found(task_id)
+    task = _task_from_row(row)
+    task.may_be_locked = row["may_be_locked"]
+    return task
+
+
+def _task_from_row(row: dict[str, Any]) -> TaskContext:
+    """The task a statement returned (``t.*`` and ``is_active``)."""
     task = prepared.model_from_row(TaskContext, row)
-    task.is_active, task.may_be_locked = row["is_active"], row["may_be_locked"]
+    task.is_active = row["is_active"]
     return task
 
 
@@ -395,9 +402,7 @@ def _append_in_one_statement(task_id: str, appending: ListAppend, *, change_type
         change_type or "", summary or "", session_id or "", actor or session_id or "",
         list(appending.items), LIST_LIMITS[appending.field][0], task_id], task_id)
     if row is not None and not row["appended"]:
-        task = prepared.model_from_row(TaskContext, row)
-        task.is_active = row["is_active"]
-        return task, None, []
+        return _task_from_row(row), None, []
     return _written(row, task_id, change_type)
 
 
@@ -421,8 +426,7 @@ def _written(row: dict[str, Any] | None, task_id: str, change_type: str) -> Done
     ``task_changed`` when the version moved, once it is committed."""
     if row is None:
         return None
-    task = prepared.model_from_row(TaskContext, row)
-    task.is_active = row["is_active"]
+    task = _task_from_row(row)
     before = dict(zip(WATCHED_COLUMNS, _before_values(row), strict=True))
     if task.version != before["version"]:
         notify_changed(task_id, change_type)
