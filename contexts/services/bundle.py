@@ -29,7 +29,7 @@ from typing import Any
 
 from contexts.services import learnings
 from contexts.services.critical import MOVABLE, in_bundle_order
-from contexts.services.unified import unified_context
+from contexts.services.unified import Statement, unified_context, unified_statement
 
 TIERS = ("hot", "warm", "cold")
 DEFAULT_BUDGET_TOKENS = 2000
@@ -157,16 +157,29 @@ def _render(task: dict[str, Any], sections: dict[str, list[str]], included: list
     return "\n".join(header + body) + "\n"
 
 
+def bundle_statement(task_id: str) -> Statement:
+    """The one read ``context_bundle`` sends, for a caller that sends it in a round trip
+    of its own (start_session) and hands the row over (``prefetched``). E1612 for a task
+    id that is not safe."""
+    return unified_statement(task_id, include_version_history=True,
+                             max_versions=VERSION_LINES, critical=True,
+                             learnings=learnings.IN_BUNDLE)
+
+
 def context_bundle(task_id: str, budget_tokens: int = DEFAULT_BUDGET_TOKENS,
-                   tiers: list[str] | tuple[str, ...] | None = None) -> dict[str, Any]:
+                   tiers: list[str] | tuple[str, ...] | None = None, *,
+                   prefetched: tuple[Statement, dict[str, Any] | None] | None = None
+                   ) -> dict[str, Any]:
     """{taskId, budgetTokens, estimatedTokens, tiers, droppedTiers, overBudget,
     criticalKeys, truncated (always false), text}.
 
     ``tiers`` limits what is wanted (HOT is always in); E1610 for an unknown task.
+    ``prefetched``: (``bundle_statement(task_id)``, the row it read).
     """
+    # The same arguments as bundle_statement's: a row it read is used only for them.
     context, marked = unified_context(task_id, include_version_history=True,
                                       max_versions=VERSION_LINES, critical=True,
-                                      learnings=learnings.IN_BUNDLE)
+                                      learnings=learnings.IN_BUNDLE, prefetched=prefetched)
     task = context["task"]
     critical = in_bundle_order(marked)
     sections = {"hot": _hot(task, context) + _critical(task, context, critical),

@@ -111,13 +111,16 @@ def _relationships(rows: list[list[Any]]) -> dict[str, list[dict[str, Any]]]:
     return result
 
 
-def hot_read(task_id: str | None, project_id: str, *, versions: int = 0,
-             critical: bool = False, learnings: int = 0) -> dict[str, Any]:
-    """projectId, global, and for a task its unresolved conflicts and relationships
-    (None without a task), its ``versions`` newest versions (versionHistory) and, with
-    ``critical``, its critical keys (criticalKeys, as stored), the project's
-    ``learnings`` newest learnings (None when 0), texts newest first; the task's project wins
-    over ``project_id``. E1611 if the global context is missing."""
+Statement = tuple[str, dict[str, Any]]
+
+
+def hot_read_statement(task_id: str | None, project_id: str, *, versions: int = 0,
+                       critical: bool = False, learnings: int = 0) -> Statement:
+    """The hot read's one statement and its parameters. It reads projectId, global, and
+    for a task its unresolved conflicts and relationships (None without a task), its
+    ``versions`` newest versions (versionHistory) and, with ``critical``, its critical
+    keys (criticalKeys, as stored), the project's ``learnings`` newest learnings (None
+    when 0), texts newest first; the task's project wins over ``project_id``."""
     sql = _HOT_READ_SQL.format(conflicts=qualified("context_conflicts"),
                                relationships=qualified("task_relationships"),
                                tasks=qualified("task_contexts"),
@@ -127,10 +130,16 @@ def hot_read(task_id: str | None, project_id: str, *, versions: int = 0,
                                    CriticalKeys._meta.db_table),
                                learnings=connection.ops.quote_name(
                                    ProjectLearning._meta.db_table))
-    row = prepared.fetch_one(sql, {"task": task_id, "kinds": list(_DIRECTIONS),
-                                   "project": project_id, "versions": versions,
-                                   "critical": critical, "learnings": learnings})
+    return sql, {"task": task_id, "kinds": list(_DIRECTIONS), "project": project_id,
+                 "versions": versions, "critical": critical, "learnings": learnings}
+
+
+def hot_read_answer(statement: Statement, row: dict[str, Any] | None) -> dict[str, Any]:
+    """The hot read's answer from the row ``statement`` read (None: no global context of
+    the project, E1611)."""
     if row is None:
+        params = statement[1]
+        task_id, project_id = params["task"], params["project"]
         get_global_context(project_of_task(task_id) or project_id)  # raises E1611
     history = zip(row["versions"] or (), row["created"] or (), row["change_types"] or (),
                   row["summaries"] or (), strict=True)
@@ -174,22 +183,50 @@ def get_unified_context(task_id: str | None = None, *, project_id: str | None = 
                            max_versions=max_versions, depth=depth, max_tokens=max_tokens)[0]
 
 
+def _tier_and_history(task_id: str | None, depth: str | None,
+                      include_version_history: bool) -> tuple[int, bool]:
+    """The deepest tier asked for, and whether the version history is part of it."""
+    tier = TIERS.index(depth) if depth else len(TIERS) - 1
+    return tier, tier >= 2 and include_version_history and task_id is not None
+
+
+def unified_statement(task_id: str | None = None, *, project_id: str | None = None,
+                      include_version_history: bool = False, max_versions: int | None = None,
+                      depth: str | None = None, critical: bool = False,
+                      learnings: int = 0) -> Statement:
+    """The hot read ``unified_context`` sends for the same arguments (E1612 for a task id
+    that is not safe): a caller may send it in a round trip of its own and hand over
+    the row (``prefetched``)."""
+    if task_id is not None:
+        check_safe_id(task_id)
+    _, history = _tier_and_history(task_id, depth, include_version_history)
+    limit = (min(max_versions or settings.MAX_VERSIONS_DEFAULT, settings.MAX_VERSIONS_LIMIT)
+             if history else 0)
+    return hot_read_statement(task_id, project_id or default_project(), versions=limit,
+                              critical=critical, learnings=learnings)
+
+
 def unified_context(task_id: str | None = None, *, project_id: str | None = None,
                     include_relationships: bool = True, include_version_history: bool = False,
                     max_versions: int | None = None, depth: str | None = None,
                     max_tokens: int | None = None, critical: bool = False,
-                    learnings: int = 0) -> tuple[dict[str, Any], list[str]]:
+                    learnings: int = 0,
+                    prefetched: tuple[Statement, dict[str, Any] | None] | None = None
+                    ) -> tuple[dict[str, Any], list[str]]:
     """get_unified_context's answer and, with ``critical``, the task's keys marked
     critical as stored (else []): both from the same round trip. ``learnings`` > 0 (the
-    context bundle) adds the project's newest learnings as ``learnings``."""
-    if task_id is not None:
-        check_safe_id(task_id)
-    tier = TIERS.index(depth) if depth else len(TIERS) - 1
-    history = tier >= 2 and include_version_history and task_id is not None
-    limit = (min(max_versions or settings.MAX_VERSIONS_DEFAULT, settings.MAX_VERSIONS_LIMIT)
-             if history else 0)
-    read = hot_read(task_id, project_id or default_project(), versions=limit,
-                    critical=critical, learnings=learnings)
+    context bundle) adds the project's newest learnings as ``learnings``. ``prefetched``:
+    (statement, the row it read) when the caller sent ``unified_statement`` itself; used
+    only when it is the statement this call would send."""
+    statement = unified_statement(task_id, project_id=project_id,
+                                  include_version_history=include_version_history,
+                                  max_versions=max_versions, depth=depth, critical=critical,
+                                  learnings=learnings)
+    tier, history = _tier_and_history(task_id, depth, include_version_history)
+    if prefetched is not None and prefetched[0] == statement:
+        read = hot_read_answer(statement, prefetched[1])
+    else:
+        read = hot_read_answer(statement, prepared.fetch_one(*statement))
     bundle: dict[str, Any] = {"projectId": read["projectId"], "global": read["global"]}
     if learnings:
         bundle["learnings"] = read["learnings"]

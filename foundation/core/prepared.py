@@ -83,14 +83,29 @@ def fetch_all_each(statements: Sequence[tuple[str, Sequence[Any] | Mapping[str, 
     mode); every statement's rows, as tuples. In the caller's transaction when there is
     one (each statement sees what the ones before it did, and their locks); outside one,
     one transaction as ``fetch_one_after``'s."""
-    last = statements[-1][0]
-    with _cursor(last) as (db, first):
+    with _each(statements) as cursors:
+        return [cursor.fetchall() for cursor in cursors]
+
+
+def fetch_first_each(statements: Sequence[tuple[str, Sequence[Any] | Mapping[str, Any]]]
+                     ) -> list[dict[str, Any] | None]:
+    """``fetch_all_each``, returning each statement's first row by column name (or None)."""
+    with _each(statements) as cursors:
+        return [_first_row(sql, cursor)
+                for cursor, (sql, _) in zip(cursors, statements, strict=True)]
+
+
+@contextlib.contextmanager
+def _each(statements: Sequence[tuple[str, Sequence[Any] | Mapping[str, Any]]]
+          ) -> Iterator[list[psycopg.Cursor]]:
+    """A cursor per statement, each run prepared in one pipeline, holding its rows."""
+    with _cursor(statements[-1][0]) as (db, first):
         cursors = [first] + [psycopg.Cursor(db.connection) for _ in statements[1:]]
         try:
             with db.connection.pipeline():
                 for cursor, (sql, params) in zip(cursors, statements, strict=True):
                     cursor.execute(sql, params, prepare=True)
-            return [cursor.fetchall() for cursor in cursors]
+            yield cursors
         finally:
             for cursor in cursors[1:]:
                 cursor.close()

@@ -11,7 +11,7 @@ from typing import Any
 from django.db import connection
 
 from contexts.models import TaskContext
-from contexts.services.bundle import context_bundle
+from contexts.services.bundle import bundle_statement, context_bundle
 from contexts.services.tasks import create_task
 from foundation.core import prepared
 from foundation.core.db import qualified
@@ -125,13 +125,29 @@ def _create_work_task(project_id: str, work: _Work, session_id: str | None) -> s
     return work.task_id
 
 
-def bundle_or_none(task_id: str | None, budget_tokens: int | None,
-                   tiers: list[str] | None = None) -> dict[str, Any] | None:
-    """The task's bundle for an answer that must not fail for it (its write is done)."""
+def bundle_read(task_id: str | None, budget_tokens: int | None
+                ) -> tuple[str, dict[str, Any]] | None:
+    """The statement ``bundle_or_none`` reads with, for a caller that sends it in a round
+    trip of its own; None when no bundle is wanted or the task id is not one it can read
+    (``bundle_or_none`` then says why)."""
     if not task_id or not budget_tokens:
         return None
     try:
-        return context_bundle(task_id, budget_tokens, tiers)
+        return bundle_statement(task_id)
+    except OrchestratorError:
+        return None
+
+
+def bundle_or_none(task_id: str | None, budget_tokens: int | None,
+                   tiers: list[str] | None = None, *,
+                   prefetched: tuple[tuple[str, dict[str, Any]], dict[str, Any] | None]
+                   | None = None) -> dict[str, Any] | None:
+    """The task's bundle for an answer that must not fail for it (its write is done).
+    ``prefetched``: (``bundle_read``'s statement, the row it read)."""
+    if not task_id or not budget_tokens:
+        return None
+    try:
+        return context_bundle(task_id, budget_tokens, tiers, prefetched=prefetched)
     except OrchestratorError as exc:
         logger.warning("context bundle left out: %s", exc.message, extra={"taskId": task_id})
         return None

@@ -121,11 +121,19 @@ def start_session(*, session_id: str | None = None, task_id: str | None = None,
         project_id = session_project(task_id, project_id)
     previous = previous_session_id and handoffs.handoff_of(project_id=project_id,
                                                            session_id=previous_session_id)
-    row = prepared.fetch_one(_START_SQL, {
+    start = (_START_SQL, {
         "session": session_id, "project": project_id, "task": task_id, "dir": project_dir,
         "branch": git_branch, "agent": agent_id, "process": process_id, "owner": owner,
         "consume": not previous, "kind": agent_kind, "workflow": workflow, "skill": skill,
         "metadata": metadata_json})
+    # The reads the answer needs go in the same round trip, after the insert (each in a
+    # round trip of its own, they cost a start two more): the recovery report's probe
+    # when the report will read it (one for crashed sessions runs the full check
+    # instead), which leaves this session out, and the task's context bundle.
+    probe = (recovery.start_probe(project_id, session_id)
+             if settings.ENABLE_AUTO_RECOVERY_CHECK and not crashed_session_ids else None)
+    bundle_read = agent_context.bundle_read(task_id, context_budget_tokens)
+    row, probed, bundled = _in_one_round_trip(start, probe, bundle_read)
     if row is None:
         raise OrchestratorError("E1601", f"Session {session_id!r} already exists",
                                 {"sessionId": session_id})
@@ -138,8 +146,9 @@ def start_session(*, session_id: str | None = None, task_id: str | None = None,
     logger.info("Session started", extra={"sessionId": session_id, "taskId": task_id,
                                           "projectId": project_id, "projectDir": project_dir,
                                           "agentId": agent_id})
-    saved_to = {"database": True, **markers.mark_alive(
-        session_id, task_id, project_id, project_dir, row["last_heartbeat"], force_file=True)}
+    alive = markers.mark_alive(session_id, task_id, project_id, project_dir,
+                               row["last_heartbeat"], force_file=True)
+    saved_to = {"database": True, **alive}
     if settings.ENABLE_FILE_SYNC:
         saved_to["file"] = markers.write_state_file(project_id, session_id, "start",
                                                     task_id=task_id) and saved_to["file"]
@@ -163,17 +172,28 @@ def start_session(*, session_id: str | None = None, task_id: str | None = None,
         "handoff": handoffs.handoff_data(handoff),
         "savedTo": saved_to,
     }
-    bundle = agent_context.bundle_or_none(task_id, context_budget_tokens)
+    bundle = agent_context.bundle_or_none(
+        task_id, context_budget_tokens,
+        prefetched=None if bundle_read is None else (bundle_read, bundled))
     if bundle is not None:
         result["contextBundle"] = bundle
     if settings.ENABLE_AUTO_RECOVERY_CHECK:
-        result["recovery"] = recovery.start_report(project_id, session_id,
-                                                   crashed_session_ids)
+        result["recovery"] = recovery.start_report(
+            project_id, session_id, crashed_session_ids, probed=probed,
+            marker_is_mine=settings.ENABLE_FILE_SYNC and alive["file"])
     else:
         recovery.report_crashed(crashed_session_ids or [])
     result["notificationStatus"] = notifications.notify(
         f"{project_id} session open - {agent_id or session_id}")
     return result
+
+
+def _in_one_round_trip(*statements: tuple[str, dict[str, Any]] | None
+                       ) -> list[dict[str, Any] | None]:
+    """Each statement's first row (None for a statement that is None, which is not sent),
+    the statements sent prepared, in order, in one round trip."""
+    rows = iter(prepared.fetch_first_each([s for s in statements if s is not None]))
+    return [None if statement is None else next(rows) for statement in statements]
 
 
 # A session's metadata is a small object: bounded by its JSON size, which the

@@ -423,25 +423,38 @@ FROM flags
 """
 
 
-def start_report(project_id: str, exclude_session: str,
-                 crashed_session_ids: list[str] | None) -> dict[str, Any]:
-    """``check_recovery``'s report for a session starting in ``project_id``. Every
-    session start asks, and almost always nothing there needs recovery: one probe says
-    so (and reads the recent completions), the full check runs only when it finds
-    something, a client reports crashed sessions, or the heartbeat file is stale."""
-    if crashed_session_ids or _stale_file_state(project_id, {exclude_session}):
-        return check_recovery(project_ids=[project_id], exclude_session=exclude_session,
-                              crashed_session_ids=crashed_session_ids)
-    # Prepared (foundation.core.prepared): planning it cost more than running it.
-    row = prepared.fetch_one(_START_PROBE, {
+def start_probe(project_id: str, exclude_session: str) -> tuple[str, dict[str, Any]]:
+    """The probe ``start_report`` reads (statement, parameters), for a caller that sends
+    it in its own round trip (start_session, beside the session's insert)."""
+    return _START_PROBE, {
         "project": project_id, "me": exclude_session,
         "crash": settings.CRASH_THRESHOLD_MINUTES * 60,
         "grace": pause.grace().total_seconds(),
-        "window": settings.RECENT_COMPLETION_WINDOW * 3600})
-    if row["something"]:
+        "window": settings.RECENT_COMPLETION_WINDOW * 3600}
+
+
+def start_report(project_id: str, exclude_session: str,
+                 crashed_session_ids: list[str] | None, *,
+                 probed: dict[str, Any] | None = None,
+                 marker_is_mine: bool = False) -> dict[str, Any]:
+    """``check_recovery``'s report for a session starting in ``project_id``. Every
+    session start asks, and almost always nothing there needs recovery: one probe says
+    so (and reads the recent completions), the full check runs only when it finds
+    something, a client reports crashed sessions, or the heartbeat file is stale.
+    ``probed``: the probe's row when the caller read it already (``start_probe``);
+    ``marker_is_mine``: the caller has just written the project's heartbeat file for
+    this session, so it names no other session to look at."""
+    if crashed_session_ids or (
+            not marker_is_mine and _stale_file_state(project_id, {exclude_session})):
+        return check_recovery(project_ids=[project_id], exclude_session=exclude_session,
+                              crashed_session_ids=crashed_session_ids)
+    if probed is None:
+        # Prepared (foundation.core.prepared): planning it cost more than running it.
+        probed = prepared.fetch_one(*start_probe(project_id, exclude_session))
+    if probed["something"]:
         return check_recovery(project_ids=[project_id], exclude_session=exclude_session)
-    completions = zip(row["task_ids"] or (), row["names"] or (), row["completed"] or (),
-                      strict=True)
+    completions = zip(probed["task_ids"] or (), probed["names"] or (),
+                      probed["completed"] or (), strict=True)
     return {"needsRecovery": False, "sessions": [], "orphanedTasks": [],
             "recentCompletions": [{"taskId": task_id, "name": name, "projectId": project_id,
                                    "completedAt": iso(completed)}

@@ -10,9 +10,11 @@ import pytest
 from django.db import connection, transaction
 from django.utils import timezone
 
+from bench.roundtrips import PostgresTrace
 from contexts.models import TaskContext
+from contexts.services.bundle import context_bundle
 from foundation.core.stamps import iso
-from sessions.services import recovery
+from sessions.services import lifecycle, recovery
 from tests.sessions.helpers import backdate, conforms
 
 
@@ -54,6 +56,35 @@ def test_nothing_to_recover_reports_recent_completions_as_the_full_check(tools, 
         "taskId": "shipped", "name": "shipped", "projectId": shipped.project_id,
         "completedAt": iso(shipped.updated_at)}
     assert without_stamp(report) == without_stamp(full_check("newcomer"))
+
+
+@pytest.mark.django_db
+def test_the_start_its_probe_and_its_bundle_are_one_round_trip(tools):
+    """The session's insert, the recovery probe and the task's context bundle go to
+    Postgres together (a pipeline of three prepared statements): a start on a task is two
+    round trips, the task's project and that one. The heartbeat file it has just written
+    is its own, so it is not read back. What it answers is what the separate reads say."""
+    tools.ok("create_task", {"taskId": "shipped", "name": "Shipped", "status": "completed"})
+    tools.ok("create_task", {"taskId": "build", "name": "Build", "status": "in_progress",
+                             "keyFiles": ["src/build.py"],
+                             "immediateContext": {"workingOn": "the parser"}})
+    lifecycle.start_session(session_id="warm", task_id="build",
+                            context_budget_tokens=2000)  # prepares the statements
+    trace = PostgresTrace()
+    with trace.capture():
+        started = lifecycle.start_session(session_id="measured", task_id="build",
+                                          context_budget_tokens=2000)
+    assert trace.round_trips() == 2, trace.statements()
+    assert started["recovery"]["needsRecovery"] is False
+    assert [t["taskId"] for t in started["recovery"]["recentCompletions"]] == ["shipped"]
+    assert without_stamp(started["recovery"]) == without_stamp(full_check("measured"))
+    assert "the parser" in started["contextBundle"]["text"]
+    assert started["contextBundle"] == context_bundle("build", 2000)
+    # Without a budget no bundle is read: the insert and the probe.
+    with trace.capture():
+        assert "contextBundle" not in lifecycle.start_session(session_id="plain",
+                                                              task_id="build")
+    assert trace.round_trips() == 2, trace.statements()
 
 
 @pytest.mark.django_db
