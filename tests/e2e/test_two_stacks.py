@@ -179,7 +179,7 @@ def test_two_stacks_behave_as_one(tools, api_token, tmp_path, settings):
     env = processes.service_env(
         tmp_path, **EVERY_SECOND, BEAT_LOCK_TIMEOUT_SECONDS=str(LOCK_TIMEOUT),
         CRASH_THRESHOLD_MINUTES="2", PROMETHEUS_MULTIPROC_DIR=str(metrics_dir))
-    env.pop("GRAPH_OUTBOX_DELAY_MS", None)  # web processes drain in the background (50 ms)
+    env.pop("GRAPH_OUTBOX_DELAY_MS", None)  # web processes drain in the background (1 s)
     stacks = [Stack(name, free_port(), tmp_path / f"{name}.log") for name in ("a", "b")]
 
     def commands(stack: Stack) -> dict[str, list[str]]:
