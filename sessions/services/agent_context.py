@@ -13,6 +13,7 @@ from django.db import connection
 from contexts.models import TaskContext
 from contexts.services.bundle import bundle_statement, context_bundle
 from contexts.services.tasks import create_task
+from contexts.services.unified import Statement
 from foundation.core import prepared
 from foundation.core.db import qualified
 from foundation.core.errors import OrchestratorError, project_not_found
@@ -125,8 +126,7 @@ def _create_work_task(project_id: str, work: _Work, session_id: str | None) -> s
     return work.task_id
 
 
-def bundle_read(task_id: str | None, budget_tokens: int | None
-                ) -> tuple[str, dict[str, Any]] | None:
+def bundle_read(task_id: str | None, budget_tokens: int | None) -> Statement | None:
     """The statement ``bundle_or_none`` reads with, for a caller that sends it in a round
     trip of its own; None when no bundle is wanted or the task id is not one it can read
     (``bundle_or_none`` then says why)."""
@@ -140,8 +140,8 @@ def bundle_read(task_id: str | None, budget_tokens: int | None
 
 def bundle_or_none(task_id: str | None, budget_tokens: int | None,
                    tiers: list[str] | None = None, *,
-                   prefetched: tuple[tuple[str, dict[str, Any]], dict[str, Any] | None]
-                   | None = None) -> dict[str, Any] | None:
+                   prefetched: tuple[Statement, dict[str, Any] | None] | None = None
+                   ) -> dict[str, Any] | None:
     """The task's bundle for an answer that must not fail for it (its write is done).
     ``prefetched``: (``bundle_read``'s statement, the row it read)."""
     if not task_id or not budget_tokens:

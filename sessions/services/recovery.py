@@ -19,7 +19,6 @@ from django.db import connection, transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from foundation.core import prepared
 from foundation.core.db import qualified
 from foundation.core.errors import OrchestratorError, session_not_found
 from foundation.core.models import Project
@@ -424,8 +423,8 @@ FROM flags
 
 
 def start_probe(project_id: str, exclude_session: str) -> tuple[str, dict[str, Any]]:
-    """The probe ``start_report`` reads (statement, parameters), for a caller that sends
-    it in its own round trip (start_session, beside the session's insert)."""
+    """The probe ``start_report`` reads (statement, parameters), which start_session
+    sends prepared beside the session's insert (planning it cost more than running it)."""
     return _START_PROBE, {
         "project": project_id, "me": exclude_session,
         "crash": settings.CRASH_THRESHOLD_MINUTES * 60,
@@ -435,23 +434,20 @@ def start_probe(project_id: str, exclude_session: str) -> tuple[str, dict[str, A
 
 def start_report(project_id: str, exclude_session: str,
                  crashed_session_ids: list[str] | None, *,
-                 probed: dict[str, Any] | None = None,
-                 marker_is_mine: bool = False) -> dict[str, Any]:
+                 probed: dict[str, Any] | None, marker_is_mine: bool) -> dict[str, Any]:
     """``check_recovery``'s report for a session starting in ``project_id``. Every
     session start asks, and almost always nothing there needs recovery: one probe says
     so (and reads the recent completions), the full check runs only when it finds
     something, a client reports crashed sessions, or the heartbeat file is stale.
-    ``probed``: the probe's row when the caller read it already (``start_probe``);
+    ``probed``: the row of ``start_probe``, which the caller sends beside its own
+    statement (None only with ``crashed_session_ids``, whose full check needs none);
     ``marker_is_mine``: the caller has just written the project's heartbeat file for
     this session, so it names no other session to look at."""
     if crashed_session_ids or (
             not marker_is_mine and _stale_file_state(project_id, {exclude_session})):
         return check_recovery(project_ids=[project_id], exclude_session=exclude_session,
                               crashed_session_ids=crashed_session_ids)
-    if probed is None:
-        # Prepared (foundation.core.prepared): planning it cost more than running it.
-        probed = prepared.fetch_one(*start_probe(project_id, exclude_session))
-    if probed["something"]:
+    if probed is None or probed["something"]:
         return check_recovery(project_ids=[project_id], exclude_session=exclude_session)
     completions = zip(probed["task_ids"] or (), probed["names"] or (),
                       probed["completed"] or (), strict=True)
