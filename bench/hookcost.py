@@ -79,6 +79,9 @@ def measure(label: str, calls: list[tuple[str, dict]], client: Client, root_pid:
             rows: list) -> float:
     """One block of ``calls`` over HTTP: a row of server CPU per call by role; returns the
     total (ms)."""
+    # A new connection per block: the server closes one idle for longer than its
+    # keep-alive timeout, as it was during the floors before end_session's block.
+    client.conn.close()
     wall, per_call = cpu_per_call([partial(client.call, tool, arguments)
                                    for tool, arguments in calls], root_pid)
     total = sum(v for role, v in per_call.items() if role != GENERATOR)
