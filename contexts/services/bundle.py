@@ -29,7 +29,8 @@ from typing import Any
 
 from contexts.services import learnings
 from contexts.services.critical import MOVABLE, in_bundle_order
-from contexts.services.unified import Statement, unified_context, unified_statement
+from contexts.services.unified import unified_context, unified_statement
+from foundation.core.prepared import Statement
 
 TIERS = ("hot", "warm", "cold")
 DEFAULT_BUDGET_TOKENS = 2000

@@ -21,6 +21,7 @@ from contexts.services.tasks import get_global_context, project_of_task
 from foundation.backends.files import check_safe_id
 from foundation.core import prepared
 from foundation.core.db import qualified
+from foundation.core.prepared import Statement
 from foundation.core.projects import default_project
 from foundation.core.stamps import iso, now_iso
 
@@ -109,9 +110,6 @@ def _relationships(rows: list[list[Any]]) -> dict[str, list[dict[str, Any]]]:
     for refs in result.values():
         refs.sort(key=lambda ref: ref["taskId"])
     return result
-
-
-Statement = tuple[str, dict[str, Any]]
 
 
 def hot_read_statement(task_id: str | None, project_id: str, *, versions: int = 0,

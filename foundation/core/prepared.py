@@ -31,6 +31,9 @@ from django.db.models.base import ModelState
 
 from foundation.observability import tracing
 
+# A statement and its named parameters, as a caller hands one to be sent (prepared).
+Statement = tuple[str, dict[str, Any]]
+
 
 @contextlib.contextmanager
 def _cursor(sql: str) -> Iterator[tuple[Any, psycopg.Cursor]]:

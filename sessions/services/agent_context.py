@@ -13,11 +13,11 @@ from django.db import connection
 from contexts.models import TaskContext
 from contexts.services.bundle import bundle_statement, context_bundle
 from contexts.services.tasks import create_task
-from contexts.services.unified import Statement
 from foundation.core import prepared
 from foundation.core.db import qualified
 from foundation.core.errors import OrchestratorError, project_not_found
 from foundation.core.models import Project
+from foundation.core.prepared import Statement
 from foundation.core.projects import check_project_id
 from foundation.core.tools.schema import MAX_TASK_ID_LENGTH
 from sessions.services.common import get_session, logger, sessions_table, tasks_table

@@ -22,6 +22,7 @@ from django.utils.dateparse import parse_datetime
 from foundation.core.db import qualified
 from foundation.core.errors import OrchestratorError, session_not_found
 from foundation.core.models import Project
+from foundation.core.prepared import Statement
 from foundation.core.stamps import iso, now_iso
 from foundation.core.tools.input_checks import EARLIEST_INSTANT
 from sessions import signals
@@ -422,7 +423,7 @@ FROM flags
 """
 
 
-def start_probe(project_id: str, exclude_session: str) -> tuple[str, dict[str, Any]]:
+def start_probe(project_id: str, exclude_session: str) -> Statement:
     """The probe ``start_report`` reads (statement, parameters), which start_session
     sends prepared beside the session's insert (planning it cost more than running it)."""
     return _START_PROBE, {
