@@ -99,7 +99,7 @@ WITH shared AS (
   CROSS JOIN LATERAL jsonb_array_elements_text(
     CASE WHEN jsonb_typeof(t.key_files) = 'array' THEN t.key_files ELSE '[]'::jsonb END
   ) AS f(path)
-  WHERE t.status = ANY(%s) AND (%s::text[] IS NULL OR t.project_id = ANY(%s::text[]))
+  WHERE t.status = ANY(%s) AND (%s::text[] IS NULL OR t.project_id = ANY(%s::text[])){among}
   GROUP BY t.project_id, f.path HAVING count(*) > 1
 )
 SELECT s.project_id, a.id, b.id, array_agg(DISTINCT s.path ORDER BY s.path)
@@ -111,12 +111,17 @@ GROUP BY s.project_id, a.id, b.id
 """
 
 
-def detect_file_conflicts(scope: Scope) -> list[Candidate]:
+def detect_file_conflicts(scope: Scope, *, among: list[str] | None = None) -> list[Candidate]:
     """Pairs of active tasks of one project sharing key files, computed by Postgres in one
-    query."""
+    query. ``among``: only pairs of these tasks, both sides, so that only their key files
+    are expanded (a claim's overlap knows its pairs; a project's other tasks, which grow
+    with its history, cannot change what two tasks share)."""
     task_ids = scope.task_ids
-    where = ""
+    where = among_clause = ""
     params = [list(ACTIVE_STATUSES), scope.project_ids, scope.project_ids]
+    if among is not None:
+        among_clause = " AND t.task_id = ANY(%s::text[])"
+        params.append(among)
     if task_ids is not None:
         where = "AND (a.id = ANY(%s) OR b.id = ANY(%s))"
         params += [task_ids, task_ids]
@@ -126,8 +131,8 @@ def detect_file_conflicts(scope: Scope) -> list[Candidate]:
         # differ, so it only misses (~20 ms of 95 at 10k tasks).
         cursor.execute("SET LOCAL work_mem = '64MB'")
         cursor.execute("SET LOCAL enable_memoize = off")
-        cursor.execute(_FILE_OVERLAP.format(tasks=qualified("task_contexts"), where=where),
-                       params)
+        cursor.execute(_FILE_OVERLAP.format(tasks=qualified("task_contexts"), where=where,
+                                            among=among_clause), params)
         rows = cursor.fetchall()
     # Files the project's edit policy ignores (lock files, generated code) are no one's:
     # they make no conflict and raise no severity.

@@ -7,6 +7,7 @@ import json
 import pytest
 
 from conflicts.models import ContextConflict
+from conflicts.services.detection import Scope, detect_file_conflicts
 from contexts.services import cache
 from contexts.services.save import save_task_changes
 from foundation.backends import files, redis_store
@@ -55,6 +56,21 @@ def test_only_active_tasks_conflict_and_task_filter(tools, make_task):
     everything = detect(tools, conflictTypes=["file_conflict"])
     assert [(c["taskAId"], c["taskBId"]) for c in everything["detected"]] == [("e", "f")]
     assert [(c["taskAId"], c["taskBId"]) for c in everything["existing"]] == [("a", "b")]
+
+
+def test_detection_among_given_tasks_pairs_only_those(make_task):
+    """A claim's overlap asks about its pairs only: the other tasks sharing the file make
+    no pair, and the pairs asked about are what a whole-project run finds for them."""
+    make_task("a", keyFiles=["x.py", "y.py", "a.py"])
+    make_task("b", keyFiles=["y.py", "x.py"])
+    make_task("c", keyFiles=["x.py"])
+    make_task("d", keyFiles=["y.py"])
+    whole = detect_file_conflicts(Scope(["a"], None))
+    among = detect_file_conflicts(Scope(["a"], None), among=["a", "b"])
+    assert sorted((c.task_a_id, c.task_b_id) for c in whole) == [("a", "b"), ("a", "c"),
+                                                                 ("a", "d")]
+    assert among == [c for c in whole if (c.task_a_id, c.task_b_id) == ("a", "b")]
+    assert among[0].evidence["actualValue"] == ["x.py", "y.py"]
 
 
 def test_redetection_lands_in_existing_and_is_never_stored_twice(tools, make_task):
