@@ -312,3 +312,94 @@ def test_a_claim_waiting_for_the_path_lock_sees_what_its_holder_committed(tools,
     waiting.join(10)
     [answer] = answers
     assert [(h["sessionId"], h["path"]) for h in answer["warnings"]] == [("s-b", "race.py")]
+
+
+def _pending_overlap(tools, make_task) -> str:
+    """s-main holds src/shared.py; s-feat (another task) claimed it too and left the
+    overlap pending, as a claim does for the recorder. Returns the project."""
+    make_task("shop-main")
+    make_task("shop-feat")
+    start(tools, "s-main", "shop-main")
+    start(tools, "s-feat", "shop-feat")
+    tools.ok("claim_files", {"sessionId": "s-main", "paths": ["src/shared.py"]})
+    project = tools.ok("get_file_claims", {"sessionId": "s-main"})["claims"][0]["projectId"]
+    with connection.cursor() as cursor:
+        cursor.execute("INSERT INTO file_claims (project_id, path, session_id, task_id, source, "
+                       "expires_at, known_sessions, overlaps_pending) VALUES (%s, "
+                       "'src/shared.py', 's-feat', 'shop-feat', 'tool', "
+                       "now() + interval '10 minutes', '{s-main}', '{s-main}')", [project])
+    return project
+
+
+def _touch_claim_at_once(path: str = "src/shared.py") -> None:
+    """What a flush's renewal does to s-feat's claim, refused if its row is locked."""
+    import psycopg
+
+    with psycopg.connect(**connection.get_connection_params(), autocommit=True) as renewal:
+        renewal.execute("SET lock_timeout = '2s'")
+        renewal.execute("UPDATE file_claims SET touched_at = now(), overlaps_pending = "
+                        "array_append(overlaps_pending, 's-later') "
+                        "WHERE session_id = 's-feat' AND path = %s", [path])
+
+
+def _recording(results: list):
+    import threading
+
+    from claims.services.overlaps import record_overlaps
+
+    thread = threading.Thread(target=lambda: (results.append(record_overlaps()),
+                                              connection.close()))
+    thread.start()
+    return thread
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_recorder_waits_for_the_conflict_store_holding_no_claim(tools, make_task):
+    """Recorders take turns on the conflict store's lock; the one waiting its turn locks no
+    claim, so the claimer's flushes (which renew the claim) go on meanwhile."""
+    import psycopg
+
+    from conflicts.services.store import STORE_LOCK_KEY
+    from tests.waiting import lock_wait
+
+    _pending_overlap(tools, make_task)
+    results: list = []
+    with psycopg.connect(**connection.get_connection_params()) as other:
+        other.execute("SELECT pg_advisory_xact_lock(%s)", [STORE_LOCK_KEY])
+        recorder = _recording(results)
+        assert lock_wait(other.info.backend_pid)
+        _touch_claim_at_once()
+        other.commit()
+    recorder.join(10)
+    [[conflict]] = results
+    assert {conflict["taskAId"], conflict["taskBId"]} == {"shop-main", "shop-feat"}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_recorder_clears_only_the_overlaps_it_recorded(tools, make_task):
+    """While a batch stores the overlaps it read, neither the claim's row nor the tasks'
+    are locked (the sessions' flushes renew the one and append to the others), and an
+    overlap the claim adds meanwhile stays pending for the next batch."""
+    import psycopg
+
+    from foundation.core.db import qualified
+    from tests.waiting import lock_wait
+
+    _pending_overlap(tools, make_task)
+    results: list = []
+    with psycopg.connect(**connection.get_connection_params()) as other:
+        # The conflict table is busy: the batch, about to store, waits for it.
+        other.execute(f"LOCK TABLE {qualified('context_conflicts')} IN EXCLUSIVE MODE")
+        recorder = _recording(results)
+        assert lock_wait(other.info.backend_pid)
+        _touch_claim_at_once()
+        with psycopg.connect(**connection.get_connection_params(), autocommit=True) as flush:
+            flush.execute("SET lock_timeout = '2s'")
+            flush.execute(f"UPDATE {qualified('task_contexts')} SET key_files = key_files "
+                          "WHERE task_id IN ('shop-main', 'shop-feat')")
+        other.commit()
+    recorder.join(10)
+    assert len(results) == 1 and len(results[0]) == 1
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT overlaps_pending FROM file_claims WHERE session_id = 's-feat'")
+        assert cursor.fetchone()[0] == ["s-later"]
