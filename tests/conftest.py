@@ -57,9 +57,10 @@ DEADLOCK_DETECTED = "40P01"
 def flush_retried_after_a_deadlock() -> Iterator[None]:
     """A transactional test ends with Django's flush (one TRUNCATE of every table). A web
     server the test started keeps running its background writers, and one still in a
-    transaction over two tables can deadlock with the TRUNCATE (seen in CI: the graph
-    outbox's drain a second after an end_session). Postgres then aborts the TRUNCATE,
-    which changed nothing, and the flush is run again."""
+    transaction over two tables can deadlock with the TRUNCATE (seen once in a CI
+    rehearsal, a second after the test's end_session: most likely the graph outbox's
+    drain). Postgres then aborts the TRUNCATE, which changed nothing, and the flush is run
+    again."""
     from django.core.management.base import CommandError
     from django.core.management.commands import flush
 
