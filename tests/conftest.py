@@ -67,14 +67,14 @@ def flush_retried_after_a_deadlock() -> Iterator[None]:
     original = flush.Command.handle
 
     def handle(self, **options):
-        for attempt in range(1, 6):
+        for _ in range(4):
             try:
                 return original(self, **options)
-            except CommandError as exc:
+            except CommandError as exc:  # from Django's error, from psycopg's
                 cause = getattr(exc.__cause__, "__cause__", None)
-                if attempt == 5 or getattr(cause, "sqlstate", None) != DEADLOCK_DETECTED:
+                if getattr(cause, "sqlstate", None) != DEADLOCK_DETECTED:
                     raise
-        return None
+        return original(self, **options)  # the fifth time, whatever it raises
 
     flush.Command.handle = handle
     try:
