@@ -14,7 +14,9 @@ import httpx
 import pytest
 from mcp.shared.exceptions import MCPError
 
+from foundation.backends import redis_store
 from foundation.core.models import ApiToken
+from orchestrator.web import ratelimit
 from tests.conftest import free_port
 from tests.mcp_client import call_tool
 
@@ -154,3 +156,74 @@ def test_the_default_is_1200_a_minute_per_token():
         cwd=ROOT, env={**env, "DJANGO_SETTINGS_MODULE": "orchestrator.settings"},
         capture_output=True, text=True, timeout=60)
     assert done.stdout.strip().splitlines()[-1] == "1200 per minute", done.stderr
+
+
+def counted_calls(token_id: int) -> int:
+    """How many calls Redis has counted against the token (limits' own window stats)."""
+    item = ratelimit.limit_item()
+    stats = redis_store.run(lambda _: ratelimit._strategy().get_window_stats(
+        item, f"token:{token_id}"))
+    return item.amount - stats.remaining
+
+
+def evalsha_calls() -> int:
+    stats = redis_store.run(lambda r: r.info("commandstats"))
+    return stats.get("cmdstat_evalsha", {}).get("calls", 0)
+
+
+class Clock:
+    """time.monotonic for the leases, moved by the test."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def clock(monkeypatch) -> Clock:
+    fake = Clock()
+    monkeypatch.setattr(ratelimit._leases, "clock", fake)
+    return fake
+
+
+def test_a_busy_token_is_counted_in_leases_never_past_its_limit(settings, clock):
+    settings.API_RATE_LIMIT = "20000/minute"  # leases of up to 50 calls (1 % is 200)
+    token = 900_001
+    before = evalsha_calls()
+    assert all(ratelimit.retry_after(token) is None for _ in range(1000))
+    # 1, 2, 4, ... 32, then 50 a lease: 25 round trips for 1,000 calls, not 1,000.
+    assert evalsha_calls() - before <= 30
+    counted = counted_calls(token)
+    assert 1000 <= counted < 1000 + ratelimit.LEASE_MAX
+    # What a lease holds is never more than the limit has left: 300 a minute (leases of
+    # 3) admits exactly 300 calls in a row, then refuses with the wait.
+    settings.API_RATE_LIMIT = "300/minute"
+    waits = [ratelimit.retry_after(token + 1) for _ in range(320)]
+    assert waits[:300] == [None] * 300
+    assert all(isinstance(wait, int) and 1 <= wait <= 60 for wait in waits[300:])
+    assert counted_calls(token + 1) == 300
+
+
+def test_a_slow_token_is_counted_call_by_call(settings, clock):
+    settings.API_RATE_LIMIT = "20000/minute"
+    token = 900_003
+    for _ in range(200):  # a busy second: leases grow
+        assert ratelimit.retry_after(token) is None
+    busy = counted_calls(token)
+    # Then a call every three seconds: the lease left over expires unused, and each call
+    # is counted alone (no permits charged for calls that never come).
+    for _ in range(10):
+        clock.now += 3
+        assert ratelimit.retry_after(token) is None
+    assert counted_calls(token) == busy + 10
+
+
+def test_a_small_limit_is_counted_exactly(settings, clock):
+    settings.API_RATE_LIMIT = "150/minute"  # under 200 a window: no lease past one call
+    token = 900_004
+    before = evalsha_calls()
+    assert all(ratelimit.retry_after(token) is None for _ in range(150))
+    assert evalsha_calls() - before == 150
+    assert ratelimit.retry_after(token) is not None
