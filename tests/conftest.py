@@ -20,12 +20,13 @@ from django.test import Client
 from foundation.backends import redis_store
 from foundation.core.db import set_harness_blocks
 from foundation.core.tools.access import forget_entity_projects, forget_session_owners
+from sessions.services.markers import forget_redis_markers
 
 # The suite drives thousands of calls a minute through one token (tests/fuzz, the load
 # tests), as the bench does: every call still goes through the per-token rate limit
-# (orchestrator.web.ratelimit: its Redis round trip), under a limit no test reaches unless
-# it sets a lower one (tests/web/test_ratelimit.py). The environment is for the
-# servers tests start as processes.
+# (orchestrator.web.ratelimit: counted in Redis, in leases for a busy token), under a
+# limit no test reaches unless it sets a lower one (tests/web/test_ratelimit.py). The
+# environment is for the servers tests start as processes.
 SUITE_RATE_LIMIT = "10000000/minute"
 os.environ.setdefault("API_RATE_LIMIT", SUITE_RATE_LIMIT)
 
@@ -102,6 +103,7 @@ def isolated_backends(settings, tmp_path, request):
     redis_store.run(lambda r: r.flushdb())
     forget_session_owners()
     forget_entity_projects()
+    forget_redis_markers()
     names = request.fixturenames
     uses_db = ("db" in names or "transactional_db" in names
                or request.node.get_closest_marker("django_db") is not None)
