@@ -103,31 +103,26 @@ def test_heartbeat_updates_db_redis_and_file_without_versions(tools):
     assert ContextVersion.objects.filter(task_id="t1").count() == 1  # only the creation
 
 
-def test_the_redis_marker_is_refreshed_a_few_times_per_ttl_not_on_every_heartbeat(
-        tools, monkeypatch):
+def test_the_redis_marker_is_refreshed_a_few_times_per_ttl_not_on_every_heartbeat(tools):
     from sessions.services import markers
 
-    # The marker's writes from this process, counted as they go (the server's own command
-    # counts include other test workers').
-    writes: list[str] = []
-    set_json = redis_store.set_json
-    monkeypatch.setattr(redis_store, "set_json", lambda name, value, ttl: (
-        writes.append(name), set_json(name, value, ttl)))
     tools.ok("start_session", {"sessionId": "s-marker"})
     key = redis_store.key("heartbeat", "s-marker")
-    assert writes.count(key) == 1
-    written = redis_store.get_json(key)
-    for _ in range(3):  # heartbeats right after the start's write: the marker is fresh
+    assert redis_store.get_json(key) > 0
+    # A value no write of ours gives (a write stores the time in ms): still there after
+    # the heartbeats means none of them wrote the marker, fresh from the start.
+    redis_store.set_json(key, 1, settings.REDIS_HEARTBEAT_TTL)
+    for _ in range(3):
         assert tools.ok("heartbeat", {"sessionId": "s-marker"})["savedTo"]["redis"] is True
-    assert writes.count(key) == 1 and redis_store.get_json(key) == written
+    assert redis_store.get_json(key) == 1
     assert 0 < redis_store.run(lambda r: r.ttl(key)) <= settings.REDIS_HEARTBEAT_TTL
     # A quarter of the TTL after this process's last write, the next beat writes it again.
     last, _ = markers._redis_marked["s-marker"]
     refresh = settings.REDIS_HEARTBEAT_TTL / markers.REDIS_MARKER_REFRESH_SHARE
     assert markers._mark_alive_in_redis("s-marker", last + refresh - 1, force=False)
-    assert writes.count(key) == 1
+    assert redis_store.get_json(key) == 1
     assert markers._mark_alive_in_redis("s-marker", last + refresh, force=False)
-    assert writes.count(key) == 2 and redis_store.get_json(key) >= written
+    assert redis_store.get_json(key) > 1
     # The end drops it, and forgets it: a new start writes it at once.
     tools.ok("end_session", {"sessionId": "s-marker"})
     assert redis_store.get_json(key) is None and "s-marker" not in markers._redis_marked
