@@ -96,35 +96,28 @@ class _Lease:
 
 
 class _Leases:
-    """This process's leases, one per (limit, token): ``take`` admits a call from a lease,
-    ``size`` says how many calls to count next, ``add`` stores what was counted."""
+    """This process's leases, one per (limit, token): ``admit`` admits a call from a lease
+    or says how many calls to count next, ``add`` stores what was counted."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._held: dict[tuple[str, str], _Lease] = {}
         self.clock = time.monotonic
 
-    def take(self, key: tuple[str, str], now: float) -> bool:
-        with self._lock:
-            lease = self._held.get(key)
-            if lease is not None and lease.left > 0 and now < lease.until:
-                lease.left -= 1
-                return True
-            return False
-
-    def size(self, key: tuple[str, str], now: float, most: int) -> int:
-        """The next lease's size: double the last one's when it was used up before it
-        expired (a busy token), what it used when it expired unused (a token slowing
-        down), 1 for a token not seen lately."""
+    def admit(self, key: tuple[str, str], now: float, most: int) -> int:
+        """0 when the call is admitted from a lease; else the next lease's size: double
+        the last one's when it was used up before it expired (a busy token), what it used
+        when it expired unused (a token slowing down), 1 for a token not seen lately."""
         with self._lock:
             lease = self._held.get(key)
             if lease is None or now >= lease.until + LEASE_SECONDS:
-                size = 1
-            elif lease.left == 0 and now < lease.until:
-                size = lease.size * 2
-            else:
-                size = lease.size - lease.left
-            return max(1, min(most, size))
+                return 1
+            if now < lease.until:
+                if lease.left > 0:
+                    lease.left -= 1
+                    return 0
+                return max(1, min(most, lease.size * 2))
+            return max(1, min(most, lease.size - lease.left))
 
     def add(self, key: tuple[str, str], now: float, counted: int) -> None:
         """``counted`` calls were charged to the token now; one is the caller's."""
@@ -149,9 +142,9 @@ def retry_after(token_id: int | None) -> int | None:
         return None
     identity = f"token:{token_id}"
     key, now = (str(item), identity), _leases.clock()
-    if _leases.take(key, now):
+    size = _leases.admit(key, now, max(1, min(LEASE_MAX, item.amount // LEASE_SHARE)))
+    if size == 0:
         return None
-    size = _leases.size(key, now, max(1, min(LEASE_MAX, item.amount // LEASE_SHARE)))
     try:
         limiter = _strategy()
         if redis_store.run(lambda _: limiter.hit(item, identity, cost=size)):
