@@ -113,7 +113,7 @@ def _store(overlaps: list[_Overlap]) -> list[dict[str, Any]]:
         ("SELECT pg_advisory_xact_lock(%s)", [STORE_LOCK_KEY]),
         (_STILL_PENDING, [[o.claim_id for o in overlaps]])))
     now = {claim_id: set(pending) for claim_id, pending in still}
-    recorded: list[dict[str, Any]] = []
+    contested: list[tuple[Claimant, list[Holder]]] = []
     done = []
     for overlap in overlaps:
         taken = overlap.pending & now.get(overlap.claim_id, set())
@@ -121,10 +121,15 @@ def _store(overlaps: list[_Overlap]) -> list[dict[str, Any]]:
             continue
         holders = [h for h in overlap.holders if h.session_id in taken]
         if holders:
-            conflicts = _record_conflicts(overlap.who, holders)
-            _notify_holders(overlap.who, holders, conflicts)
-            recorded += [c for c in conflicts if c not in recorded]
+            contested.append((overlap.who, holders))
         done.append({"id": overlap.claim_id, "pending": sorted(taken)})
+    recorded: list[dict[str, Any]] = []
+    if contested:
+        conflicts = _record_conflicts(contested)
+        _notify_holders(contested, conflicts)
+        for who, holders in contested:
+            recorded += [c for c in (conflicts.get(_pair(who, h)) for h in holders)
+                         if c is not None and c not in recorded]
     if done:
         prepared.execute(_CLEARED, {"ids": [d["id"] for d in done], "done": json.dumps(done)})
     return recorded
@@ -140,42 +145,56 @@ overlap_writer = CoalescingWriter("claim-overlaps", _record_overlaps_in_backgrou
                                   delay_setting="FILE_CLAIM_OVERLAP_DELAY_MS")
 
 
-def _record_conflicts(who: Claimant, contested: list[Holder]) -> list[dict[str, Any]]:
+def _pair(who: Claimant, holder: Holder) -> tuple[str, str]:
+    """The task pair a conflict between a claimant and a holder is stored under."""
+    first, second = sorted((who.task_id, holder.task_id))
+    return first, second
+
+
+def _record_conflicts(contested: list[tuple[Claimant, list[Holder]]]
+                      ) -> dict[tuple[str, str], dict[str, Any]]:
     """The detector's own query decides and stores (its rules, severity and
-    de-duplication) for this task and the holders' (both list the contested paths)."""
-    pairs = {tuple(sorted((who.task_id, h.task_id))) for h in contested}
+    de-duplication) for the claimants' tasks and their holders' (both list the contested
+    paths): one detection, one store and one read for a whole batch of overlaps, each pair
+    credited to the first claimant contesting it. Returns the open conflict of each pair
+    (the latest), as answered."""
+    claimant_of: dict[tuple[str, str], Claimant] = {}
+    for who, holders in contested:
+        for holder in holders:
+            claimant_of.setdefault(_pair(who, holder), who)
+    projects = sorted({who.project_id for who, _ in contested})
+    tasks = sorted({task for pair in claimant_of for task in pair})
     candidates = [c for c in detect_file_conflicts(
-                      Scope([who.task_id], [who.project_id]),
-                      among=[who.task_id, *{h.task_id for h in contested}])
-                  if (c.task_a_id, c.task_b_id) in pairs]
-    created = store_candidates(candidates, detected_by=f"claims:{who.session_id}")
-    new_ids = {c.pk for c in created}
-    rows = list(ContextConflict.objects.filter(
-        project_id=who.project_id, conflict_type="file_conflict",
-        resolution_status__in=OPEN_STATUSES, task_a_id__in=[p[0] for p in pairs],
-        task_b_id__in=[p[1] for p in pairs]).order_by("-detected_at"))
-    seen: set[tuple[str, str]] = set()
-    found = []
+                      Scope(sorted({who.task_id for who, _ in contested}), projects),
+                      among=tasks)
+                  if (c.task_a_id, c.task_b_id) in claimant_of]
+    for candidate in candidates:
+        claimant = claimant_of[candidate.task_a_id, candidate.task_b_id]
+        candidate.detected_by = f"claims:{claimant.session_id}"
+    new_ids = {c.pk for c in store_candidates(candidates, detected_by="claims")}
+    rows = ContextConflict.objects.filter(
+        project_id__in=projects, conflict_type="file_conflict",
+        resolution_status__in=OPEN_STATUSES, task_a_id__in=[p[0] for p in claimant_of],
+        task_b_id__in=[p[1] for p in claimant_of]).order_by("-detected_at")
+    found: dict[tuple[str, str], dict[str, Any]] = {}
     for row in rows:
         pair = (row.task_a_id, row.task_b_id)
-        if pair not in pairs or pair in seen:
-            continue
-        seen.add(pair)
-        found.append({"conflictId": str(row.id), "taskAId": row.task_a_id,
-                      "taskBId": row.task_b_id, "severity": row.severity,
-                      "description": row.description, "new": row.pk in new_ids})
+        if pair in claimant_of and pair not in found:
+            found[pair] = {"conflictId": str(row.id), "taskAId": row.task_a_id,
+                           "taskBId": row.task_b_id, "severity": row.severity,
+                           "description": row.description, "new": row.pk in new_ids}
     return found
 
 
-def _notify_holders(who: Claimant, contested: list[Holder],
-                    conflicts: list[dict[str, Any]]) -> None:
+def _notify_holders(contested: list[tuple[Claimant, list[Holder]]],
+                    conflicts: dict[tuple[str, str], dict[str, Any]]) -> None:
     notices = []
-    for holder in contested:
-        conflict = next((c for c in conflicts if holder.task_id in (c["taskAId"],
-                                                                     c["taskBId"])), None)
-        text = holder_notice(who, holder.path, conflict)
-        notices.append((holder.session_id, who.project_id, "claim_overlap", text))
-        record_event(holder.session_id, "claim_overlap", {
-            "path": holder.path, "bySessionId": who.session_id, "byTaskId": who.task_id,
-            "conflictId": conflict["conflictId"] if conflict else None})
+    for who, holders in contested:
+        for holder in holders:
+            conflict = conflicts.get(_pair(who, holder))
+            text = holder_notice(who, holder.path, conflict)
+            notices.append((holder.session_id, who.project_id, "claim_overlap", text))
+            record_event(holder.session_id, "claim_overlap", {
+                "path": holder.path, "bySessionId": who.session_id, "byTaskId": who.task_id,
+                "conflictId": conflict["conflictId"] if conflict else None})
     add_notices(notices)

@@ -49,19 +49,22 @@ class Candidate:
     evidence: dict[str, Any]
     detection_method: str
     extra: dict[str, Any] = field(default_factory=dict)
+    # Who found it, when not the store call's ``detected_by`` (a batch of claims' overlaps
+    # stored at once credits each pair to the session whose claim contested it).
+    detected_by: str | None = None
 
 
 _STORED_FIELDS = ("project_id", "task_a_id", "task_b_id", "conflict_type", "severity",
-                  "strength", "description", "evidence", "detection_method")
+                  "strength", "description", "evidence", "detection_method", "detected_by")
 
 _INSERT = """
 INSERT INTO {table} (project_id, task_a_id, task_b_id, conflict_type, description, severity,
                      strength, evidence, detected_by, detection_method)
 SELECT c.project_id, c.task_a_id, c.task_b_id, c.conflict_type, c.description, c.severity,
-       c.strength, c.evidence, %s, c.detection_method
+       c.strength, c.evidence, COALESCE(c.detected_by, %s), c.detection_method
 FROM jsonb_to_recordset(%s::jsonb) AS c(project_id text, task_a_id text, task_b_id text,
      conflict_type text, description text, severity text, strength numeric, evidence jsonb,
-     detection_method text)
+     detection_method text, detected_by text)
 WHERE NOT EXISTS (
   SELECT 1 FROM {table} x
   WHERE x.project_id = c.project_id AND x.task_a_id = c.task_a_id
@@ -91,7 +94,8 @@ ORDER BY o.id, n.detected_at DESC
 
 
 def store_candidates(candidates: list[Candidate], *, detected_by: str) -> list[ContextConflict]:
-    """Insert the candidates not already known; returns the new rows (then logs and counts).
+    """Insert the candidates not already known, each as found by ``detected_by`` unless it
+    names its own; returns the new rows (then logs and counts).
 
     Sent in batches inside one transaction: a single jsonb array of every candidate hits
     Postgres's 256 MB jsonb limit at a few hundred thousand pairs (a shared file listed by

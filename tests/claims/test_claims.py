@@ -403,3 +403,43 @@ def test_the_recorder_clears_only_the_overlaps_it_recorded(tools, make_task):
     with connection.cursor() as cursor:
         cursor.execute("SELECT overlaps_pending FROM file_claims WHERE session_id = 's-feat'")
         assert cursor.fetchone()[0] == ["s-later"]
+
+
+@pytest.mark.django_db
+def test_one_batch_records_every_claimants_overlaps_once_per_task_pair(tools, make_task):
+    """The background recorder takes the overlaps several claims left pending in one
+    batch: one conflict per task pair (credited to the first claim contesting it), each
+    listing every contested file, and every holder told."""
+    from claims.services.overlaps import record_overlaps
+
+    for name in ("a", "b", "c"):
+        make_task(f"t-{name}")
+        start(tools, f"s-{name}", f"t-{name}")
+    tools.ok("claim_files", {"sessionId": "s-a", "paths": ["src/one.py"]})
+    tools.ok("claim_files", {"sessionId": "s-b", "paths": ["src/two.py"]})
+    project = tools.ok("get_file_claims", {"sessionId": "s-a"})["claims"][0]["projectId"]
+    # What claims made while the recorder waited leave behind (claimant, path, holder),
+    # in the order they were made.
+    for claimant, path, holder in (("s-b", "src/one.py", "s-a"), ("s-a", "src/two.py", "s-b"),
+                                   ("s-c", "src/two.py", "s-b")):
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "INSERT INTO file_claims (project_id, path, session_id, task_id, source, "
+                "expires_at, known_sessions, overlaps_pending) VALUES (%s, %s, %s, %s, 'tool', "
+                "now() + interval '10 minutes', ARRAY[%s], ARRAY[%s])",
+                [project, path, claimant, "t-" + claimant[-1], holder, holder])
+    found = record_overlaps()
+    stored = {(c.task_a_id, c.task_b_id): c for c in ContextConflict.objects.filter(
+        conflict_type="file_conflict")}
+    assert sorted(stored) == [("t-a", "t-b"), ("t-b", "t-c")]
+    assert stored["t-a", "t-b"].detected_by == "claims:s-b"
+    assert stored["t-b", "t-c"].detected_by == "claims:s-c"
+    assert sorted(stored["t-a", "t-b"].evidence["actualValue"]) == ["src/one.py", "src/two.py"]
+    assert sorted(c["conflictId"] for c in found) == sorted(str(c.id) for c in stored.values())
+    told = {s: tools.ok("record_activity", {"sessionId": s, "notices": True})["notices"]
+            for s in ("s-a", "s-b", "s-c")}
+    assert len(told["s-a"]) == 1 and "s-b" in told["s-a"][0]
+    assert len(told["s-b"]) == 2 and told["s-c"] == []
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM file_claims WHERE cardinality(overlaps_pending) > 0")
+        assert cursor.fetchone()[0] == 0
