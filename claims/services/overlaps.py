@@ -140,9 +140,11 @@ def _record_overlaps_in_background() -> bool:
     return True
 
 
-# Overlaps are recorded off the claim's path, once per burst and process.
+# Overlaps are recorded off the claim's path, once per burst and process, and under load
+# in batches at most every FILE_CLAIM_OVERLAP_INTERVAL_MS.
 overlap_writer = CoalescingWriter("claim-overlaps", _record_overlaps_in_background,
-                                  delay_setting="FILE_CLAIM_OVERLAP_DELAY_MS")
+                                  delay_setting="FILE_CLAIM_OVERLAP_DELAY_MS",
+                                  interval_setting="FILE_CLAIM_OVERLAP_INTERVAL_MS")
 
 
 def _pair(who: Claimant, holder: Holder) -> tuple[str, str]:

@@ -39,10 +39,16 @@ IDLE_CLOSE_SECONDS = 10.0
 
 class CoalescingWriter:
     def __init__(self, name: str, write: Callable[[], bool],
-                 delay_setting: str = "INDEX_FILE_DELAY_MS") -> None:
+                 delay_setting: str = "INDEX_FILE_DELAY_MS",
+                 interval_setting: str | None = None) -> None:
         self.name = name
         self._write = write
         self._delay_setting = delay_setting  # milliseconds, read at each request
+        # Milliseconds, read at each write: at least this long between the starts of two
+        # background writes, so that a writer kept busy covers more per write while one
+        # after a quiet spell still runs ``delay`` after its request.
+        self._interval_setting = interval_setting
+        self._last_start = float("-inf")
         self._stale = threading.Event()
         self._lock = threading.Lock()
         self._owner_pid: int | None = None  # a forked child must start its own thread
@@ -80,6 +86,10 @@ class CoalescingWriter:
                 connection.close()
                 continue
             time.sleep(delay)  # let the burst finish: one rewrite covers all of it
+            if self._interval_setting is not None:
+                interval = getattr(settings, self._interval_setting) / 1000
+                time.sleep(max(0.0, self._last_start + interval - time.monotonic()))
+            self._last_start = time.monotonic()
             try:
                 close_old_connections()
                 self.flush()

@@ -37,6 +37,25 @@ def test_a_burst_is_written_once_and_a_failed_write_does_not_stop_the_writer(set
     assert writer.flush() is False  # nothing pending
 
 
+def test_an_interval_spaces_the_writes_of_a_busy_writer(settings):
+    """With an interval, a write asked for while the last one is recent waits for the
+    interval to pass since that one began, however short the delay."""
+    import time
+
+    settings.INDEX_FILE_DELAY_MS = 10
+    settings.TEST_WRITE_INTERVAL_MS = 400
+    started: list[float] = []
+    writer = CoalescingWriter("test-interval", lambda: started.append(time.monotonic()) or True,
+                              interval_setting="TEST_WRITE_INTERVAL_MS")
+    writer.request()
+    assert wait_for(lambda: len(started) == 1)
+    for count in range(1, 4):
+        writer.request()
+        assert wait_for(lambda written=count: len(started) == written + 1)
+    assert all(later - earlier >= 0.4 for earlier, later in zip(started, started[1:],
+                                                                strict=False))
+
+
 def test_a_delay_of_zero_writes_in_the_caller(settings):
     settings.INDEX_FILE_DELAY_MS = 0
     writer = CoalescingWriter("test-sync", lambda: True)
