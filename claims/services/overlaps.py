@@ -127,9 +127,8 @@ def _store(overlaps: list[_Overlap]) -> list[dict[str, Any]]:
     if contested:
         conflicts = _record_conflicts(contested)
         _notify_holders(contested, conflicts)
-        for who, holders in contested:
-            recorded += [c for c in (conflicts.get(_pair(who, h)) for h in holders)
-                         if c is not None and c not in recorded]
+        pairs = dict.fromkeys(_pair(who, h) for who, holders in contested for h in holders)
+        recorded = [conflicts[pair] for pair in pairs if pair in conflicts]
     if done:
         prepared.execute(_CLEARED, {"ids": [d["id"] for d in done], "done": json.dumps(done)})
     return recorded
