@@ -190,3 +190,7 @@ def test_several_web_workers_and_the_celery_worker_add_up_on_metrics(tmp_path):
                  outcome="ok") == 1
     # The gauges read from Postgres at scrape time are there too, once.
     assert value(samples, P + "sessions_active") == 0
+    # Connections opened, not loans from the web workers' pools (one or more per call).
+    db = {"alias": "default", "vendor": "postgresql"}
+    assert 0 < value(samples, "django_db_new_connections_total", **db) < calls
+    assert value(samples, "django_db_execute_total", **db) > calls
