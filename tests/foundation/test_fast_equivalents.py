@@ -15,6 +15,7 @@ import logging
 import random
 
 import pytest
+from django.db import DataError, connection
 
 from contexts.models import TaskContext
 from contexts.services.tasks import create_task
@@ -116,3 +117,26 @@ def test_a_model_from_a_row_is_the_one_the_orm_loads():
     assert {f: getattr(built, f) for f in fields} == {f: getattr(loaded, f) for f in fields}
     assert (built._state.adding, built._state.db) == (False, loaded._state.db)
     assert built.pk == loaded.pk and built == loaded
+
+
+@pytest.mark.django_db
+def test_lists_of_str_reach_postgres_as_psycopg_sends_them():
+    rng = random.Random(7)
+    alphabet = 'ab"\\{},; \t\né€𝄞'
+    lists = [[], [None], [""], ["NULL", "null", " x ", "a,b", "{}", '"', "\\", "\\\""]]
+    lists += [[None if rng.random() < 0.1 else
+               "".join(rng.choice(alphabet) for _ in range(rng.randrange(6)))
+               for _ in range(rng.randrange(6))] for _ in range(200)]
+    for values in lists:
+        with connection.cursor() as cursor:  # psycopg's own dumping of the list
+            cursor.execute("SELECT %s::text[]", [values])
+            by_psycopg = cursor.fetchone()[0]
+        sent = prepared.fetch_one("SELECT %(v)s::text[] AS v, pg_typeof(%(v)s)::text AS t",
+                                  {"v": values})
+        assert sent["v"] == by_psycopg == values
+        assert sent["t"] == "text[]"
+    # A NUL is refused as psycopg refuses it; other lists are psycopg's to send.
+    with pytest.raises(DataError):
+        prepared.fetch_one("SELECT %s::text[] AS v", [["a\x00b"]])
+    assert prepared.fetch_one("SELECT %s AS n, %s AS f", [[1, 2], [True, None]]) == {
+        "n": [1, 2], "f": [True, None]}

@@ -54,7 +54,7 @@ def test_statements_and_their_failures_are_counted_by_type():
         cursor.executemany("SELECT %s", [[1], [2], [3]])
     assert sample("django_db_execute_total") == executed + 4
     assert sample("django_db_query_duration_seconds_count") == timed + 2
-    with pytest.raises(DatabaseError), transaction.atomic():  # its own savepoint
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT 1 / 0")
+    # In a savepoint of its own: the test's transaction goes on after the failure.
+    with pytest.raises(DatabaseError), transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SELECT 1 / 0")
     assert sample("django_db_errors_total", type="DivisionByZero") == failed + 1
