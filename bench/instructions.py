@@ -53,14 +53,20 @@ USES = [{"tool": "Edit", "success": True, "timestamp": STAMP, "summary": f"Edit 
         {"tool": "Bash", "success": False, "timestamp": STAMP, "summary": "Bash pytest -q"}]
 KINDS = {
     "record_activity, 3 uses, a listed file": (
-        "record_activity", lambda sid: {"sessionId": sid, "toolUses": USES, "heartbeat": True,
-                                        "notices": True}),
+        "record_activity", lambda sid, _: {"sessionId": sid, "toolUses": USES,
+                                           "heartbeat": True, "notices": True}),
+    # An Edit of a file the task does not list yet: keyFiles appended (a new version, its
+    # Redis copy and file), the file claimed; about a third of flushes under agent load.
+    "record_activity, 3 uses, a new key file": (
+        "record_activity", lambda sid, n: {"sessionId": sid, "toolUses": [
+            {**USES[0], "summary": f"Edit src/new_{n}.py", "filePaths": [f"src/new_{n}.py"]},
+            *USES[1:]], "heartbeat": True, "notices": True}),
     "record_activity, none": (
-        "record_activity", lambda sid: {"sessionId": sid, "toolUses": [], "heartbeat": True,
-                                        "notices": True}),
+        "record_activity", lambda sid, _: {"sessionId": sid, "toolUses": [], "heartbeat": True,
+                                           "notices": True}),
     "claim_files, a file of its own": (
-        "claim_files", lambda sid: {"sessionId": sid, "paths": [EDITED]}),
-    "heartbeat": ("heartbeat", lambda sid: {"sessionId": sid}),
+        "claim_files", lambda sid, _: {"sessionId": sid, "paths": [EDITED]}),
+    "heartbeat": ("heartbeat", lambda sid, _: {"sessionId": sid}),
 }
 NONE = "none"  # the run with no counted calls
 # Each background writer inline, in the call that asked for it.
@@ -97,8 +103,8 @@ def drive(kind: str, calls: int) -> None:
     call("claim_files", {"sessionId": session, "paths": [EDITED]})
     if kind != NONE:
         tool, arguments = KINDS[kind]
-        for _ in range(calls):
-            call(tool, arguments(session))
+        for number in range(calls):
+            call(tool, arguments(session, number))
     call("end_session", {"sessionId": session, "summary": "bench instructions"})
 
 
