@@ -128,7 +128,7 @@ def per_call(totals: dict[str, int], calls: int) -> dict[str, float]:
             if kind != NONE}
 
 
-def measure(calls: int, parallel: int) -> None:
+def measure(calls: int, parallel: int, only: list[str]) -> None:
     env = {**os.environ, **INLINE, "DJANGO_SETTINGS_MODULE": "orchestrator.settings",
            # As in a web worker: the connection pool, request statement timeouts.
            "ORCHESTRATOR_SERVES_REQUESTS": "1",
@@ -139,7 +139,7 @@ def measure(calls: int, parallel: int) -> None:
     subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env,
                    check=True)
     # The run without calls twice: how far two runs of the same work differ.
-    kinds = [NONE, NONE, *KINDS]
+    kinds = [NONE, NONE, *(only or KINDS)]
     print(f"counting {len(kinds)} runs under callgrind, {parallel} at once "
           f"({calls} calls a kind) ...", flush=True)
     with ThreadPoolExecutor(parallel) as pool:
@@ -149,7 +149,7 @@ def measure(calls: int, parallel: int) -> None:
     totals = {NONE: min(baselines), **dict(zip(kinds[2:], counted[2:], strict=True))}
     print(f"\nInstructions per hook call (web worker side; {calls} calls a kind; the run "
           f"without calls: {baselines[0]:,} and {baselines[1]:,}, so a kind's figure is "
-          f"good to about {abs(baselines[0] - baselines[1]) / calls / 1e6:.2f} M):\n")
+          f"good to about {abs(baselines[0] - baselines[1]) / calls / 1e6:.3f} M):\n")
     print("| call | instructions per call |")
     print("|---|---|")
     for kind, instructions in per_call(totals, calls).items():
@@ -163,6 +163,8 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=100, help="counted calls a kind (100)")
     parser.add_argument("--parallel", type=int, default=2, help="runs at once (2)")
+    parser.add_argument("--only", action="append", choices=list(KINDS), default=[],
+                        help="count this kind only (repeatable; default every kind)")
     parser.add_argument("--drive", choices=[NONE, *KINDS], help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.drive:
@@ -182,7 +184,7 @@ def main(argv: list[str] | None = None) -> None:
             [sys.executable, "-m", "orchestrator.ops.launcher", "--temp", "--",
              sys.executable, "-m", "bench.instructions", *(argv or sys.argv[1:])],
             cwd=ROOT, env={**os.environ, "ENABLE_NEO4J": "false"}))
-    measure(args.calls, args.parallel)
+    measure(args.calls, args.parallel, args.only)
 
 
 if __name__ == "__main__":
