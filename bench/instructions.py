@@ -1,8 +1,8 @@
 """``python -m bench.instructions``: the instructions a web worker executes per hook call,
 counted by valgrind, a figure the machine's load and clock do not move.
 
-    .venv/bin/python -m bench.instructions               # embedded servers, 100 calls a kind
-    .venv/bin/python -m bench.instructions --calls 200
+    .venv/bin/python -m bench.instructions               # embedded servers, 500 calls a kind
+    .venv/bin/python -m bench.instructions --only heartbeat --calls 1000
 
 Why: CPU time per call (``bench.agents``, ``bench.hookcost``) moved by 15-30 % between two
 runs of the same code on these shared two-core machines, more than most changes it was
@@ -20,8 +20,8 @@ counted. The graph mirror is off (its writes go to another process too).
 
 The servers: embedded ones in a temporary directory (``orchestrator.ops.launcher
 --temp``), or yours when DATABASE_URL is set (a dedicated database: this migrates it and
-writes to it). Each count runs Python under valgrind, ~50 times slower: about two minutes
-a run, two at once.
+writes to it). Each count runs Python under valgrind, ~50 times slower: two to four
+minutes a run, two at once, about fifteen minutes for every kind.
 """
 
 from __future__ import annotations
@@ -161,7 +161,10 @@ def measure(calls: int, parallel: int, only: list[str]) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--calls", type=int, default=100, help="counted calls a kind (100)")
+    # The calls cost little beside the process's start under valgrind (~7 G instructions,
+    # two minutes), and the start differs by up to ~10 M between runs of the same code
+    # (the network waits' timing): 500 calls keep that to ~0.02 M a call.
+    parser.add_argument("--calls", type=int, default=500, help="counted calls a kind (500)")
     parser.add_argument("--parallel", type=int, default=2, help="runs at once (2)")
     parser.add_argument("--only", action="append", choices=list(KINDS), default=[],
                         help="count this kind only (repeatable; default every kind)")
