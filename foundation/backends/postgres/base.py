@@ -62,33 +62,26 @@ def _counting_cursor(cursor_class: type, alias: str, vendor: str) -> type:
     executed_many = execute_many_total.labels(alias, vendor)
     duration = query_duration.labels(alias, vendor)
 
-    def failed(exc: Exception) -> None:
-        errors_total.labels(alias, vendor, type(exc).__name__).inc()
+    def timed(run: Any, *args: Any, **kwargs: Any) -> Any:
+        started = time.perf_counter()
+        try:
+            return run(*args, **kwargs)
+        except Exception as exc:
+            errors_total.labels(alias, vendor, type(exc).__name__).inc()
+            raise
+        finally:
+            duration.observe(time.perf_counter() - started)
 
     class CountingCursor(cursor_class):
         def execute(self, *args: Any, **kwargs: Any) -> Any:
             executed.inc()
-            started = time.perf_counter()
-            try:
-                return super().execute(*args, **kwargs)
-            except Exception as exc:
-                failed(exc)
-                raise
-            finally:
-                duration.observe(time.perf_counter() - started)
+            return timed(super().execute, *args, **kwargs)
 
         def executemany(self, query: Any, params_seq: Any, *args: Any, **kwargs: Any) -> Any:
             params_seq = list(params_seq)
             executed.inc(len(params_seq))
             executed_many.inc(len(params_seq))
-            started = time.perf_counter()
-            try:
-                return super().executemany(query, params_seq, *args, **kwargs)
-            except Exception as exc:
-                failed(exc)
-                raise
-            finally:
-                duration.observe(time.perf_counter() - started)
+            return timed(super().executemany, query, params_seq, *args, **kwargs)
 
     CountingCursor.__name__ = CountingCursor.__qualname__ = f"Counting{cursor_class.__name__}"
     return CountingCursor
