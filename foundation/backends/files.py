@@ -9,6 +9,7 @@ import functools
 import hashlib
 import json
 import os
+import queue
 import re
 import tempfile
 import threading
@@ -23,6 +24,7 @@ from foundation.backends.coalesce import CoalescingWriter
 from foundation.core.errors import OrchestratorError
 from foundation.core.projects import namespace
 from foundation.observability import tracing
+from foundation.observability.threads import name_this_thread
 
 SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,254}$")
 
@@ -140,6 +142,7 @@ def _write_text_atomic(path: Path, text: str, *, fsync_now: bool) -> None:
     except FileNotFoundError:  # the first file of its directory: made here, not checked each time
         os.makedirs(directory, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=directory)
+    replaced = None
     try:
         try:
             data = memoryview(f"{text}\n".encode())
@@ -149,11 +152,16 @@ def _write_text_atomic(path: Path, text: str, *, fsync_now: bool) -> None:
                 os.fsync(fd)
         finally:
             os.close(fd)
+        replaced = _open_replaced(target)
         os.replace(tmp, target)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
+        if replaced is not None:
+            os.close(replaced)
         raise
+    if replaced is not None:
+        releaser.release(replaced)
     if not fsync_now:
         with _unsynced_lock:
             _unsynced.add(target)
@@ -165,6 +173,54 @@ def _split(target: str) -> tuple[str, str]:
     directory, slash, name = target.rpartition("/")
     return directory or slash or ".", name
 
+
+def _open_replaced(target: str) -> int | None:
+    """A descriptor of the file a rename is about to replace (None when there is none)."""
+    try:
+        return os.open(target, os.O_RDONLY)
+    except OSError:
+        return None
+
+
+class Releaser:
+    """Lets go of replaced files on a thread of its own.
+
+    A file replaced by a rename is freed when the last reference to it goes, by the
+    thread that drops it. On a file system that discards freed blocks at once (ext4
+    mounted with ``discard``) freeing waits for the device, and behind a busy disk's
+    flushes that was 10-600 ms inside the tool thread answering a call, for every agent
+    whose call came next. So the writer holds the old file open across the rename and
+    hands the descriptor here; this thread closes it, and the wait is its own. Bounded:
+    with ``limit`` descriptors already waiting the caller closes its own, as before.
+    """
+
+    def __init__(self, limit: int = 256) -> None:
+        self._limit = limit
+        self._held: queue.SimpleQueue[int] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._owner_pid: int | None = None  # a forked child must start its own thread
+
+    def release(self, fd: int) -> None:
+        if self._held.qsize() >= self._limit:
+            os.close(fd)
+            return
+        if self._owner_pid != os.getpid():
+            with self._lock:
+                if self._owner_pid != os.getpid():
+                    threading.Thread(target=self._run, daemon=True,
+                                     name="file-release").start()
+                    self._owner_pid = os.getpid()
+        self._held.put(fd)
+
+    def _run(self) -> None:
+        name_this_thread("w-file-release")
+        while True:
+            fd = self._held.get()
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+
+releaser = Releaser()
 
 _unsynced: set[str] = set()
 _unsynced_lock = threading.Lock()
