@@ -19,7 +19,6 @@ from __future__ import annotations
 import atexit
 import contextlib
 import logging
-import os
 import threading
 import time
 from collections.abc import Callable
@@ -50,8 +49,7 @@ class CoalescingWriter:
         self._interval_setting = interval_setting
         self._last_start = float("-inf")
         self._stale = threading.Event()
-        self._lock = threading.Lock()
-        self._owner_pid: int | None = None  # a forked child must start its own thread
+        self._thread = threads.ThreadPerProcess(f"index-writer-{name}")
         atexit.register(self._flush_at_exit)
 
     def request(self) -> bool | None:
@@ -60,12 +58,7 @@ class CoalescingWriter:
         if delay <= 0:
             return self._write()
         self._stale.set()
-        if self._owner_pid != os.getpid():
-            with self._lock:
-                if self._owner_pid != os.getpid():
-                    threading.Thread(target=self._run, args=(delay,), daemon=True,
-                                     name=f"index-writer-{self.name}").start()
-                    self._owner_pid = os.getpid()
+        self._thread.start(self._run, delay)
         return None
 
     def flush(self) -> bool:

@@ -24,7 +24,7 @@ from foundation.backends.coalesce import CoalescingWriter
 from foundation.core.errors import OrchestratorError
 from foundation.core.projects import namespace
 from foundation.observability import tracing
-from foundation.observability.threads import name_this_thread
+from foundation.observability.threads import ThreadPerProcess, name_this_thread
 
 SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,254}$")
 
@@ -197,19 +197,13 @@ class Releaser:
     def __init__(self, limit: int = 256) -> None:
         self._limit = limit
         self._held: queue.SimpleQueue[int] = queue.SimpleQueue()
-        self._lock = threading.Lock()
-        self._owner_pid: int | None = None  # a forked child must start its own thread
+        self._thread = ThreadPerProcess("file-release")
 
     def release(self, fd: int) -> None:
         if self._held.qsize() >= self._limit:
             os.close(fd)
             return
-        if self._owner_pid != os.getpid():
-            with self._lock:
-                if self._owner_pid != os.getpid():
-                    threading.Thread(target=self._run, daemon=True,
-                                     name="file-release").start()
-                    self._owner_pid = os.getpid()
+        self._thread.start(self._run)
         self._held.put(fd)
 
     def _run(self) -> None:

@@ -8,7 +8,10 @@ CPU. Each long-lived thread names itself when it starts.
 
 from __future__ import annotations
 
+import os
 import threading
+from collections.abc import Callable
+from typing import Any
 
 # The kernel keeps the first 15 bytes of a thread's name.
 OS_NAME_BYTES = 15
@@ -22,3 +25,24 @@ def name_this_thread(name: str) -> None:
             comm.write(name.encode()[:OS_NAME_BYTES].decode(errors="ignore"))
     except OSError:
         pass
+
+
+class ThreadPerProcess:
+    """A daemon thread started on first use in each process. A forked child (the web
+    server's workers, Celery's prefork pool) inherits the object but not its thread, so
+    the process id, not a flag, says whether this process has started it."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self._lock = threading.Lock()
+        self._started_in: int | None = None
+
+    def start(self, target: Callable[..., Any], *args: Any) -> None:
+        """Run ``target(*args)`` on the thread, unless this process started it already."""
+        if self._started_in == os.getpid():
+            return
+        with self._lock:
+            if self._started_in != os.getpid():
+                threading.Thread(target=target, args=args, daemon=True,
+                                 name=self.name).start()
+                self._started_in = os.getpid()

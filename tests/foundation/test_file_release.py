@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import os
 import threading
-import time
 
 from foundation.backends import files
+from tests.waiting import wait_for
 
 
 def _closed(fd: int) -> bool:
@@ -18,16 +18,9 @@ def _closed(fd: int) -> bool:
     return False
 
 
-def _wait_until(condition, seconds: float = 5.0) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.01)
-    return condition()
 
-
-def test_a_rewrite_replaces_the_file_and_the_old_one_is_closed_by_the_releaser(tmp_path):
+def test_a_rewrite_replaces_the_file_and_the_old_one_is_closed_by_the_releaser(tmp_path,
+                                                                                 monkeypatch):
     path = tmp_path / "task.json"
     files.write_text_atomic(path, '{"version": 1}')
     first = os.stat(path).st_ino
@@ -46,12 +39,10 @@ def test_a_rewrite_replaces_the_file_and_the_old_one_is_closed_by_the_releaser(t
     files.write_text_atomic(path, '{"version": 2}')
     assert path.read_text() == '{"version": 2}\n'
     assert os.stat(path).st_ino != first
-    os.close = watching_close
-    try:
-        releaser.release(held)
-        assert _wait_until(lambda: _closed(held))
-    finally:
-        os.close = real_close
+    monkeypatch.setattr(os, "close", watching_close)
+    releaser.release(held)
+    assert wait_for(lambda: _closed(held))
+    monkeypatch.undo()
     assert [name for name, fd in closed_by if fd == held] == ["file-release"]
 
 
@@ -61,7 +52,7 @@ def test_writes_leave_no_descriptor_open(tmp_path):
     for n in range(200):
         files.write_text_atomic(path, f'{{"n": {n}}}', fsync_now=False)
     assert path.read_text() == '{"n": 199}\n'
-    assert _wait_until(lambda: len(os.listdir("/proc/self/fd")) <= before)
+    assert wait_for(lambda: len(os.listdir("/proc/self/fd")) <= before)
     assert not [name for name in os.listdir(tmp_path) if name.endswith(".tmp")]
 
 
