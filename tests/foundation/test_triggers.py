@@ -73,6 +73,19 @@ def test_timestamp_only_updates_create_no_version(db):
     assert sql(f"SELECT version FROM {TASKS} WHERE task_id = 't1'")[0][0] == 1
 
 
+def test_a_version_a_statement_writes_itself_is_not_taken(db):
+    # A version row is written when the version moved, and only the BEFORE trigger moves
+    # it: a version set by the statement neither makes a row nor skips a number.
+    insert_task()
+    sql(f"UPDATE {TASKS} SET version = 7 WHERE task_id = 't1'")
+    sql(f"UPDATE {TASKS} SET version = 1, last_session_at = now() WHERE task_id = 't1'")
+    assert [v[0] for v in versions()] == [1]
+    sql(f"UPDATE {TASKS} SET version = 9, current_phase = 'p2' WHERE task_id = 't1'")
+    assert [v[0] for v in versions()] == [1, 2]
+    assert versions()[-1][5] == "p2"
+    assert sql(f"SELECT version FROM {TASKS} WHERE task_id = 't1'")[0][0] == 2
+
+
 def test_updated_at_is_set_by_trigger(db):
     insert_task()
     sql(f"UPDATE {TASKS} SET updated_at = '2000-01-01', current_phase = 'x' WHERE task_id = 't1'")
