@@ -32,34 +32,31 @@ BY_JSON = ("(to_jsonb(NEW) - ARRAY['updated_at','last_session_at','version','cre
            "ARRAY['updated_at','last_session_at','version','created_at'])")
 
 
-def functions(unchanged: str) -> str:
+def save_version(function: str, versions: str, key_column: str, key: str,
+                 unchanged: str) -> str:
+    """One AFTER trigger function: a row of ``versions`` unless ``unchanged`` holds."""
     return f"""
-CREATE OR REPLACE FUNCTION "{S}".save_context_version()
+CREATE OR REPLACE FUNCTION {function}()
 RETURNS TRIGGER AS $$
 BEGIN
   IF TG_OP = 'UPDATE' AND {unchanged} THEN
     RETURN NEW;
   END IF;
-  INSERT INTO "{S}".context_versions
-    (task_id, project_id, version, snapshot, change_type, change_summary, session_id, created_by)
-  VALUES (NEW.task_id, NEW.project_id, NEW.version, to_jsonb(NEW),{SETTINGS});
-  RETURN NEW;
-END;
-$$ LANGUAGE plpgsql;
-
-CREATE OR REPLACE FUNCTION "{I}".save_global_context_version()
-RETURNS TRIGGER AS $$
-BEGIN
-  IF TG_OP = 'UPDATE' AND {unchanged} THEN
-    RETURN NEW;
-  END IF;
-  INSERT INTO "{I}".global_context_versions
-    (context_id, project_id, version, snapshot, change_type, change_summary, session_id, created_by)
-  VALUES (NEW.id, NEW.project_id, NEW.version, to_jsonb(NEW),{SETTINGS});
+  INSERT INTO {versions}
+    ({key_column}, project_id, version, snapshot, change_type, change_summary, session_id, created_by)
+  VALUES ({key}, NEW.project_id, NEW.version, to_jsonb(NEW),{SETTINGS});
   RETURN NEW;
 END;
 $$ LANGUAGE plpgsql;
 """
+
+
+def functions(unchanged: str) -> str:
+    return (save_version(f'"{S}".save_context_version', f'"{S}".context_versions',
+                         "task_id", "NEW.task_id", unchanged)
+            + save_version(f'"{I}".save_global_context_version',
+                           f'"{I}".global_context_versions', "context_id", "NEW.id",
+                           unchanged))
 
 
 class Migration(migrations.Migration):

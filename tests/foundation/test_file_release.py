@@ -18,7 +18,6 @@ def _closed(fd: int) -> bool:
     return False
 
 
-
 def test_a_rewrite_replaces_the_file_and_the_old_one_is_closed_by_the_releaser(tmp_path,
                                                                                  monkeypatch):
     path = tmp_path / "task.json"
