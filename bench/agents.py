@@ -136,14 +136,19 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, TypeVar
+
+import orjson
+import uvloop
 
 from bench.common import cpu_model, free_port, percentile, python_ms
 from orchestrator_hook.edit_check import clean as claim_was_clean
 from orchestrator_hook.lite import DEFAULT_CLAIM_REUSE_SECONDS, DEFAULT_FLUSH_SECONDS
 
+T = TypeVar("T")
 ROOT = Path(__file__).resolve().parents[1]
 PY = sys.executable
 HOOK_CALLS = ("start_session", "claim_files", "record_activity", "heartbeat", "end_session")
@@ -327,12 +332,15 @@ class Api:
         raise AssertionError("unreachable")
 
     async def call(self, tool: str, arguments: dict, project: str | None) -> dict | None:
-        body = json.dumps(arguments).encode()
+        # orjson: the generator's JSON is CPU taken from the server it measures.
+        body = orjson.dumps(arguments)
         sent = time.time()
         started = time.perf_counter()
         try:
-            status, answer = await asyncio.wait_for(self._post(tool, body, project),
-                                                    CALL_TIMEOUT)
+            # asyncio.timeout, not wait_for: on 3.11 wait_for wraps the call in a task of
+            # its own, one more per call in the generator's CPU.
+            async with asyncio.timeout(CALL_TIMEOUT):
+                status, answer = await self._post(tool, body, project)
         except (TimeoutError, ConnectionError, OSError, asyncio.IncompleteReadError,
                 ServerClosed) as exc:
             self.stats.error(tool, f"{type(exc).__name__}: {exc}")
@@ -342,8 +350,8 @@ class Api:
             self.stats.error(tool, f"HTTP {status} {answer[:200]!r}")
             return None
         try:
-            return json.loads(answer)
-        except ValueError:
+            return orjson.loads(answer)
+        except orjson.JSONDecodeError:
             self.stats.error(tool, f"not JSON: {answer[:200]!r}")
             return None
 
@@ -380,7 +388,7 @@ def level_branch(level: int, number: int) -> str:
 
 
 class Agent:
-    def __init__(self, number: int, api: Api, args: argparse.Namespace, stop: asyncio.Event,
+    def __init__(self, number: int, api: Api, args: argparse.Namespace, stop: Stop,
                  rng: random.Random, projects: int, level: int) -> None:
         self.number, self.api, self.args, self.stop, self.rng = number, api, args, stop, rng
         self.project = project_name(number % projects)
@@ -403,9 +411,7 @@ class Agent:
 
     async def sleep(self, seconds: float) -> bool:
         """Think for ``seconds``; False when the run is over."""
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self.stop.wait(), seconds)
-        return not self.stop.is_set()
+        return await self.stop.sleep(seconds)
 
     async def run(self, delay: float) -> None:
         if not await self.sleep(delay):
@@ -813,7 +819,47 @@ class Pressure:
 
 # -- one load level ------------------------------------------------------------------------
 
-async def loop_lag(stats: Stats, stop: asyncio.Event) -> None:
+class Stop:
+    """The end of a level: what the agents' sleeps wait for. A sleep is one future and one
+    timer, woken early by ``set``; ``asyncio.wait_for(event.wait(), seconds)`` made two
+    tasks per sleep, a large share of the generator's CPU, which competes with the
+    server's on the same cores."""
+
+    def __init__(self) -> None:
+        self._set = False
+        self._sleepers: set[asyncio.Future[None]] = set()
+
+    def is_set(self) -> bool:
+        return self._set
+
+    def set(self) -> None:
+        self._set = True
+        for sleeper in self._sleepers:
+            if not sleeper.done():
+                sleeper.set_result(None)
+
+    async def sleep(self, seconds: float) -> bool:
+        """Wait ``seconds``, or less when the level ends: False once it has ended."""
+        if self._set:
+            return False
+        loop = asyncio.get_running_loop()
+        sleeper = loop.create_future()
+        timer = loop.call_later(max(0.0, seconds), _wake, sleeper)
+        self._sleepers.add(sleeper)
+        try:
+            await sleeper
+        finally:
+            timer.cancel()
+            self._sleepers.discard(sleeper)
+        return not self._set
+
+
+def _wake(sleeper: asyncio.Future[None]) -> None:
+    if not sleeper.done():
+        sleeper.set_result(None)
+
+
+async def loop_lag(stats: Stats, stop: Stop) -> None:
     """How late this process's event loop runs: if high, the generator is the bottleneck."""
     while not stop.is_set():
         started = time.perf_counter()
@@ -822,7 +868,7 @@ async def loop_lag(stats: Stats, stop: asyncio.Event) -> None:
             stats.loop_lag.append(time.perf_counter() - started - 0.1)
 
 
-def level_agents(n: int, api: Api, args: argparse.Namespace, stop: asyncio.Event
+def level_agents(n: int, api: Api, args: argparse.Namespace, stop: Stop
                  ) -> list[Agent]:
     """A level's N agents: their choices seeded from N (a size run again makes the same
     choices), their branches new to this level."""
@@ -831,6 +877,14 @@ def level_agents(n: int, api: Api, args: argparse.Namespace, stop: asyncio.Event
     level = next(_levels_run)
     return [Agent(i, api, args, stop, random.Random(rng.random()), projects, level)
             for i in range(n)]
+
+
+def run_on_uvloop(coroutine: Coroutine[Any, Any, T]) -> T:
+    """``asyncio.run`` on uvloop's event loop (the server's too): the generator shares the
+    cores with the server it measures, and asyncio's own loop in Python cost it more CPU
+    per call."""
+    with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+        return runner.run(coroutine)
 
 
 def write_back() -> None:
@@ -854,7 +908,7 @@ async def run_level(n: int, args: argparse.Namespace, urls: list[str], token: st
     stats = Stats()
     pools = [Pool(url, token) for url in urls]
     api = Api(pools, stats)
-    stop = asyncio.Event()
+    stop = Stop()
     agents = level_agents(n, api, args, stop)
     # An agent's first session makes its task (a fresh install's day one): ~25 of those a
     # second, then SETTLE_SECONDS for what queued to drain before the window opens.
@@ -1390,7 +1444,7 @@ def capacity(args: argparse.Namespace, levels: list[int], urls: list[str], token
             created = projects_for(n, args)
         if label:
             print(f"\n-- {label}: {n} agents", flush=True)
-        level = asyncio.run(run_level(n, args, urls, token, root_pid))
+        level = run_on_uvloop(run_level(n, args, urls, token, root_pid))
         held = report(level, args.p99_ms)
         results[n] = held
         ran.append(level_result(level, held))
@@ -1428,7 +1482,7 @@ def failover(args: argparse.Namespace, n: int, server: Stack) -> list[str]:
     """N agents over two stacks; one is killed (SIGKILL) halfway; the other carries on.
     Every save the service acknowledged must be in Postgres."""
     killed: list[int] = []
-    level = asyncio.run(run_level(n, args, server.urls, server.token, server.process.pid,
+    level = run_on_uvloop(run_level(n, args, server.urls, server.token, server.process.pid,
                                   seconds=args.failover_seconds,
                                   midway=lambda: killed.append(server.kill(1))))
     held = report(level, args.p99_ms)

@@ -19,6 +19,7 @@ from bench.agents import (
     CpuMeter,
     LevelResult,
     ProcTimes,
+    Stop,
     capacity_of,
     cpu_ms_per_call,
     level_agents,
@@ -126,7 +127,7 @@ def test_each_level_starts_tasks_of_its_own_with_the_same_choices():
     """A size run twice makes the same choices (seeded by its size) on new branches, so
     no level replays edits on tasks an earlier level made list them."""
     args = argparse.Namespace(projects=None, team=8)
-    first, again = (level_agents(40, None, args, asyncio.Event()) for _ in range(2))
+    first, again = (level_agents(40, None, args, Stop()) for _ in range(2))
     assert [a.area for a in first] == [a.area for a in again]
     assert [a.project for a in first] == [a.project for a in again]
     assert {a.branch for a in first}.isdisjoint(a.branch for a in again)
@@ -188,3 +189,20 @@ def test_web_cpu_by_thread_follows_the_names_the_server_gives_its_threads():
     assert thread_group((os.getpid(), os.getpid()), "python") == "event loop (main)"
     used = thread_cpu(before, after)
     assert 0.25 <= used["tool"] <= 0.5
+
+
+def test_the_end_of_a_level_wakes_every_sleeping_agent():
+    """An agent asleep for an hour wakes when the level ends, told it has ended; one
+    whose sleep runs out first is told it has not. No timing decides: the hour cannot
+    pass within the test."""
+
+    async def run() -> tuple[bool, bool, bool]:
+        stop = Stop()
+        short = await stop.sleep(0)
+        sleeping = asyncio.ensure_future(stop.sleep(3600))
+        await asyncio.sleep(0)  # the long sleep has begun
+        stop.set()
+        return short, await sleeping, await stop.sleep(3600)
+
+    assert asyncio.run(run()) == (True, False, False)
+
