@@ -46,9 +46,27 @@ def _cursor(sql: str) -> Iterator[tuple[Any, psycopg.Cursor]]:
     # (CONN_HEALTH_CHECKS; ensure_connection alone would hand it over dead).
     db.close_if_health_check_failed()
     db.ensure_connection()
-    with (tracing.statement_span(sql), db.wrap_database_errors,
-          psycopg.Cursor(db.connection) as cursor):
-        yield db, cursor
+    with tracing.statement_span(sql), db.wrap_database_errors:
+        yield db, _kept_cursor(db.connection)
+
+
+def _kept_cursor(connection: psycopg.Connection) -> psycopg.Cursor:
+    """The psycopg connection's own server-binding cursor, made once and kept on it.
+
+    Why: a cursor makes a loader for each column of each result it reads, and a new
+    cursor per statement made them again every time; kept, it makes them once per
+    column type. Measured in-process on a 13-column RETURNING *: 83 us of CPU per
+    statement with a new cursor, 62 us with a kept one (medians of 8 alternated runs).
+    A connection serves one thread at a time (Django's per thread, a pooled one per
+    loan), so its cursor does too; it goes when the connection goes."""
+    cursor = getattr(connection, _KEPT, None)
+    if cursor is None or cursor.closed:
+        cursor = psycopg.Cursor(connection)
+        setattr(connection, _KEPT, cursor)
+    return cursor
+
+
+_KEPT = "_orchestrator_kept_cursor"
 
 
 def _text_array(values: list[Any]) -> Any:

@@ -140,3 +140,25 @@ def test_lists_of_str_reach_postgres_as_psycopg_sends_them():
         prepared.fetch_one("SELECT %s::text[] AS v", [["a\x00b"]])
     assert prepared.fetch_one("SELECT %s AS n, %s AS f", [[1, 2], [True, None]]) == {
         "n": [1, 2], "f": [True, None]}
+
+
+# Autocommit (transaction=True): a failed statement must not abort a test's transaction
+# around it, and the test closes its connection.
+@pytest.mark.django_db(transaction=True)
+def test_the_kept_cursor_reads_each_statement_as_a_new_cursor_would():
+    """prepared's statements share one cursor per connection: each result is read with its
+    own columns and types (not the last statement's), a failed statement leaves the next
+    one working, and a new connection gets a cursor of its own."""
+    first = prepared.fetch_one("SELECT 1 AS n, now() AS at", [])
+    assert first["n"] == 1 and first["at"].tzinfo is not None
+    assert prepared.fetch_one("SELECT 'x' AS s, '{\"a\": [1]}'::jsonb AS j, NULL::int AS n",
+                              []) == {"s": "x", "j": '{"a": [1]}', "n": None}
+    with pytest.raises(DataError):
+        prepared.fetch_one("SELECT 1 / %s AS n", [0])
+    assert prepared.fetch_all("SELECT g FROM generate_series(1, 3) AS g", []) == [
+        (1,), (2,), (3,)]
+    kept = prepared._kept_cursor(connection.connection)
+    assert prepared._kept_cursor(connection.connection) is kept
+    connection.close()
+    assert prepared.fetch_one("SELECT 2 AS n", []) == {"n": 2}
+    assert prepared._kept_cursor(connection.connection) is not kept
