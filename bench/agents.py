@@ -145,6 +145,7 @@ import orjson
 import uvloop
 
 from bench.common import cpu_model, free_port, percentile, python_ms
+from foundation.config import DEFAULT_WEB_WORKERS
 from orchestrator_hook.edit_check import clean as claim_was_clean
 from orchestrator_hook.lite import DEFAULT_CLAIM_REUSE_SECONDS, DEFAULT_FLUSH_SECONDS
 
@@ -1277,7 +1278,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="its API token (write scope)")
     parser.add_argument("--workers", type=int,
                         help="WEB_WORKERS of the one stack started here (default: "
-                             "$WEB_WORKERS, else 2)")
+                             "$WEB_WORKERS, else the server's default)")
     parser.add_argument("--stack-workers", type=int,
                         help="WEB_WORKERS of each of the --servers stacks (default: --workers "
                              "divided among them, at least 1: the same web workers on the "
@@ -1502,10 +1503,11 @@ def failover(args: argparse.Namespace, n: int, server: Stack) -> list[str]:
 def stack_workers(args: argparse.Namespace, servers: int) -> int:
     """WEB_WORKERS of each of ``servers`` stacks. Several stacks on this one machine share
     its cores: by default they split the one stack's web workers between them, so that
-    both rows run as many web processes on the same cores and differ only in being two
-    stacks (with twice the processes, the two-stack row measures the extra processes
-    competing for two cores rather than the stacks' coordination)."""
-    one = args.workers or int(os.environ.get("WEB_WORKERS") or 2)
+    both rows run about as many web processes on the same cores and differ only in being
+    two stacks (with twice the processes, the two-stack row measures the extra processes
+    competing for two cores rather than the stacks' coordination). Rounded down: of three,
+    two stacks get one each."""
+    one = args.workers or int(os.environ.get("WEB_WORKERS") or DEFAULT_WEB_WORKERS)
     if servers == 1:
         return one
     return args.stack_workers or max(1, one // servers)
