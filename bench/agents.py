@@ -822,9 +822,9 @@ class Pressure:
 
 class Stop:
     """The end of a level: what the agents' sleeps wait for. A sleep is one future and one
-    timer, woken early by ``set``; ``asyncio.wait_for(event.wait(), seconds)`` made two
-    tasks per sleep, a large share of the generator's CPU, which competes with the
-    server's on the same cores."""
+    timer, woken early by ``set``; ``asyncio.wait_for(event.wait(), seconds)`` made a task
+    and a waiter future per sleep, a large share of the generator's CPU, which competes
+    with the server's on the same cores."""
 
     def __init__(self) -> None:
         self._set = False
@@ -1484,8 +1484,8 @@ def failover(args: argparse.Namespace, n: int, server: Stack) -> list[str]:
     Every save the service acknowledged must be in Postgres."""
     killed: list[int] = []
     level = run_on_uvloop(run_level(n, args, server.urls, server.token, server.process.pid,
-                                  seconds=args.failover_seconds,
-                                  midway=lambda: killed.append(server.kill(1))))
+                                    seconds=args.failover_seconds,
+                                    midway=lambda: killed.append(server.kill(1))))
     held = report(level, args.p99_ms)
     stats: Stats = level["stats"]
     lost = lost_saves(server.database_url(), stats.acknowledged_saves)
