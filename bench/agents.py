@@ -145,7 +145,7 @@ import orjson
 import uvloop
 
 from bench.common import cpu_model, free_port, percentile, python_ms
-from foundation.config import DEFAULT_WEB_WORKERS
+from foundation.config import web_workers_from_env
 from orchestrator_hook.edit_check import clean as claim_was_clean
 from orchestrator_hook.lite import DEFAULT_CLAIM_REUSE_SECONDS, DEFAULT_FLUSH_SECONDS
 
@@ -836,8 +836,7 @@ class Stop:
     def set(self) -> None:
         self._set = True
         for sleeper in self._sleepers:
-            if not sleeper.done():
-                sleeper.set_result(None)
+            _wake(sleeper)
 
     async def sleep(self, seconds: float) -> bool:
         """Wait ``seconds``, or less when the level ends: False once it has ended."""
@@ -1507,7 +1506,7 @@ def stack_workers(args: argparse.Namespace, servers: int) -> int:
     two stacks (with twice the processes, the two-stack row measures the extra processes
     competing for two cores rather than the stacks' coordination). Rounded down: of three,
     two stacks get one each."""
-    one = args.workers or int(os.environ.get("WEB_WORKERS") or DEFAULT_WEB_WORKERS)
+    one = args.workers or web_workers_from_env()
     if servers == 1:
         return one
     return args.stack_workers or max(1, one // servers)

@@ -38,6 +38,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 # against 3.83 with three). The price: one more process (~200 MB) and its pool.
 DEFAULT_WEB_WORKERS = 3
 
+
+def web_workers_from_env() -> int:
+    """WEB_WORKERS as make run's supervisor, the web server and the bench read it before
+    Django loads (an empty value counts as unset, as for every setting)."""
+    return int(os.environ.get("WEB_WORKERS") or DEFAULT_WEB_WORKERS)
+
 CONFIG_INVALID = "E1690"
 CONFIG_MISSING = "E1691"
 

@@ -33,6 +33,8 @@ from foundation.observability import tracing
 
 # A statement and its named parameters, as a caller hands one to be sent (prepared).
 Statement = tuple[str, dict[str, Any]]
+# The attribute of a psycopg connection holding its kept cursor (_kept_cursor).
+_KEPT = "_orchestrator_kept_cursor"
 
 
 @contextlib.contextmanager
@@ -65,8 +67,6 @@ def _kept_cursor(connection: psycopg.Connection) -> psycopg.Cursor:
         setattr(connection, _KEPT, cursor)
     return cursor
 
-
-_KEPT = "_orchestrator_kept_cursor"
 
 
 def _text_array(values: list[Any]) -> Any:

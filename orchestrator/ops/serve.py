@@ -21,7 +21,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from foundation.config import DEFAULT_WEB_WORKERS
+from foundation.config import web_workers_from_env
 from orchestrator.ops.localservers import SERVICE_FILE
 
 STOP_GRACE = 10.0
@@ -118,8 +118,7 @@ class Serve:
         data_dir = Path(os.environ.get("ORCHESTRATOR_DATA_DIR") or tempfile.gettempdir())
         os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(fresh_metrics_dir(data_dir))
         self.start("web", [PY, "-m", "orchestrator.ops.webserver", "--host", "127.0.0.1",
-                           "--port", port, "--workers",
-                           os.environ.get("WEB_WORKERS") or str(DEFAULT_WEB_WORKERS)])
+                           "--port", port, "--workers", str(web_workers_from_env())])
         self.start("worker", [PY, "-m", "celery", "-A", "orchestrator", "worker",
                               "--loglevel=INFO", "--concurrency=2"])
         # Its schedule and leader lock are in Redis (orchestrator/ops/beat.py): no file, and

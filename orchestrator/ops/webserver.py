@@ -16,7 +16,7 @@ import socket
 import uvicorn
 from uvicorn.supervisors import Multiprocess
 
-from foundation.config import DEFAULT_WEB_WORKERS
+from foundation.config import web_workers_from_env
 from orchestrator.web.tool_protocol import ToolCallProtocol
 
 
@@ -24,8 +24,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8000")))
-    parser.add_argument("--workers", type=int,
-                        default=int(os.environ.get("WEB_WORKERS") or DEFAULT_WEB_WORKERS))
+    parser.add_argument("--workers", type=int, default=web_workers_from_env())
     args = parser.parse_args()
     # Before Django loads its settings here and in the worker processes (which inherit the
     # environment): request work gets REQUEST_STATEMENT_TIMEOUT_MS (orchestrator/settings.py).
