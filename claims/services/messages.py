@@ -6,12 +6,9 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from django.db import transaction
-
 from claims.services.claimants import Claimant
 from claims.services.holders import Holder
-from foundation.core.errors import OrchestratorError
-from sessions.services.events import append_event
+from sessions.services.events import append_events
 
 logger = logging.getLogger("orchestrator.claims")
 
@@ -77,9 +74,17 @@ def holder_notice(who: Claimant, path: str, conflict: dict[str, Any] | None) -> 
 
 
 def record_event(session_id: str, content: str, parts: dict[str, Any]) -> None:
-    try:
-        with transaction.atomic():
-            append_event(session_id, "system_event", "system", content, parts)
-    except OrchestratorError as exc:  # the session closed meanwhile: nothing to tell it
-        logger.info("claim event not recorded", extra={"sessionId": session_id,
-                                                       "reason": exc.code})
+    record_events([(session_id, content, parts)])
+
+
+def record_events(events: list[tuple[str, str, dict[str, Any]]]) -> None:
+    """(session id, content, parts): system events in the sessions' logs, one statement
+    for all. A session that closed meanwhile has nothing left to tell: skipped. No
+    savepoint: the append refuses a closed session without an error, so a caller's
+    transaction goes on either way."""
+    appended = append_events([(session_id, "system_event", "system", content, parts)
+                              for session_id, content, parts in events])
+    for (session_id, _, _), done in zip(events, appended, strict=True):
+        if not done:
+            logger.info("claim event not recorded", extra={"sessionId": session_id,
+                                                           "reason": "session closed"})

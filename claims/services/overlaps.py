@@ -10,10 +10,9 @@ from typing import Any
 
 from claims.services.claimants import CLAIMS_TABLE, Claimant
 from claims.services.holders import Holder, other_holders
-from claims.services.messages import holder_notice, record_event
-from conflicts.models import ContextConflict
+from claims.services.messages import holder_notice, record_events
 from conflicts.services.detection import Scope, detect_file_conflicts
-from conflicts.services.store import OPEN_STATUSES, STORE_LOCK_KEY, store_candidates
+from conflicts.services.store import STORE_LOCK_KEY, open_file_conflicts, store_candidates
 from contexts.services.edit_policy import EditPolicy
 from contexts.services.key_files import append_key_files
 from foundation.backends.coalesce import CoalescingWriter
@@ -173,29 +172,27 @@ def _record_conflicts(contested: list[tuple[Claimant, list[Holder]]]
         claimant = claimant_of[candidate.task_a_id, candidate.task_b_id]
         candidate.detected_by = f"claims:{claimant.session_id}"
     new_ids = {c.pk for c in store_candidates(candidates, detected_by="claims")}
-    rows = ContextConflict.objects.filter(
-        project_id__in=projects, conflict_type="file_conflict",
-        resolution_status__in=OPEN_STATUSES, task_a_id__in=[p[0] for p in claimant_of],
-        task_b_id__in=[p[1] for p in claimant_of]).order_by("-detected_at")
     found: dict[tuple[str, str], dict[str, Any]] = {}
-    for row in rows:
-        pair = (row.task_a_id, row.task_b_id)
+    for conflict_id, task_a, task_b, severity, description in open_file_conflicts(
+            projects, list(claimant_of)):
+        pair = (task_a, task_b)
         if pair in claimant_of and pair not in found:
-            found[pair] = {"conflictId": str(row.id), "taskAId": row.task_a_id,
-                           "taskBId": row.task_b_id, "severity": row.severity,
-                           "description": row.description, "new": row.pk in new_ids}
+            found[pair] = {"conflictId": str(conflict_id), "taskAId": task_a,
+                           "taskBId": task_b, "severity": severity,
+                           "description": description, "new": conflict_id in new_ids}
     return found
 
 
 def _notify_holders(contested: list[tuple[Claimant, list[Holder]]],
                     conflicts: dict[tuple[str, str], dict[str, Any]]) -> None:
-    notices = []
+    notices, events = [], []
     for who, holders in contested:
         for holder in holders:
             conflict = conflicts.get(_pair(who, holder))
             text = holder_notice(who, holder.path, conflict)
             notices.append((holder.session_id, who.project_id, "claim_overlap", text))
-            record_event(holder.session_id, "claim_overlap", {
+            events.append((holder.session_id, "claim_overlap", {
                 "path": holder.path, "bySessionId": who.session_id, "byTaskId": who.task_id,
-                "conflictId": conflict["conflictId"] if conflict else None})
+                "conflictId": conflict["conflictId"] if conflict else None}))
+    record_events(events)
     add_notices(notices)

@@ -23,6 +23,7 @@ from django.db import connection, transaction
 
 from conflicts.models import ContextConflict
 from conflicts.services import auto_close
+from foundation.core import prepared
 from foundation.core.db import qualified
 from foundation.observability import metrics
 
@@ -104,7 +105,9 @@ def store_candidates(candidates: list[Candidate], *, detected_by: str) -> list[C
     if not candidates:
         return []
     ids: list[int] = []
-    with transaction.atomic(), connection.cursor() as cursor:
+    # No savepoint inside a caller's transaction (the claim-overlap recorder's, which took
+    # the same lock): a failure here fails that transaction as a whole anyway.
+    with transaction.atomic(savepoint=False), connection.cursor() as cursor:
         cursor.execute("SELECT pg_advisory_xact_lock(%s)", [STORE_LOCK_KEY])
         insert = _INSERT.format(table=qualified("context_conflicts"))
         for start in range(0, len(candidates), STORE_BATCH):
@@ -139,6 +142,28 @@ def _supersede(cursor, ids: list[Any]) -> list[dict[str, Any]]:
             reason=f"conflict {new} lists every shared path this one listed")
             for old, new in cursor.fetchall()]
     return auto_close.close(closures)
+
+
+# The open file conflicts of some task pairs (a pair may match another's tasks crosswise:
+# the caller keeps the pairs it asked for), latest first.
+_OPEN_FILE_CONFLICTS = """
+SELECT id, task_a_id, task_b_id, severity, description FROM {table}
+WHERE project_id = ANY(%(projects)s::text[]) AND conflict_type = 'file_conflict'
+  AND resolution_status = ANY(%(statuses)s::text[]) AND task_a_id = ANY(%(a)s::text[])
+  AND task_b_id = ANY(%(b)s::text[])
+ORDER BY detected_at DESC
+"""
+
+
+def open_file_conflicts(project_ids: list[str], pairs: list[tuple[str, str]]
+                        ) -> list[tuple[Any, str, str, str, str]]:
+    """(id, task a, task b, severity, description) of the open file conflicts among the
+    task ``pairs`` (task a before task b, as stored), latest first. Prepared: the claim-
+    overlap recorder reads them for every batch, and the ORM's query cost it more than the
+    read did."""
+    return prepared.fetch_all(_OPEN_FILE_CONFLICTS.format(table=qualified("context_conflicts")), {
+        "projects": project_ids, "statuses": list(OPEN_STATUSES),
+        "a": [pair[0] for pair in pairs], "b": [pair[1] for pair in pairs]})
 
 
 def announce(conflict: ContextConflict) -> None:

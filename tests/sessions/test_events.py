@@ -69,6 +69,34 @@ def test_append_refusals(tools):
     assert (ended.status, ended.error_code) == (409, "E1602")
 
 
+@pytest.mark.django_db
+def test_several_sessions_events_in_one_statement_follow_each_sessions_sequence(tools):
+    """append_events: each event as append_event would append it, in the order given; an
+    ended or unknown session's is skipped (False) without failing the others' or the
+    caller's transaction, and gives no number away."""
+    for session in ("s1", "s2", "done"):
+        tools.ok("start_session", {"sessionId": session})
+    events.append_event("s1", "user_message", "user", "first")
+    tools.ok("end_session", {"sessionId": "done"})
+    before = _events_for("done")
+    with transaction.atomic():
+        appended = events.append_events([
+            ("s1", "system_event", "system", "a", {"n": 1}),
+            ("done", "system_event", "system", "b", None),
+            ("s2", "system_event", "system", "c", {"n": 2}),
+            ("ghost", "system_event", "system", "d", None),
+            ("s1", "system_event", "system", "e", {"n": 3})])
+        assert appended == [True, False, True, False, True]
+        events.append_event("s2", "user_message", "user", "still usable")
+    rows = {s: list(SessionEvent.objects.filter(session_id=s).order_by("sequence")
+                    .values_list("sequence", "content", "parts"))
+            for s in ("s1", "s2")}
+    assert rows["s1"][1:] == [(2, "a", {"n": 1}), (3, "e", {"n": 3})]
+    assert rows["s2"] == [(1, "c", {"n": 2}), (2, "still usable", None)]
+    assert _events_for("done") == before
+    assert events.append_events([]) == []
+
+
 @pytest.mark.django_db(transaction=True)
 def test_an_append_waiting_on_an_ending_session_is_refused_and_leaves_no_gap(tools):
     """end_session holds the session's row lock; an append that waited for it must see the
