@@ -1,6 +1,7 @@
 """The web server answers tool calls itself (orchestrator.web.tool_protocol), byte for byte
-over a socket: keep-alive, pipelining behind it and in front of Django, Expect, chunked
-bodies, HTTP/1.0, oversized bodies, refused hosts and a client that hangs up mid-call."""
+over a socket: keep-alive (closed after MAX_CALLS_PER_CONNECTION calls), pipelining behind
+it and in front of Django, Expect, chunked bodies, HTTP/1.0, oversized bodies, refused
+hosts and a client that hangs up mid-call."""
 
 from __future__ import annotations
 
@@ -108,6 +109,24 @@ def test_http_1_0_is_answered_then_closed(live_api, wire):
     _, token = live_api
     wire.send(wire.request("/api/v1/tools/get_unified_context/", token, b'{"taskId": "none"}',
                            version="1.0"))
+    status, headers, body = wire.response()
+    assert status == 404 and json.loads(body)["error"]["code"] == "E1610"
+    assert headers["connection"] == "close"
+    assert wire.closed_by_server()
+
+
+def test_a_connection_is_closed_after_its_hundredth_tool_call(live_api, wire):
+    """MAX_CALLS_PER_CONNECTION: the last call's answer says so and the server closes, so
+    the client's next connection goes to whichever worker accepts it first."""
+    from orchestrator.web.tool_protocol import MAX_CALLS_PER_CONNECTION
+
+    _, token = live_api
+    call = wire.request("/api/v1/tools/get_unified_context/", token, b'{"taskId": "none"}')
+    for _ in range(MAX_CALLS_PER_CONNECTION - 1):
+        wire.send(call)
+        status, headers, _ = wire.response()
+        assert status == 404 and "connection" not in headers
+    wire.send(call)
     status, headers, body = wire.response()
     assert status == 404 and json.loads(body)["error"]["code"] == "E1610"
     assert headers["connection"] == "close"
