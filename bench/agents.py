@@ -39,7 +39,8 @@ its start). Then web's CPU by thread (/proc/<pid>/task/<tid>/stat of the web wor
 named by the server: ``tool`` the tool threads that run the calls, the event loop that
 reads and writes HTTP, ``w-*`` the background writers, ``task-events``): what a
 ``py-spy --gil`` profile cannot give, since it counts a thread's system calls made with
-the GIL held as its Python's. A level holds when every hook call's
+the GIL held as its Python's. Then each web process's share of web's CPU: even shares when
+the connections are spread over the workers. A level holds when every hook call's
 p99 is <= ``--p99-ms`` (100) with no error. Closed loop: an agent waits for an answer
 before it thinks again, like the real client, so a slow server lowers the request rate
 rather than piling up requests; read the rate next to the latencies. Tables are markdown,
@@ -683,6 +684,20 @@ def thread_group(key: ThreadKey, name: str) -> str:
     return re.sub(r"_\d+$", "", name)
 
 
+def worker_shares(before: dict[ThreadKey, tuple[str, float]],
+                  after: dict[ThreadKey, tuple[str, float]]) -> list[float]:
+    """Each web process's share of web's CPU between two ``thread_times``, largest first
+    (processes under 1 % left out: the supervisor and multiprocessing's helper). Even
+    shares mean the connections are spread over the workers; one worker far above the
+    others holds most of the busy connections, and its calls queue on its one GIL."""
+    used: dict[int, float] = {}
+    for (pid, tid), (name, seconds) in after.items():
+        used[pid] = used.get(pid, 0.0) + seconds - before.get((pid, tid), (name, 0.0))[1]
+    total = sum(used.values())
+    return sorted((share for share in (seconds / total for seconds in used.values())
+                   if share >= 0.01), reverse=True) if total > 0 else []
+
+
 def thread_cpu(before: dict[ThreadKey, tuple[str, float]],
                after: dict[ThreadKey, tuple[str, float]]) -> dict[str, float]:
     """Thread group -> CPU seconds between two ``thread_times``: a thread born between
@@ -932,7 +947,8 @@ async def run_level(n: int, args: argparse.Namespace, urls: list[str], token: st
     stats.measuring = False
     wall = time.monotonic() - started
     cpu = meter.seconds()
-    web_threads = thread_cpu(threads_before, thread_times(web_pids))
+    threads_after = thread_times(web_pids)
+    web_threads = thread_cpu(threads_before, threads_after)
     stats.cpu_per_second = meter.per_second
     stop.set()  # agents finish the call in flight and end their sessions
     await asyncio.wait(tasks, timeout=120)
@@ -940,7 +956,8 @@ async def run_level(n: int, args: argparse.Namespace, urls: list[str], token: st
     for pool in pools:
         pool.close()
     return {"n": n, "stats": stats, "wall": wall, "cpu": cpu, "pools": pools,
-            "web_threads": web_threads}
+            "web_threads": web_threads,
+            "web_workers": worker_shares(threads_before, threads_after)}
 
 
 def report(level: dict, p99_limit: float) -> bool:
@@ -995,6 +1012,9 @@ def report(level: dict, p99_limit: float) -> bool:
               "writes HTTP; w-* are background writers):\n")
         table(["thread", "share of web", "ms per hook call"],
               thread_rows(level["web_threads"], hook_calls))
+    if level.get("web_workers"):
+        print("\nweb's CPU by process: " + " / ".join(
+            f"{100 * share:.0f} %" for share in level["web_workers"]))
     for example in stats.error_examples:
         print(f"  error: {example}")
     report_stalls(stats)

@@ -32,6 +32,7 @@ from bench.agents import (
     thread_group,
     thread_times,
     window_cpu,
+    worker_shares,
 )
 from foundation.observability.threads import name_this_thread
 
@@ -189,6 +190,17 @@ def test_web_cpu_by_thread_follows_the_names_the_server_gives_its_threads():
     assert thread_group((os.getpid(), os.getpid()), "python") == "event loop (main)"
     used = thread_cpu(before, after)
     assert 0.25 <= used["tool"] <= 0.5
+
+
+def test_web_cpu_by_process_shows_how_the_workers_share_it():
+    """Each process's share of the threads' CPU between two readings, largest first; a
+    thread born between them counts from zero; processes under 1 % are left out."""
+    before = {(10, 10): ("python", 1.0), (10, 11): ("tool_0", 2.0), (20, 20): ("python", 0.5),
+              (30, 30): ("python", 0.0)}
+    after = {(10, 10): ("python", 2.0), (10, 11): ("tool_0", 5.0), (20, 20): ("python", 1.5),
+             (20, 21): ("tool_0", 3.0), (30, 30): ("python", 0.0)}
+    assert worker_shares(before, after) == [0.5, 0.5]
+    assert worker_shares(after, after) == []
 
 
 def test_the_end_of_a_level_wakes_every_sleeping_agent():
