@@ -161,7 +161,8 @@ def open_file_conflicts(project_ids: list[str], pairs: list[tuple[str, str]]
     task ``pairs`` (task a before task b, as stored), latest first. Prepared: the claim-
     overlap recorder reads them for every batch, and the ORM's query cost it more than the
     read did."""
-    return prepared.fetch_all(_OPEN_FILE_CONFLICTS.format(table=qualified("context_conflicts")), {
+    sql = _OPEN_FILE_CONFLICTS.format(table=qualified("context_conflicts"))
+    return prepared.fetch_all(sql, {
         "projects": project_ids, "statuses": list(OPEN_STATUSES),
         "a": [pair[0] for pair in pairs], "b": [pair[1] for pair in pairs]})
 

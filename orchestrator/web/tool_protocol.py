@@ -31,10 +31,11 @@ logger = logging.getLogger(__name__)
 # keepalive_requests does, at 1,000). Why: the web workers share one listening socket,
 # and a connection stays with the worker that accepted it. A client that keeps a few busy
 # connections (a proxy, an HTTP hook, the bench's agents) can pin most of the load on one
-# worker while the others idle, and one worker's calls share its one GIL: measured at 500
-# agents, three workers used 2 %, 18 % and 21 % of a core in the same 10 s. Closed now and
-# then, the connection is opened again, and accepted by whichever worker is free to.
+# worker while the others idle, and one worker's calls share its one GIL: at 1,000 agents
+# the three workers took 45, 30 and 26 % of web's CPU (bench.agents). Closed now and then,
+# the connection is opened again and accepted by whichever worker is free to: 34, 33, 33.
 MAX_CALLS_PER_CONNECTION = 100
+
 
 class _Ignored:
     """What uvicorn's ``connection_lost`` sets on the request in flight (an ASGI cycle's
