@@ -137,7 +137,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -684,6 +684,16 @@ def thread_group(key: ThreadKey, name: str) -> str:
     return re.sub(r"_\d+$", "", name)
 
 
+def thread_deltas(before: dict[ThreadKey, tuple[str, float]],
+                  after: dict[ThreadKey, tuple[str, float]]
+                  ) -> Iterator[tuple[ThreadKey, str, float]]:
+    """(thread, its name, CPU seconds) between two ``thread_times``: a thread born between
+    them counts from zero; one gone by the second is not counted (the server's threads
+    live as long as their process)."""
+    for key, (name, seconds) in after.items():
+        yield key, name, seconds - before.get(key, (name, 0.0))[1]
+
+
 def worker_shares(before: dict[ThreadKey, tuple[str, float]],
                   after: dict[ThreadKey, tuple[str, float]]) -> list[float]:
     """Each web process's share of web's CPU between two ``thread_times``, largest first
@@ -691,8 +701,8 @@ def worker_shares(before: dict[ThreadKey, tuple[str, float]],
     shares mean the connections are spread over the workers; one worker far above the
     others holds most of the busy connections, and its calls queue on its one GIL."""
     used: dict[int, float] = {}
-    for (pid, tid), (name, seconds) in after.items():
-        used[pid] = used.get(pid, 0.0) + seconds - before.get((pid, tid), (name, 0.0))[1]
+    for (pid, _), _, seconds in thread_deltas(before, after):
+        used[pid] = used.get(pid, 0.0) + seconds
     total = sum(used.values())
     return sorted((share for share in (seconds / total for seconds in used.values())
                    if share >= 0.01), reverse=True) if total > 0 else []
@@ -700,13 +710,11 @@ def worker_shares(before: dict[ThreadKey, tuple[str, float]],
 
 def thread_cpu(before: dict[ThreadKey, tuple[str, float]],
                after: dict[ThreadKey, tuple[str, float]]) -> dict[str, float]:
-    """Thread group -> CPU seconds between two ``thread_times``: a thread born between
-    them counts from zero; one gone by the second is not counted (the server's threads
-    live as long as their process)."""
+    """Thread group -> CPU seconds between two ``thread_times`` (``thread_deltas``)."""
     used: dict[str, float] = {}
-    for key, (name, seconds) in after.items():
+    for key, name, seconds in thread_deltas(before, after):
         group = thread_group(key, name)
-        used[group] = used.get(group, 0.0) + seconds - before.get(key, (name, 0.0))[1]
+        used[group] = used.get(group, 0.0) + seconds
     return used
 
 

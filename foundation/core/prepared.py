@@ -68,7 +68,6 @@ def _kept_cursor(connection: psycopg.Connection) -> psycopg.Cursor:
     return cursor
 
 
-
 def _text_array(values: list[Any]) -> Any:
     """A list of str (None for NULL) as the text of its array, what psycopg sends for it:
     the same value with the same type (unknown, Postgres casts it as the statement says).
