@@ -103,6 +103,9 @@ EXCEPTIONS: dict[tuple[str, str, str], str] = {
         "statement; contexts sits below sessions",
     ("contexts/services/projects.py", "projects", "read"):
         "as active_sessions: the project rows in the same listing statement",
+    ("contexts/services/tasks.py", "projects", "read"):
+        "create_task is one statement: the task is inserted only if its project exists, the "
+        "check and the insert in one round trip (a creating start_session's hot path)",
     ("contexts/services/retention.py", "context_conflicts", "read"):
         "an open conflict protects its tasks' versions: each pruning DELETE re-applies the rule "
         "in the same statement, so a conflict opened during a run still protects them",

@@ -45,6 +45,7 @@ from contexts.services.validation import LIST_LIMITS, validate_changes
 from foundation.backends.files import check_safe_id
 from foundation.core import prepared
 from foundation.core.db import (
+    CHANGE_CONTEXT_SQL,
     in_callers_transaction,
     qualified,
     retried_statement,
@@ -334,10 +335,6 @@ def _apply(task: TaskContext, values: dict[str, Any]) -> None:
 # ``{guard}`` the row is only touched when the lock rule cannot object: no locked
 # elements and no current TaskLockHint; otherwise nothing happens and the caller takes
 # the full path. Autocommit makes it its own transaction: one round trip in all.
-_CHANGE_CONTEXT = """set_config('orchestrator.change_type', %s, true)
-             || set_config('orchestrator.change_summary', %s, true)
-             || set_config('orchestrator.session_id', %s, true)
-             || set_config('orchestrator.created_by', %s, true) AS change_context"""
 _IS_ACTIVE = """EXISTS (SELECT 1 FROM {global_context} g
                   WHERE g.project_id = t.project_id AND g.active_task_id = t.task_id)
           AS is_active"""
@@ -460,6 +457,6 @@ def _statement(template: str, enforce_locks: bool, **parts: str) -> str:
         tasks=qualified("task_contexts"),
         before=", ".join(f"o.{column} AS before_{column}" for column in WATCHED_COLUMNS),
         before_aliases=", ".join(f"old.before_{column}" for column in WATCHED_COLUMNS),
-        change_context=_CHANGE_CONTEXT,
+        change_context=CHANGE_CONTEXT_SQL,
         is_active=_IS_ACTIVE.format(global_context=qualified("global_context")),
         guard=_LOCK_RULE_GUARD.format(hints=HINT_TABLE) if enforce_locks else "", **parts)

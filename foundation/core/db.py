@@ -31,6 +31,15 @@ def internal_schema(schema: str) -> str:
     return f"{schema}_internal"
 
 
+# The versioning trigger's change context (set_change_context's four settings) as an
+# expression of four ``%s`` parameters (change type, summary, session, author), for a
+# statement that sets it itself, in its FROM, before the rows it writes: one round trip.
+CHANGE_CONTEXT_SQL = """set_config('orchestrator.change_type', %s, true)
+             || set_config('orchestrator.change_summary', %s, true)
+             || set_config('orchestrator.session_id', %s, true)
+             || set_config('orchestrator.created_by', %s, true) AS change_context"""
+
+
 def set_change_context(
     *,
     change_type: str | None = None,

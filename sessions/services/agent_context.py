@@ -10,7 +10,6 @@ from typing import Any
 
 from django.db import connection
 
-from contexts.models import TaskContext
 from contexts.services.bundle import bundle_statement, context_bundle
 from contexts.services.tasks import create_task
 from foundation.core import prepared
@@ -22,13 +21,15 @@ from foundation.core.projects import check_project_id
 from foundation.core.tools.schema import MAX_TASK_ID_LENGTH
 from sessions.services.common import get_session, logger, sessions_table, tasks_table
 
-# Whether the project exists, the task of the latest earlier session of this project
-# directory and branch, and the project's active task, each only if the task still exists
-# and is not finished (a session that names no task wants work to go on, not a completed
-# or archived task): one round trip, prepared (planning it cost more than running it).
+# Whether the project exists and its name (a task made for a branch is named after it),
+# the task of the latest earlier session of this project directory and branch, and the
+# project's active task, each only if the task still exists and is not finished (a session
+# that names no task wants work to go on, not a completed or archived task): one round
+# trip, prepared (planning it cost more than running it).
 FINISHED_STATUSES = ("completed", "archived")
 _RESOLVE_SQL = """
 SELECT EXISTS (SELECT 1 FROM {projects} p WHERE p.id = %(project_id)s) AS known,
+       (SELECT p.name FROM {projects} p WHERE p.id = %(project_id)s) AS project_name,
        (SELECT s.task_id FROM {sessions} s JOIN {tasks} t ON t.task_id = s.task_id
         WHERE s.project_id = %(project_id)s AND s.project_dir = %(project)s
           AND s.git_branch = %(branch)s AND COALESCE(t.status, '') <> ALL(%(finished)s)
@@ -60,11 +61,11 @@ def resolve_task(project_id: str, project_dir: str | None, git_branch: str | Non
     branch_task, active_task = row["branch_task"], row["active_task"]
     if branch_task and project_dir and git_branch:
         return branch_task, "branch"
-    work = _work_of(project_id, project_dir, git_branch) if create else None
-    if work is not None:
-        existing = TaskContext.objects.filter(task_id=work.task_id).values_list(
-            "project_id", "status").first()
-        if existing and existing[0] == project_id and existing[1] not in FINISHED_STATUSES:
+    work = _work_of(project_id, row["project_name"], project_dir, git_branch) if create \
+        else None
+    if work is not None and work.existing is not None:
+        owner, status = work.existing
+        if owner == project_id and status not in FINISHED_STATUSES:
             return work.task_id, "branchTask"
     if active_task:
         return active_task, "active"
@@ -75,10 +76,13 @@ def resolve_task(project_id: str, project_dir: str | None, git_branch: str | Non
 
 class _Work:
     """The task a branch (or, without git, a directory) gets when its first session names
-    none: a readable id from the project and the branch, the branch as its name."""
+    none: a readable id from the project and the branch, the branch as its name, and the
+    (project, status) of a task that has that id already, if one does."""
 
-    def __init__(self, task_id: str, name: str, description: str) -> None:
+    def __init__(self, task_id: str, name: str, description: str,
+                 existing: tuple[str, str | None] | None) -> None:
         self.task_id, self.name, self.description = task_id, name, description
+        self.existing = existing
 
 
 def _slug(text: str) -> str:
@@ -86,32 +90,34 @@ def _slug(text: str) -> str:
     return re.sub(r"-{2,}", "-", cleaned) or "work"
 
 
-def _work_of(project_id: str, project_dir: str | None, git_branch: str | None
-             ) -> _Work | None:
-    project_name = Project.objects.filter(pk=project_id).values_list("name", flat=True).first()
+def _work_of(project_id: str, project_name: str | None, project_dir: str | None,
+             git_branch: str | None) -> _Work | None:
     repository = _slug(project_name or project_id.rsplit(":", 1)[-1])
     if git_branch:
-        task_id = f"{repository}-{_slug(git_branch)}"
-        return _Work(_unique_id(task_id, project_id), git_branch,
-                     f"Work on branch {git_branch} of {project_name or project_id}, made by "
-                     "its first session (rename it, or switch_task to another task).")
-    if project_dir:
-        folder = os.path.basename(project_dir.rstrip("/")) or "root"
-        return _Work(_unique_id(_slug(folder), project_id), folder,
-                     f"Work in {project_dir} (not a git repository), made by its first "
-                     "session (rename it, or switch_task to another task).")
-    return None
-
-
-def _unique_id(task_id: str, project_id: str) -> str:
-    """``task_id``, made distinct when another project already has it (ids are unique
-    across the server: two repositories may both have a branch main)."""
-    owner = TaskContext.objects.filter(task_id=task_id).values_list(
-        "project_id", flat=True).first()
-    if owner is None or owner == project_id:
-        return task_id[:MAX_TASK_ID_LENGTH]
+        task_id, name = f"{repository}-{_slug(git_branch)}", git_branch
+        description = (f"Work on branch {git_branch} of {project_name or project_id}, made "
+                       "by its first session (rename it, or switch_task to another task).")
+    elif project_dir:
+        name = os.path.basename(project_dir.rstrip("/")) or "root"
+        task_id = _slug(name)
+        description = (f"Work in {project_dir} (not a git repository), made by its first "
+                       "session (rename it, or switch_task to another task).")
+    else:
+        return None
+    # The id is made distinct when another project has it already (ids are unique across
+    # the server: two repositories may both have a branch main). One round trip reads the
+    # id's owner and whichever of the two ids is taken.
     digest = hashlib.sha256(project_id.encode()).hexdigest()[:6]
-    return f"{task_id[:MAX_TASK_ID_LENGTH - 7]}-{digest}"
+    plain = task_id[:MAX_TASK_ID_LENGTH]
+    distinct = f"{task_id[:MAX_TASK_ID_LENGTH - 7]}-{digest}"
+    taken = {row[0]: (row[1], row[2]) for row in prepared.fetch_all(
+        _TASKS_BY_ID.format(tasks=tasks_table()), [list({task_id, plain, distinct})])}
+    owner = taken.get(task_id, (None,))[0]
+    chosen = plain if owner is None or owner == project_id else distinct
+    return _Work(chosen, name, description, taken.get(chosen))
+
+
+_TASKS_BY_ID = "SELECT task_id, project_id, status FROM {tasks} WHERE task_id = ANY(%s)"
 
 
 def _create_work_task(project_id: str, work: _Work, session_id: str | None) -> str:

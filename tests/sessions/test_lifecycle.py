@@ -9,7 +9,7 @@ import re
 import pytest
 from django.conf import settings
 
-from contexts.models import GlobalContext, TaskContext
+from contexts.models import ContextVersion, GlobalContext, TaskContext
 from foundation.backends import files, redis_store
 from sessions import signals
 from sessions.models import ActiveSession, SessionDetail
@@ -99,7 +99,6 @@ def test_heartbeat_updates_db_redis_and_file_without_versions(tools):
     assert 0 < redis_store.run(lambda r: r.ttl(key)) <= settings.REDIS_HEARTBEAT_TTL
     marker = files.read_json(files.recovery_dir() / ".session-heartbeat.json")
     assert marker["sessionId"] == "s-hb" and marker["status"] == "active"
-    from contexts.models import ContextVersion
     assert ContextVersion.objects.filter(task_id="t1").count() == 1  # only the creation
 
 
@@ -214,6 +213,38 @@ def test_resolve_task_never_picks_a_finished_task(tools):
     GlobalContext.objects.update(active_task_id="open")
     active = tools.ok("start_session", {"sessionId": "s3", **base})
     assert (active["taskId"], active["taskSource"]) == ("open", "active")
+
+
+@pytest.mark.django_db
+def test_create_task_makes_a_branch_its_task_once_and_apart_in_each_project(tools):
+    for project, name in (("web", "Shop Web"), ("api", "Shop Web")):
+        tools.ok("create_project", {"projectId": project, "name": name})
+    base = {"gitBranch": "feature/login", "resolveTask": True, "createTask": True}
+    first = tools.ok("start_session", {"sessionId": "s1", "projectId": "web",
+                                       "projectDir": "/a", **base})
+    assert (first["taskId"], first["taskSource"]) == ("Shop-Web-feature-login", "created")
+    task = TaskContext.objects.get(task_id="Shop-Web-feature-login")
+    assert (task.project_id, task.name, task.status, task.version) == (
+        "web", "feature/login", "in_progress", 1)
+    version = ContextVersion.objects.get(task_id=task.task_id)
+    assert (version.version, version.change_type, version.created_by) == (
+        1, "manual", "session start")
+    # Another directory of the same branch finds the task made for it.
+    again = tools.ok("start_session", {"sessionId": "s2", "projectId": "web",
+                                       "projectDir": "/b", **base})
+    assert (again["taskId"], again["taskSource"]) == ("Shop-Web-feature-login", "branchTask")
+    # Another project with the same name and branch gets an id of its own.
+    other = tools.ok("start_session", {"sessionId": "s3", "projectId": "api",
+                                       "projectDir": "/c", **base})
+    assert other["taskSource"] == "created"
+    assert other["taskId"].startswith("Shop-Web-feature-login-") and \
+        TaskContext.objects.get(task_id=other["taskId"]).project_id == "api"
+    # Without git, the directory names the task.
+    folder = tools.ok("start_session", {"sessionId": "s4", "projectId": "web",
+                                        "projectDir": "/home/dev/notes/", "resolveTask": True,
+                                        "createTask": True})
+    assert (folder["taskId"], folder["taskSource"]) == ("notes", "created")
+    assert TaskContext.objects.get(task_id="notes").name == "notes"
 
 
 @pytest.mark.django_db
