@@ -17,9 +17,7 @@ import contextvars
 import functools
 import json
 import re
-import threading
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 import orjson
@@ -30,8 +28,9 @@ from foundation.core.auth import TokenPrincipal, authenticate_header, metrics_on
 from foundation.core.errors import OrchestratorError, error_body
 from foundation.core.projects import CLIENT_PROJECT_HEADER
 from foundation.core.tools import ToolContext, registry
-from foundation.observability import threads, tracing
+from foundation.observability import tracing
 from orchestrator.web import ratelimit
+from orchestrator.web.tool_threads import ToolThreads
 
 TOOL_PATH = re.compile(r"^/api/v1/tools/([A-Za-z0-9_]{1,100})/?$")
 # Django's own default for a request body read into memory (DATA_UPLOAD_MAX_MEMORY_SIZE).
@@ -51,9 +50,7 @@ T = TypeVar("T")
 # Eight, not four: under agent load a hook call spends most of its time waiting on
 # Postgres, and with four threads calls queued behind those waits (bench.agents, 1,000
 # agents: hook-call p50 1.6 s with 4, 10 ms with 8, 25 ms with 12 as the GIL grows busier).
-TOOL_THREADS = ThreadPoolExecutor(settings.TOOL_THREADS, thread_name_prefix="tool",
-                                  initializer=lambda: threads.name_this_thread(
-                                      threading.current_thread().name))
+TOOL_THREADS = ToolThreads(settings.TOOL_THREADS, "tool")
 
 
 async def in_tool_thread(function: Callable[..., T], *args: Any) -> T:

@@ -135,7 +135,7 @@ class ToolCallProtocol(HttpToolsProtocol):
             self._answer(call, refusal)
             return
         body = None if call.too_large else bytes(call.body)
-        self._fastlane.TOOL_THREADS.submit(self._run, call, body)
+        self._fastlane.TOOL_THREADS.call(self._run, call, body)
 
     def _run(self, call: ToolCall, body: bytes | None) -> None:
         """In a tool thread: the call, then its answer handed to the event loop."""
