@@ -84,3 +84,10 @@ def test_each_project_mirrors_its_own_calls_tool_calls_and_hook_reports_alike(to
         mirror = files.read_json(files.recovery_dir(key) / ".tool-history.json")
         assert [(e["sessionId"], e["tool"]) for e in mirror["entries"]] == \
             [(f"s-{key}", "start_session"), (f"s-{key}", "Bash")]
+        # Postgres writes the file: its timestamps are the API's (ISO 8601, UTC, Z).
+        bash = mirror["entries"][1]
+        assert bash["timestamp"] == "2030-01-01T00:00:00Z" and bash["success"] is True
+        assert mirror["version"] == 1
+    # As the database's own history gives them, to a session known only from the file.
+    assert history.history_from_file("web", "s-web", 5) == \
+        history.recent_history("s-web", 5)
