@@ -11,6 +11,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 # One token stands for every simulated client here (bench.agents: thousands of agents), so
 # the servers the benches start, and Django in this process, take a per-token rate limit
@@ -190,12 +191,24 @@ class RawHttpClient:
 
         parts = urlsplit(url)
         self.host, self.port = parts.hostname, parts.port or 80
-        self.sock = socket.create_connection((self.host, self.port))
-        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.sock = self._connect()
         self.extra = "".join(f"{k}: {v}\r\n" for k, v in headers.items())
         self.buffer = b""
+        self.closing = False
+
+    def _connect(self) -> Any:
+        import socket
+
+        sock = socket.create_connection((self.host, self.port))
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        return sock
 
     def post(self, path: str, body: bytes) -> tuple[int, bytes]:
+        if self.closing:
+            # The last answer said "Connection: close" (the server ends a keep-alive
+            # connection after its 100th tool call): a new connection, as any client makes.
+            self.sock.close()
+            self.sock, self.buffer, self.closing = self._connect(), b"", False
         head = (f"POST {path} HTTP/1.1\r\nHost: {self.host}:{self.port}\r\n{self.extra}"
                 f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n")
         self.sock.sendall(head.encode() + body)
@@ -206,6 +219,8 @@ class RawHttpClient:
         status = int(lines[0].split()[1])
         length = next(int(line.split(b":", 1)[1]) for line in lines[1:]
                       if line.lower().startswith(b"content-length:"))
+        self.closing = any(line.lower().replace(b" ", b"") == b"connection:close"
+                           for line in lines[1:])
         while len(rest) < length:
             self.buffer = rest
             self._fill()
