@@ -186,7 +186,6 @@ class RawHttpClient:
     """
 
     def __init__(self, url: str, headers: dict[str, str]) -> None:
-        import socket
         from urllib.parse import urlsplit
 
         parts = urlsplit(url)
